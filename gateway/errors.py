@@ -1,0 +1,181 @@
+"""xRegistry errors, one class carrying the spec's error type ("Error Processing" in core/spec.md).
+
+Every failure the registry reports is an :class:`XRegistryError` whose ``type`` is one of the
+spec's error names (``invalid_attribute``, ``mismatched_epoch``, …). Bindings render it: the
+HTTP API as an RFC 9457 problem document, GraphQL as an error with ``extensions.code``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+SPEC_ERROR_BASE = "https://github.com/xregistry/spec/blob/main/core/spec.md#"
+
+# (HTTP status, title template) per error type, taken from core/spec.md.
+SPEC_ERRORS: dict[str, tuple[int, str]] = {
+    'action_not_supported': (405, 'The specified action (<action>) is not supported for: <subject>.'),
+    'ancestor_circular_reference': (400, 'For "<subject>", the request would create a circular list of ancestors: <list>.'),
+    'bad_defaultversionid': (400, 'For "<subject>", an error was found in the "defaultversionid" value specified (<value>): <error_detail>.'),
+    'bad_details': (400, 'Use of "$details" in this context is not allowed: <subject>.'),
+    'bad_filter': (400, 'For "<subject>", an error was found in "filter" value (<value>): <error_detail>.'),
+    'bad_flag': (400, 'The specified flag (<flag>) is not allowed in this context: <subject>.'),
+    'bad_ignore': (400, 'For "<subject>", an error was found in "ignore" value (<value>): <error_detail>.'),
+    'bad_inline': (400, 'For "<subject>", an error was found in "inline" value (<value>): <error_detail>.'),
+    'bad_request': (400, '<error_detail>.'),
+    'bad_sort': (400, 'For "<subject>", an error was found in "sort" value (<value>): <error_detail>.'),
+    'cannot_doc_xref': (400, 'Retrieving the document view of a Version for "<subject>" is not allowed because it uses "xref".'),
+    'capability_error': (400, 'There was an error in the capabilities provided: <error_detail>.'),
+    'capability_missing_value': (400, 'The "<name>" capability needs to contain "<value>".'),
+    'capability_unknown': (400, 'Unknown capability specified: <field>.'),
+    'capability_value': (400, 'Invalid value (<value>) specified for capability "<field>". Allowable values include: <list>.'),
+    'capability_wildcard': (400, 'When "<field>" includes a value of "*" then no other values are allowed.'),
+    'compatibility_unknown': (400, 'The compatibility value (<compat>) on Resource "<subject>" is not supported for format "<format>".'),
+    'compatibility_violation': (400, 'The request would cause one or more Versions of "<subject>" to violate its compatibility rule (<compat>).'),
+    'constraint_failure': (400, 'The request would result in one or more Versions of "<subject>" not being compliant with its owning Group\'s "<kind>" constraint for attribute "<path>".'),
+    'data_retrieval_error': (500, 'The server was unable to retrieve all of the requested data.'),
+    'defaultversionid_request': (400, 'Processing "<subject>", the "defaultversionid" attribute is not allowed to be "request" since a Version wasn\'t processed.'),
+    'extra_xref_attribute': (400, 'Attribute "<name>" is not allowed to be present since the "<singular>" (<subject>) uses "xref".'),
+    'format_external': (400, 'Version "<subject>" references a document stored outside of the Registry, therefore no validation was performed.'),
+    'format_unknown': (400, 'Version "<subject>" has a "format" value (<format>) that it not supported.'),
+    'format_violation': (400, 'The request would cause Version "<subject>" to be non-compliant with its "format" (<format>).'),
+    'groups_only': (400, 'Attribute "<name>" is invalid. Only Group types are allowed to be specified on this request: <subject>.'),
+    'hasdocument_violation': (400, 'The request would cause Version "<subject>" to be non-compliant. The model definition of "<plural>" has "hasdocument" set to "false" but this Version has document content.'),
+    'inline_noninlineable': (400, 'Attempting to inline a non-inlineable attribute (<name>) on: <subject>.'),
+    'invalid_attribute': (400, 'The attribute "<name>" for "<subject>" is not valid: <error_detail>.'),
+    'malformed_id': (400, 'For "<subject>", the specified ID value (<id>) is malformed: <error_detail>.'),
+    'malformed_xid': (400, 'For "<subject>", the specified XID value (<xid>) is malformed: <error_detail>.'),
+    'malformed_xref': (400, 'For "<subject>", the specified xref value (<xref>) is malformed: <error_detail>.'),
+    'mismatched_epoch': (400, 'The specified epoch value (<bad_epoch>) for "<subject>" does not match its current value (<epoch>).'),
+    'mismatched_id': (400, 'The specified "<singular>id" value (<invalid_id>) for "<subject>" needs to be "<expected_id>".'),
+    'mismatched_version_attribute': (400, 'The request would cause the "<name>" attribute across the Versions of "<subject>" to be different.'),
+    'misplaced_epoch': (400, 'The specified "epoch" value for "<subject>" needs to be within a "meta" entity.'),
+    'model_compliance_error': (400, 'The model provided would cause one or more entities in the Registry to become non-compliant.'),
+    'model_error': (400, 'There was an error in the model definition provided: <error_detail>.'),
+    'model_required_true': (400, 'Model attribute "<name>" needs to have a "required" value of "true" since a default value is provided.'),
+    'model_scalar_default': (400, 'Model attribute "<name>" is not allowed to have a default value since it is not a scalar.'),
+    'multiple_roots': (400, 'The operation would result in multiple root Versions for "<subject>", which is not allowed for "<plural>".'),
+    'not_available': (400, 'The requested data (<subject>) is not available.'),
+    'not_found': (404, 'The targeted entity (<subject>) cannot be found.'),
+    'one_resource': (400, 'Only one attribute from "<list>" can be present at a time for: <subject>.'),
+    'parsing_data': (400, 'There was an error parsing the data: <error_detail>.'),
+    'readonly': (400, 'Updating a read-only entity (<subject>) is not allowed.'),
+    'required_attribute_missing': (400, 'One or more mandatory attributes for "<subject>" are missing: <list>.'),
+    'resources_only': (400, 'Attribute "<name>" is invalid. Only Resource types are allowed to be specified on this request: <subject>.'),
+    'server_busy': (503, 'Due to excessive requests, the server could not complete "<subject>", please try again later.'),
+    'server_error': (500, 'An unexpected error occurred, please try again later.'),
+    'setdefaultversionsticky_false': (400, 'For "<subject>", setting "defaultversionsticky" to "true" is not allowed since "maxversions" is "1".'),
+    'sort_noncollection': (400, "Can't sort on a non-collection result set. Query path: <subject>."),
+    'too_large': (406, 'For "<subject>", the size of the response is too large to return in a single response.'),
+    'too_many_versions': (400, 'For "<subject>", when the "setdefaultversionid" flag is set to "request", only one Version is allowed to be specified in the request message.'),
+    'unknown_attribute': (400, 'An unknown attribute (<name>) was specified for "<subject>".'),
+    'unknown_group_type': (400, 'An unknown Group type (<name>) was specified in "<subject>".'),
+    'unknown_id': (400, 'While processing "<subject>", the "<singular>" with a "<singular>id" value of "<id>" cannot be found.'),
+    'unknown_resource_type': (400, 'An unknown Resource type (<name>) was specified for Group type "<group>".'),
+    'unsupported_specversion': (400, 'The specified "specversion" value (<specversion>) is not supported. Supported versions: <list>.'),
+    'versionid_not_allowed': (400, 'While creating a new Version for "<subject>", a "versionid" was specified but the "setversionid" model aspect for entities of type "<plural>" is "false".'),
+}
+
+_PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*)>")
+
+
+class XRegistryError(Exception):
+    """A spec-typed error.
+
+    ``subject`` is the XID (or request path) of the entity being processed; ``path`` is the
+    attribute path inside it (``envelopemetadata.type``), when one attribute is to blame;
+    ``args`` fill the title template of the spec; ``detail`` is a free sentence for humans.
+    """
+
+    def __init__(
+        self,
+        type: str,
+        subject: str = "/",
+        *,
+        detail: str | None = None,
+        path: str | None = None,
+        source: str | None = None,
+        **args: Any,
+    ) -> None:
+        if type not in SPEC_ERRORS:
+            raise ValueError(f"unknown xRegistry error type {type!r}")
+        self.type = type
+        self.subject = subject
+        self.detail = detail
+        self.path = path
+        self.source = source
+        self.args_map = {k: v for k, v in args.items() if v is not None}
+        super().__init__(self.title)
+
+    @property
+    def status(self) -> int:
+        return SPEC_ERRORS[self.type][0]
+
+    @property
+    def type_uri(self) -> str:
+        return SPEC_ERROR_BASE + self.type
+
+    @property
+    def title(self) -> str:
+        template = SPEC_ERRORS[self.type][1]
+
+        def fill(m: re.Match[str]) -> str:
+            key = m.group(1)
+            if key == "subject":
+                return self.subject
+            if key in self.args_map:
+                return str(self.args_map[key])
+            if key == "error_detail" and self.detail:
+                return self.detail.rstrip(".")
+            if key == "name" and self.path:
+                return self.path
+            return m.group(0)
+
+        return _PLACEHOLDER.sub(fill, template)
+
+    def with_prefix(self, where: str) -> "XRegistryError":
+        """The same error, its detail prefixed with where it happened (a file, a document)."""
+        err = XRegistryError(
+            self.type, self.subject, detail=self.detail, path=self.path, source=where, **self.args_map
+        )
+        return err
+
+    def to_problem(self, instance: str | None = None) -> dict[str, Any]:
+        """The RFC 9457-style body of the HTTP binding."""
+        body: dict[str, Any] = {"type": self.type_uri, "title": self.title, "subject": self.subject}
+        args = {k: str(v) for k, v in self.args_map.items()}
+        if self.path and "name" not in args:
+            args["name"] = self.path
+        if args:
+            body["args"] = args
+        if self.detail:
+            body["detail"] = self.detail
+        if instance:
+            body["instance"] = instance
+        if self.source:
+            body["source"] = self.source
+        return body
+
+    def __repr__(self) -> str:
+        return f"XRegistryError({self.type!r}, {self.subject!r}, {self.title!r})"
+
+
+def invalid(subject: str, path: str, detail: str) -> XRegistryError:
+    """``invalid_attribute`` for attribute ``path`` of entity ``subject``."""
+    return XRegistryError("invalid_attribute", subject, path=path, name=path, detail=detail)
+
+
+def missing(subject: str, *paths: str) -> XRegistryError:
+    """``required_attribute_missing`` listing the missing attribute paths."""
+    return XRegistryError(
+        "required_attribute_missing", subject, path=paths[0] if paths else None, list=", ".join(paths)
+    )
+
+
+class ValidationErrors(XRegistryError):
+    """Several violations found in one write; the first one gives type and title."""
+
+    def __init__(self, errors: list[XRegistryError]) -> None:
+        first = errors[0]
+        super().__init__(first.type, first.subject, detail=first.detail, path=first.path, **first.args_map)
+        self.errors = errors

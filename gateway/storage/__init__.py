@@ -1,0 +1,31 @@
+"""Entity stores: the :class:`~gateway.storage.base.Store` interface and its backends.
+
+:func:`create_store` picks a backend from a URL: ``sqlite:///relative/path.db`` or
+``sqlite:////absolute/path.db`` (:class:`~gateway.storage.sqlite.SQLiteStore`), and
+``mongodb://`` / ``mongodb+srv://`` (``gateway.storage.mongo.MongoStore``, imported on use).
+"""
+
+from __future__ import annotations
+
+from gateway.storage.base import Store
+
+SQLITE_PREFIX = "sqlite:///"
+
+
+def create_store(url: str) -> Store:
+    """The store a URL names; ``ValueError`` for an unsupported or malformed URL."""
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme == "sqlite":
+        path = url[len(SQLITE_PREFIX):] if url.startswith(SQLITE_PREFIX) else ""
+        if not path:
+            raise ValueError(f"malformed SQLite store URL {url!r}: use sqlite:///relative.db or sqlite:////abs/path.db")
+        from gateway.storage.sqlite import SQLiteStore
+
+        return SQLiteStore(path)
+    if scheme in ("mongodb", "mongodb+srv"):
+        from gateway.storage.mongo import MongoStore
+
+        return MongoStore(url)
+    raise ValueError(
+        f"unsupported store URL {url!r}: expected sqlite:///<path>, mongodb://... or mongodb+srv://..."
+    )
