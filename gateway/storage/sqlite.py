@@ -1,0 +1,615 @@
+"""SQLite implementation of :class:`~gateway.storage.base.Store` (``aiosqlite``, one file).
+
+Schema::
+
+    revisions(rev INTEGER PRIMARY KEY AUTOINCREMENT, at REAL, note TEXT)
+        one row per commit; AUTOINCREMENT keeps revisions strictly increasing even after
+        rows are pruned or a commit is rolled back.
+    states(seq INTEGER PRIMARY KEY, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live)
+        one row per state of an entity. ``xkey`` is the lower-cased XID, ``doc`` the JSON text
+        (NULL for a tombstone), the state is visible for revisions ``rev_from <= R < rev_to``
+        (``rev_to`` NULL: the current state). ``live`` = current and not deleted.
+        A write closes the current row (``rev_to = R, live = 0``) and inserts the new state;
+        a delete inserts a tombstone (``deleted = 1, live = 0``).
+    meta(key TEXT PRIMARY KEY, value)
+        ``oldest``: the history horizon (oldest revision as-of reads can reconstruct).
+
+Indexes: ``states_current`` unique on ``xkey`` where ``rev_to IS NULL`` (one current row per
+entity; point reads, the commit's lookups), ``states_live`` on ``(ctype, xkey)`` where
+``live = 1`` (pages of current entities in key order), ``states_history`` on
+``(xkey, rev_from)`` (as-of point reads), ``states_asof`` on ``(ctype, xkey)`` over all rows
+(as-of pages, key lists) and ``states_rev`` on ``rev_from`` (changes). Current-state pages name
+``INDEXED BY states_live``: without statistics SQLite rates it the same as ``states_asof``.
+
+A parent restricts to a key range: the descendants of ``/a/b`` have keys between ``/a/b/`` and
+``/a/b0`` (``0`` follows ``/``). In key order the range and the cursors fold into one index
+range; with a sort the keyset is the row value ``(rank, number, text, xkey)``.
+
+Conditions are compiled to SQL over SQLite's JSON functions, mirroring
+:func:`gateway.registry.filters.matches`: plain keys and ``[N]`` become a JSON path
+(``$."labels"."team"``), ``*`` / ``[*]`` a ``json_each`` join, and a selected array is searched
+element by element. Case folding uses Python's ``str.lower`` (registered as ``xreg_lower``, since
+SQLite's ``lower`` only folds ASCII); wildcards become ``GLOB`` patterns over folded text.
+Keys JSON paths cannot address (holding ``"``, ``\\`` or control characters) go through the
+registered ``xreg_member``. Sorting follows :func:`gateway.registry.filters.compare_key`:
+rank (absent/null, number, string, container, boolean), then the number, then the folded
+string (containers: their ``json.dumps(sort_keys=True)``), then the key; descending reverses
+all of it. A cursor's sort value that is a string holding canonical JSON of an array/object is
+taken to be that container (``cursor_for`` renders containers so).
+
+Where ``base.py`` is silent: ``prune(keep_revisions=N)`` moves the horizon to ``current - N``,
+``keep_seconds=T`` to the newest revision committed at least ``T`` seconds ago (both given: the
+older; neither: ``current``), and the horizon never moves back. ``changes(since)`` raises
+``RevisionGone`` for ``0 < since < oldest_revision()`` (pruned tombstones would be missing).
+Deleting an entity that does not exist writes nothing (the commit still takes a revision).
+
+All statements run on one connection, serialised by an ``asyncio.Lock`` (so a read never sees
+a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Sequence
+
+import aiosqlite
+
+from gateway.storage.base import (
+    Change, Condition, Conflict, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store,
+    StoreStats, Write,
+)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS revisions (
+    rev INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, note TEXT NOT NULL DEFAULT '');
+CREATE TABLE IF NOT EXISTS states (
+    seq INTEGER PRIMARY KEY, xkey TEXT NOT NULL, xid TEXT NOT NULL, kind TEXT NOT NULL,
+    ctype TEXT NOT NULL, doc TEXT, rev_from INTEGER NOT NULL, rev_to INTEGER,
+    deleted INTEGER NOT NULL, live INTEGER NOT NULL);
+CREATE UNIQUE INDEX IF NOT EXISTS states_current ON states(xkey) WHERE rev_to IS NULL;
+CREATE INDEX IF NOT EXISTS states_history ON states(xkey, rev_from);
+CREATE INDEX IF NOT EXISTS states_asof ON states(ctype, xkey);
+CREATE INDEX IF NOT EXISTS states_live ON states(ctype, xkey) WHERE live = 1;
+CREATE INDEX IF NOT EXISTS states_rev ON states(rev_from);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+"""
+
+_COLUMNS = "xid, kind, ctype, doc, rev_from, deleted"
+_CHUNK = 500
+_CMP = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_PATH_KEY = re.compile(r'[^"\\\x00-\x1f]*')  # keys a quoted JSON path label can hold
+_RANK = ("CASE {t} WHEN 'integer' THEN 1 WHEN 'real' THEN 1 WHEN 'text' THEN 2 WHEN 'object' THEN 3 "
+         "WHEN 'array' THEN 3 WHEN 'false' THEN 4 WHEN 'true' THEN 4 ELSE 0 END")
+_MAX_INT = 2**63 - 1
+
+
+def _dumps(doc: Any) -> str:
+    # Raw (not \\u-escaped) non-ASCII, so JSON path labels match keys byte for byte.
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def _canonical(text: str | None) -> str | None:
+    """``json.dumps(value, sort_keys=True)`` of a JSON text: how containers sort (and their cursors)."""
+    return None if text is None else json.dumps(json.loads(text), sort_keys=True)
+
+
+def _lower(value: Any) -> Any:
+    return value.lower() if isinstance(value, str) else value
+
+
+def _member(text: str | None, key: str) -> str | None:
+    if text is None:
+        return None
+    node = json.loads(text)
+    return _dumps(node[key]) if isinstance(node, dict) and key in node else None
+
+
+def _glob(part: str) -> str:
+    return re.sub(r"[*?\[]", lambda m: f"[{m.group()}]", part)
+
+
+def _parent_key(query: Query) -> str | None:
+    """The key prefix a query's parent restricts to (``None``: no restriction)."""
+    return None if query.parent in (None, "/") else query.parent.lower()
+
+
+def _normal(query: Query) -> Query:
+    """``query`` with its cursors' keys lower-cased (keys are compared as stored)."""
+    low = lambda c: c if c is None or c.key == c.key.lower() else Cursor(c.key.lower(), c.value)  # noqa: E731
+    return replace(query, after=low(query.after), before=low(query.before))
+
+
+def _sort_tuple(value: Any) -> tuple[int, Any, str]:
+    """The ``(rank, number, text)`` of a cursor's sort value (see ``filters.compare_key``)."""
+    if value is None:
+        return (0, 0, "")
+    if isinstance(value, bool):
+        return (4, int(value), "")
+    if isinstance(value, (int, float)):
+        return (1, float(value) if abs(value) > _MAX_INT else value, "")
+    if isinstance(value, (dict, list)):
+        return (3, 0, json.dumps(value, sort_keys=True))
+    text = str(value)
+    if text[:1] in ("[", "{"):
+        # cursor_for() turns containers into their canonical JSON; a string that *is* such a
+        # text is read as the container (the spec only allows sorting on scalars anyway).
+        try:
+            if json.dumps(json.loads(text), sort_keys=True) == text:
+                return (3, 0, text)
+        except ValueError:
+            pass
+    return (2, 0, text.lower())
+
+
+class _SQL:
+    """Builds one statement: named parameters and unique ``json_each`` aliases."""
+
+    def __init__(self) -> None:
+        self.params: dict[str, Any] = {}
+        self.text = ""
+        self._aliases = 0
+
+    def p(self, value: Any) -> str:
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        return ":" + name
+
+    def alias(self) -> str:
+        self._aliases += 1
+        return f"j{self._aliases}"
+
+    # -- attribute paths -------------------------------------------------------------------
+    def select(self, path: Sequence[str]) -> tuple[list[str], list[str], tuple]:
+        """Compile a filter path: (json_each tables, their constraints, the selection), the
+        selection being ``("path", json_expr, json_path)`` or ``("row", json_each_alias)``."""
+        from gateway.registry.filters import ANY_ITEM, ANY_KEY
+
+        tables: list[str] = []
+        where: list[str] = []
+        node, jpath = "doc", "$"
+        row = None
+        for seg in path:
+            if row is not None:
+                node, jpath, row = f"(CASE WHEN {row}.type IN ('object','array') THEN {row}.value END)", "$", None
+            if seg in (ANY_KEY, ANY_ITEM):
+                row = self.alias()
+                tables.append(f"json_each({node}, {self.p(jpath)}) AS {row}")
+                kind = "object" if seg == ANY_KEY else "array"
+                where.append(f"json_type({node}, {self.p(jpath)}) = '{kind}'")
+            elif seg.startswith("["):
+                jpath += seg
+            elif _PATH_KEY.fullmatch(seg):
+                jpath += f'."{seg}"'
+            else:
+                obj = f"(CASE WHEN json_type({node}, {self.p(jpath)}) = 'object' THEN json_extract({node}, {self.p(jpath)}) END)"
+                node, jpath = f"xreg_member({obj}, {self.p(seg)})", "$"
+        sel = ("row", row) if row is not None else ("path", node, jpath)
+        return tables, where, sel
+
+    def value(self, sel: tuple) -> tuple[str, str, str, str]:
+        """(type, atom, array json, array path) expressions of a selection."""
+        if sel[0] == "row":
+            a = sel[1]
+            return f"{a}.type", f"{a}.atom", f"{a}.value", "$"
+        _, node, jpath = sel
+        return f"json_type({node}, {self.p(jpath)})", f"json_extract({node}, {self.p(jpath)})", node, jpath
+
+    # -- conditions ------------------------------------------------------------------------
+    def scalar(self, t: str, atom: str, op: str, value: str, wildcard: bool) -> str:
+        """SQL for ``filters._scalar_match(<t, atom>, op, value, wildcard)``."""
+        from gateway.registry.filters import numeric_value, wildcard_parts
+
+        if wildcard:
+            pattern = "*".join(_glob(part.lower()) for part in wildcard_parts(value))
+            return f"({t} = 'text' AND xreg_lower({atom}) GLOB {self.p(pattern)})"
+        cmp = _CMP[op]
+        clauses = [f"({t} = 'text' AND xreg_lower({atom}) {cmp} {self.p(value.lower())})"]
+        if value in ("true", "false"):
+            clauses.append(f"({t} IN ('true','false') AND ({t} = 'true') {cmp} {int(value == 'true')})")
+        number = numeric_value(value)
+        if number is not None:
+            if isinstance(number, int) and abs(number) > _MAX_INT:
+                number = float(number)
+            clauses.append(f"({t} IN ('integer','real') AND {atom} {cmp} {self.p(number)})")
+        return "(" + " OR ".join(clauses) + ")"
+
+    def condition(self, cond: Condition) -> str:
+        tables, where, sel = self.select(cond.path)
+        t, atom, arr, arr_path = self.value(sel)
+        if cond.op in ("exists", "null"):
+            pred = f"coalesce({t}, 'null') != 'null'"
+        else:
+            op = "eq" if cond.op == "ne" else cond.op
+            if op not in _CMP:
+                raise ValueError(f"unknown condition op {cond.op!r}")
+            e = self.alias()
+            each = (f"EXISTS (SELECT 1 FROM json_each({arr}, {self.p(arr_path)}) AS {e} "
+                    f"WHERE {self.scalar(f'{e}.type', f'{e}.atom', op, cond.value or '', cond.wildcard)})")
+            scalar = self.scalar(t, atom, op, cond.value or "", cond.wildcard)
+            pred = f"(CASE {t} WHEN 'array' THEN {each} ELSE coalesce({scalar}, 0) END)"
+        if tables:
+            hit = f"EXISTS (SELECT 1 FROM {', '.join(tables)} WHERE {' AND '.join(where + [pred])})"
+        else:
+            hit = f"coalesce({pred}, 0)"
+        return f"NOT {hit}" if cond.op in ("ne", "null") else hit
+
+    def any_of(self, groups: Sequence[Sequence[Condition]]) -> str | None:
+        if not groups:
+            return None
+        ors = ["(" + " AND ".join(self.condition(c) for c in g) + ")" if g else "1" for g in groups]
+        return "(" + " OR ".join(ors) + ")"
+
+    # -- sort keys -------------------------------------------------------------------------
+    def sort_columns(self, sort: Sort) -> tuple[str, str, str]:
+        """(rank, number, text) expressions: the order of ``filters.compare_key``."""
+        tables, _, sel = self.select(sort.path)
+        if tables:
+            raise ValueError(f"cannot sort on a wildcard path {sort.path!r}")
+        t, v, _, _ = self.value(sel)
+        rank = _RANK.format(t=t)
+        num = f"(CASE WHEN {t} IN ('integer','real') THEN {v} WHEN {t} = 'true' THEN 1 ELSE 0 END)"
+        text = (f"(CASE WHEN {t} = 'text' THEN xreg_lower({v}) "
+                f"WHEN {t} IN ('object','array') THEN xreg_canonical({v}) ELSE '' END)")
+        return rank, num, text
+
+
+class SQLiteStore(Store):
+    """A :class:`Store` in one SQLite file (WAL mode)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path if str(path) == ":memory:" else Path(path)
+        self.stats = StoreStats()
+        self._db: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        if isinstance(self.path, Path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = await aiosqlite.connect(self.path, isolation_level=None)
+        try:
+            await db.execute("PRAGMA journal_mode=WAL")
+            await db.execute("PRAGMA synchronous=NORMAL")
+            await db.execute("PRAGMA busy_timeout=5000")
+            await db.create_function("xreg_lower", 1, _lower, deterministic=True)
+            await db.create_function("xreg_canonical", 1, _canonical, deterministic=True)
+            await db.create_function("xreg_member", 2, _member, deterministic=True)
+            await db.executescript(_SCHEMA)
+        except BaseException:
+            await db.close()
+            raise
+        self._db = db
+
+    async def close(self) -> None:
+        if self._db is not None:
+            db, self._db = self._db, None
+            await db.close()
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("SQLiteStore is not open")
+        return self._db
+
+    async def _all(self, sql: str, params: Any = ()) -> list[tuple]:
+        async with self.db.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def _one(self, sql: str, params: Any = ()) -> Any:
+        rows = await self._all(sql, params)
+        return rows[0][0] if rows else None
+
+    # -- revisions ----------------------------------------------------------------------------
+    async def _current(self) -> int:
+        return await self._one("SELECT coalesce(max(rev), 0) FROM revisions")
+
+    async def _oldest(self) -> int:
+        return int(await self._one("SELECT value FROM meta WHERE key = 'oldest'") or 0)
+
+    async def _check(self, as_of: int | None) -> None:
+        if as_of is not None:
+            oldest = await self._oldest()
+            if as_of < oldest:
+                raise RevisionGone(as_of, oldest)
+
+    async def current_revision(self) -> int:
+        self.stats.hit("current_revision")
+        async with self._lock:
+            return await self._current()
+
+    async def oldest_revision(self) -> int:
+        self.stats.hit("oldest_revision")
+        async with self._lock:
+            return await self._oldest()
+
+    # -- reads --------------------------------------------------------------------------------
+    @staticmethod
+    def _visible(sql: _SQL, as_of: int | None) -> str:
+        if as_of is None:
+            return "live = 1"
+        r = sql.p(as_of)
+        return f"rev_from <= {r} AND (rev_to IS NULL OR rev_to > {r}) AND deleted = 0"
+
+    @staticmethod
+    def _record(row: tuple) -> EntityRecord:
+        xid, kind, ctype, doc, rev, deleted = row[:6]
+        return EntityRecord(xid=xid, kind=kind, ctype=ctype, doc=json.loads(doc) if doc else {},
+                            revision=rev, deleted=bool(deleted))
+
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, EntityRecord]:
+        self.stats.hit("get_many")
+        keys = list(dict.fromkeys(x.lower() for x in xids))
+        out: dict[str, EntityRecord] = {}
+        async with self._lock:
+            await self._check(as_of)
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i:i + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                if as_of is None:
+                    sql = f"SELECT {_COLUMNS} FROM states WHERE xkey IN ({marks}) AND rev_to IS NULL AND deleted = 0"
+                    params: list[Any] = chunk
+                else:
+                    sql = (f"SELECT {_COLUMNS} FROM states WHERE xkey IN ({marks}) AND rev_from <= ? "
+                           "AND (rev_to IS NULL OR rev_to > ?) AND deleted = 0")
+                    params = [*chunk, as_of, as_of]
+                for row in await self._all(sql, params):
+                    rec = self._record(row)
+                    out[rec.key] = rec
+        return out
+
+    @staticmethod
+    def _source(query: Query) -> str:
+        """The table of a query. Current-state pages go through ``states_live`` (without
+        statistics SQLite cannot tell it from ``states_asof``); a ``keys`` query is left to the
+        planner, which looks the keys up by index."""
+        return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
+
+    def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True) -> list[str]:
+        """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors."""
+        if query.as_of is None and query.keys is not None:
+            visible = "rev_to IS NULL AND deleted = 0"
+        else:
+            visible = self._visible(sql, query.as_of)
+        where = [visible, f"ctype = {sql.p(query.ctype)}"]
+        pk = _parent_key(query)
+        if pk is not None and parent_range:
+            where.append(f"xkey > {sql.p(pk + '/')} AND xkey < {sql.p(pk + '0')}")
+        if query.keys is not None:
+            keys = json.dumps([k.lower() for k in query.keys])
+            where.append(f"xkey IN (SELECT value FROM json_each({sql.p(keys)}))")
+        conds = sql.any_of(query.any_of)
+        if conds:
+            where.append(conds)
+        return where
+
+    def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
+                  limit: int | None, exists: bool = False) -> _SQL:
+        """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
+        query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
+        sql = _SQL()
+        where = self._where(sql, query, parent_range=query.sort is not None)
+        desc = bool(query.sort and query.sort.descending) != reverse
+        if query.sort is None:
+            # Key order: fold the parent range and the cursors into one range of the index.
+            cols: list[str] = ["xkey"]
+            pk = _parent_key(query)
+            lows = [(pk + "/", True)] if pk is not None else []
+            highs = [(pk + "0", True)] if pk is not None else []
+            if query.after:
+                lows.append((query.after.key, True))
+            if query.before:
+                highs.append((query.before.key, True))
+            if bound is not None:
+                (lows if bound[0][0] == ">" else highs).append((bound[1].key, bound[0] in "<>"))
+            if lows:
+                key, strict = max(lows)
+                where.append(f"xkey {'>' if strict else '>='} {sql.p(key)}")
+            if highs:
+                key, strict = min(highs, key=lambda b: (b[0], not b[1]))
+                where.append(f"xkey {'<' if strict else '<='} {sql.p(key)}")
+        else:
+            rank, num, text = sql.sort_columns(query.sort)
+            cols = [rank, num, text, "xkey"]
+            row = f"({', '.join(cols)})"
+
+            def past(op: str, cursor: Cursor) -> str:
+                if query.sort.descending:
+                    op = op.translate(str.maketrans("<>", "><"))
+                r, n, s = _sort_tuple(cursor.value)
+                return f"{row} {op} ({sql.p(r)}, {sql.p(n)}, {sql.p(s)}, {sql.p(cursor.key)})"
+
+            if query.after:
+                where.append(past(">", query.after))
+            if query.before:
+                where.append(past("<", query.before))
+            if bound is not None:
+                where.append(past(*bound))
+        order = ", ".join(f"{c} DESC" if desc else c for c in cols)
+        what = "1" if exists else _COLUMNS
+        sql.text = f"SELECT {what} FROM {self._source(query)} WHERE {' AND '.join(where)} ORDER BY {order}"
+        if limit is not None:
+            sql.text += f" LIMIT {int(limit)}"
+        return sql
+
+    def _main_sql(self, query: Query, limit: int | None) -> tuple[_SQL, bool]:
+        """The page statement of ``query`` and whether it reads backwards (``before`` given:
+        the page is the ``limit`` rows just before it, read in reverse and turned around)."""
+        backward = query.before is not None
+        return self._page_sql(query, reverse=backward, bound=None, limit=limit), backward
+
+    async def list(self, query: Query) -> Page:
+        self.stats.hit("list")
+        query = _normal(query)
+        limit = query.limit
+        async with self._lock:
+            await self._check(query.as_of)
+            sql, backward = self._main_sql(query, None if limit is None else limit + 1)
+            rows = await self._all(sql.text, sql.params)
+            more = limit is not None and len(rows) > limit
+            rows = rows[:limit] if limit is not None else rows
+            if backward:
+                rows.reverse()
+                has_prev = more
+                # Anything at or after the ``before`` cursor (within the other constraints)?
+                probe = self._page_sql(
+                    replace(query, before=None), reverse=False,
+                    bound=(">=", query.before), limit=1, exists=True)
+                has_next = bool(await self._all(probe.text, probe.params))
+            else:
+                has_next = more
+                has_prev = False
+                if query.after is not None:
+                    probe = self._page_sql(
+                        replace(query, after=None), reverse=True,
+                        bound=("<=", query.after), limit=1, exists=True)
+                    has_prev = bool(await self._all(probe.text, probe.params))
+        return Page(items=[self._record(r) for r in rows], has_next=has_next, has_prev=has_prev)
+
+    async def count(self, query: Query) -> int:
+        self.stats.hit("count")
+        async with self._lock:
+            await self._check(query.as_of)
+            sql = _SQL()
+            where = self._where(sql, query)
+            return await self._one(f"SELECT count(*) FROM {self._source(query)} WHERE {' AND '.join(where)}", sql.params)
+
+    async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
+        self.stats.hit("count_children")
+        keys = list(dict.fromkeys(p.lower() for p in parents))
+        out = {k: 0 for k in keys}
+        async with self._lock:
+            await self._check(as_of)
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i:i + _CHUNK]
+                sql = _SQL()
+                values = ", ".join(f"({sql.p(k)}, {sql.p('' if k == '/' else k)})" for k in chunk)
+                vis = self._visible(sql, as_of)
+                text = (f"WITH p(k, prefix) AS (VALUES {values}) "
+                        f"SELECT p.k, count(*) FROM p JOIN {self._source(Query(ctype, as_of=as_of))} ON ctype = {sql.p(ctype)} AND {vis} "
+                        "AND xkey > p.prefix || '/' AND xkey < p.prefix || '0' GROUP BY p.k")
+                for k, n in await self._all(text, sql.params):
+                    out[k] = n
+        return out
+
+    async def changes(
+        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+        limit: int | None = None, after: str | None = None,
+    ) -> list[Change]:
+        self.stats.hit("changes")
+        async with self._lock:
+            oldest = await self._oldest()
+            # Tombstones at or before the horizon are gone: a feed from before it is incomplete
+            # (since == 0, "everything", needs no tombstones).
+            if 0 < since < oldest:
+                raise RevisionGone(since, oldest)
+            await self._check(until)
+            sql = _SQL()
+            where = [f"rev_from > {sql.p(since)}"]
+            if until is None:
+                where.append("rev_to IS NULL")
+            else:
+                u = sql.p(until)
+                where.append(f"rev_from <= {u} AND (rev_to IS NULL OR rev_to > {u})")
+            if ctypes is not None:
+                where.append(f"ctype IN (SELECT value FROM json_each({sql.p(json.dumps(list(ctypes)))}))")
+            if after is not None:
+                where.append(f"xkey > {sql.p(after.lower())}")
+            text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY xkey"
+            if limit is not None:
+                text += f" LIMIT {int(limit)}"
+            rows = await self._all(text, sql.params)
+        return [Change(self._record(r)) for r in rows]
+
+    async def explain(self, query: Query) -> str:
+        self.stats.hit("explain")
+        query = _normal(query)
+        limit = query.limit
+        sql, _ = self._main_sql(query, None if limit is None else limit + 1)
+        async with self._lock:
+            rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
+        return "\n".join(r[3] for r in rows)
+
+    # -- writes -------------------------------------------------------------------------------
+    async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
+        self.stats.hit("commit")
+        writes = list(writes)
+        async with self._lock:
+            if not writes:
+                return await self._current()
+            db = self.db
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                async with db.execute("INSERT INTO revisions(at, note) VALUES (?, ?)", (time.time(), note)) as cur:
+                    rev = cur.lastrowid
+                keys = list(dict.fromkeys(w.key for w in writes))
+                current: dict[str, tuple[int, int, int]] = {}  # key -> (seq, rev_from, deleted)
+                for i in range(0, len(keys), _CHUNK):
+                    chunk = keys[i:i + _CHUNK]
+                    rows = await self._all(
+                        f"SELECT xkey, seq, rev_from, deleted FROM states WHERE rev_to IS NULL "
+                        f"AND xkey IN ({','.join('?' * len(chunk))})", chunk)
+                    current.update((k, (s, r, d)) for k, s, r, d in rows)
+                closed: list[tuple[int, int]] = []
+                new: dict[str, tuple] = {}
+                for w in writes:
+                    k = w.key
+                    if k in new:  # written earlier in this batch
+                        found = None if new[k][6] else rev
+                    elif k in current:
+                        found = None if current[k][2] else current[k][1]
+                    else:
+                        found = None
+                    if w.expect is not ... and w.expect != found:
+                        raise Conflict(w.xid, w.expect, found)
+                    if w.doc is None and found is None and k not in new:
+                        continue  # deleting what does not exist: nothing to record
+                    if k not in new and k in current:
+                        closed.append((rev, current[k][0]))
+                    deleted = w.doc is None
+                    new[k] = (k, w.xid, w.kind, w.ctype, None if deleted else _dumps(w.doc), rev,
+                              int(deleted), int(not deleted))
+                await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?", closed)
+                await db.executemany(
+                    "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
+                    "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", list(new.values()))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return rev
+
+    async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
+        self.stats.hit("prune")
+        async with self._lock:
+            db = self.db
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                current, oldest = await self._current(), await self._oldest()
+                horizons = []
+                if keep_revisions is not None:
+                    horizons.append(current - max(0, keep_revisions))
+                if keep_seconds is not None:
+                    newest_before = await self._one(
+                        "SELECT max(rev) FROM revisions WHERE at <= ?", (time.time() - keep_seconds,))
+                    horizons.append(newest_before if newest_before is not None else oldest)
+                horizon = min(max(min(horizons, default=current), oldest), current)
+                dropped = 0
+                if horizon > oldest:
+                    for text in ("DELETE FROM states WHERE rev_to IS NOT NULL AND rev_to <= ?",
+                                 "DELETE FROM states WHERE deleted = 1 AND rev_from <= ?"):
+                        async with db.execute(text, (horizon,)) as cur:
+                            dropped += cur.rowcount
+                    await db.execute("DELETE FROM revisions WHERE rev < ?", (horizon,))
+                    await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (horizon,))
+                await db.execute("COMMIT")
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+        return dropped
