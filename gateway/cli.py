@@ -1,0 +1,190 @@
+"""``xreg-gateway``: the command line of the gateway (``serve``, ``import``, ``export``)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gateway.config import Settings, load_settings
+from gateway.errors import XRegistryError
+
+app = typer.Typer(help="xRegistry GraphQL gateway.", no_args_is_help=True, add_completion=False)
+err = Console(stderr=True)
+
+
+def _settings(config: Path | None) -> Settings:
+    try:
+        return load_settings(config=config)
+    except Exception as exc:  # noqa: BLE001 - any settings error ends the command with its message
+        err.print(f"[red]invalid settings:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def open_registry(settings: Settings):
+    """The local registry configured by ``settings`` (not yet opened)."""
+    from gateway.registry.service import LocalRegistry
+    from gateway.storage import create_store
+
+    return LocalRegistry(
+        create_store(settings.effective_store_url), registry_id=settings.registry_id,
+        name=settings.registry_name, base_url=settings.base_url,
+    )
+
+
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML settings file (or XREG_CONFIG).")]
+
+
+@dataclass
+class ImportReport:
+    """What an import did, file by file."""
+
+    rows: list[tuple[str, dict[str, int], str]] = field(default_factory=list)
+    rules: Counter = field(default_factory=Counter)
+    changes: list[str] = field(default_factory=list)
+
+    @property
+    def rejected(self) -> int:
+        return sum(1 for _, _, reason in self.rows if reason)
+
+
+async def run_import(settings: Settings, paths: list[Path], *, strict: bool, console: Console | None = None) -> ImportReport:
+    """Import documents into the local registry, each file all-or-nothing."""
+    from gateway.documents.normalise import normalise
+    from gateway.documents.reader import find_documents, read_document
+
+    report = ImportReport()
+    files = find_documents(paths)
+    registry = open_registry(settings)
+    await registry.open()
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console or err, transient=True, disable=console is None and not err.is_terminal) as bar:
+            task = bar.add_task("importing", total=len(files))
+            for path in files:
+                bar.update(task, description=f"importing {path.name}")
+                try:
+                    doc = read_document(path)
+                    normalised, notes = normalise(doc, strict=strict)
+                    outcome = await registry.apply_document(normalised, note=f"import {path.name}")
+                except XRegistryError as exc:
+                    where = f" at {exc.subject}" if exc.subject and exc.subject != "/" else ""
+                    report.rows.append((str(path), {}, f"{exc.type}{where}: {exc.title}"))
+                else:
+                    counts = _kind_counts(registry, outcome)
+                    report.rows.append((str(path), counts, ""))
+                    for n in notes:
+                        report.rules[n.rule] += 1
+                        report.changes.append(f"{path.name}: {n.path}: {n.rule}: {n.detail}")
+                bar.advance(task)
+    finally:
+        await registry.close()
+    return report
+
+
+def _kind_counts(registry, outcome) -> dict[str, int]:
+    """Outcome counts of groups and resources (versions of single-version resources folded in)."""
+    counts = {k: 0 for k in ("created", "updated", "unchanged")}
+    for what in counts:
+        for xid in getattr(outcome, what):
+            depth = xid.count("/")
+            if depth in (2, 4) or (depth == 6 and _versioned(registry, xid)):
+                counts[what] += 1
+    return counts
+
+
+def _versioned(registry, xid: str) -> bool:
+    parts = xid.split("/")
+    rdef = registry.model.resource(parts[1], parts[3])
+    return bool(rdef and rdef.maxversions != 1)
+
+
+@app.command("import")
+def import_cmd(
+    paths: Annotated[list[Path], typer.Argument(help="xRegistry documents or directories of them.", exists=True)],
+    strict: Annotated[bool, typer.Option("--strict", help="Reject older shapes instead of normalising them.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every normalisation.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Load xRegistry documents (JSON or YAML) into the local registry, each file all-or-nothing."""
+    settings = _settings(config)
+    report = asyncio.run(run_import(settings, paths, strict=strict, console=err))
+    out = Console()
+    table = Table(title="import summary")
+    for col in ("file", "created", "updated", "unchanged", "rejected"):
+        table.add_column(col, justify="left" if col in ("file", "rejected") else "right")
+    for path, counts, reason in report.rows:
+        table.add_row(Path(path).name, *(str(counts.get(k, 0)) if not reason else "-" for k in ("created", "updated", "unchanged")),
+                      reason)
+    out.print(table)
+    if report.rules:
+        out.print("normalised: " + ", ".join(f"{rule} x{n}" for rule, n in sorted(report.rules.items())))
+        if verbose:
+            for line in report.changes:
+                out.print("  " + line, markup=False, highlight=False)
+    if report.rejected:
+        err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; nothing was written from them.[/red]")
+        raise typer.Exit(1)
+
+
+@app.command("export")
+def export_cmd(
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,
+    as_of: Annotated[Optional[int], typer.Option("--as-of", help="Export the registry as of this revision.")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Write the local registry as one xRegistry 1.0-rc4 document."""
+    settings = _settings(config)
+
+    async def run() -> dict:
+        registry = open_registry(settings)
+        await registry.open()
+        try:
+            return await registry.export_document(as_of=as_of)
+        finally:
+            await registry.close()
+
+    try:
+        doc = asyncio.run(run())
+    except XRegistryError as exc:
+        err.print(f"[red]{exc.type}:[/red] {exc.title}")
+        raise typer.Exit(1) from exc
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if output:
+        output.write_text(text + "\n", encoding="utf-8")
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command("serve")
+def serve_cmd(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    config: ConfigOption = None,
+) -> None:
+    """Serve the gateway (xRegistry HTTP API under /registry)."""
+    import uvicorn
+
+    from gateway.app import create_app
+
+    settings = _settings(config)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,660 @@
+"""A unit of work over the registry: load, change and validate entities, then commit atomically.
+
+Every write of the registry — one HTTP request, one GraphQL mutation, one imported document —
+is one :class:`Changeset`. It reads the states it needs from the store (prefetching in bulk),
+applies the xRegistry write semantics in memory (ids, epochs, timestamps, defaults, the
+resource processing algorithm of core/spec.md, ``maxversions`` pruning, parents' epochs when
+children come and go), validates every entity it touched, and only then hands one batch of
+:class:`~gateway.storage.base.Write` to the store. A failure anywhere raises before the store
+is called, so nothing is written.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from gateway.errors import ValidationErrors, XRegistryError
+from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.registry.ids import check_id
+from gateway.registry.timestamps import parse_ts, utc_now
+from gateway.registry.validation import validate_entity
+from gateway.storage.base import EntityRecord, Query, Store, Write
+
+#: Attributes the server computes; ignored when a request carries them.
+SERVER_ATTRIBUTES = frozenset({"self", "shortself", "xid", "epoch", "createdat", "modifiedat", "isdefault"})
+#: Resource-level attributes that are not the default version's.
+RESOURCE_VIEW_ATTRIBUTES = frozenset({"metaurl", "meta", "versionsurl", "versionscount", "versions"})
+META_READONLY = frozenset({"readonly", "defaultversionurl", "self", "shortself", "xid"})
+
+
+@dataclass
+class Outcome:
+    """What one changeset did: entity keys per outcome."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    revision: int | None = None
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(getattr(self, k)) for k in ("created", "updated", "unchanged", "deleted")}
+
+
+@dataclass
+class _State:
+    xid: str
+    kind: str
+    ctype: str
+    doc: dict[str, Any] | None
+    stored_rev: int | None  # revision of the stored state, None when it did not exist
+
+
+class Changeset:
+    """Collects validated changes and commits them as one store revision.
+
+    ``touch`` follows the API semantics (every write bumps ``epoch`` / ``modifiedat`` even when
+    nothing changed); import runs with ``touch=False`` so an identical entity stays unchanged.
+    ``ignore_epoch`` skips the request-epoch check (the ``ignore=epoch`` flag; import uses it
+    because documents carry epochs of the registry they came from).
+    """
+
+    def __init__(
+        self, store: Store, model: RegistryModel, *, touch: bool = True, ignore_epoch: bool = False,
+        now: str | None = None,
+    ) -> None:
+        self.store = store
+        self.model = model
+        self.touch = touch
+        self.ignore_epoch = ignore_epoch
+        self.now = now or utc_now()
+        self._states: dict[str, _State] = {}
+        self._versions_loaded: set[str] = set()
+        self._dirty: dict[str, str] = {}  # key -> "created" | "updated" | "deleted"
+        self._unchanged: set[str] = set()
+        self._children_changed: dict[str, str] = {}  # parent key -> XID, collections gained/lost
+        self._errors: list[XRegistryError] = []
+        self._bumped: set[str] = set()  # keys whose epoch this changeset already increased
+
+    # -- loading ------------------------------------------------------------------------------
+    async def prefetch(self, xids: Iterable[str]) -> None:
+        """Load the stored states of many entities in one store call."""
+        wanted = [x for x in dict.fromkeys(xids) if x.lower() not in self._states]
+        if not wanted:
+            return
+        found = await self.store.get_many(wanted)
+        for xid in wanted:
+            rec = found.get(xid.lower())
+            self._remember(xid, rec)
+
+    def _remember(self, xid: str, rec: EntityRecord | None) -> _State:
+        key = xid.lower()
+        if key in self._states:
+            return self._states[key]
+        if rec is None:
+            state = _State(xid, "", "", None, None)
+        else:
+            state = _State(rec.xid, rec.kind, rec.ctype, copy.deepcopy(rec.doc), rec.revision)
+        self._states[key] = state
+        return state
+
+    async def _state(self, xid: str) -> _State:
+        key = xid.lower()
+        if key not in self._states:
+            self._remember(xid, await self.store.get(xid))
+        return self._states[key]
+
+    async def _version_states(self, resource_xid: str, ctype: str) -> list[_State]:
+        """The live versions of a resource (stored ones merged with this changeset's)."""
+        rkey = resource_xid.lower()
+        if rkey not in self._versions_loaded:
+            self._versions_loaded.add(rkey)
+            rstate = await self._state(resource_xid)
+            if rstate.stored_rev is not None:
+                page = await self.store.list(Query(ctype=ctype, parent=resource_xid))
+                for rec in page.items:
+                    self._remember(rec.xid, rec)
+        prefix = rkey + "/versions/"
+        return [
+            s for k, s in self._states.items()
+            if k.startswith(prefix) and "/" not in k[len(prefix):] and s.doc is not None
+        ]
+
+    # -- writing states -----------------------------------------------------------------------
+    def _set(self, state: _State, kind: str, ctype: str, doc: dict[str, Any] | None) -> None:
+        key = state.xid.lower()
+        existed_before = state.doc is not None
+        state.kind, state.ctype, state.doc = kind, ctype, doc
+        if doc is None:
+            if state.stored_rev is None:
+                self._dirty.pop(key, None)
+            else:
+                self._dirty[key] = "deleted"
+        elif state.stored_rev is None:
+            self._dirty[key] = "created"
+        else:
+            self._dirty[key] = "updated"
+        self._unchanged.discard(key)
+        if existed_before != (doc is not None):
+            parent = _parent_xid(state.xid)
+            if parent is not None:
+                self._children_changed[parent.lower()] = parent
+
+    def _error(self, err: XRegistryError) -> None:
+        self._errors.append(err)
+
+    def _check_epoch(self, subject: str, requested: Any, existing: dict[str, Any] | None) -> None:
+        if self.ignore_epoch or existing is None or requested is None:
+            return
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 0:
+            raise XRegistryError("invalid_attribute", subject, path="epoch", name="epoch",
+                                 detail="epoch must be an unsigned integer")
+        if requested != existing.get("epoch"):
+            raise XRegistryError("mismatched_epoch", subject, bad_epoch=requested, epoch=existing.get("epoch"))
+
+    def _stamp(self, doc: dict[str, Any], request: dict[str, Any], existing: dict[str, Any] | None) -> None:
+        """Set ``epoch`` (raised once per changeset), ``createdat``, ``modifiedat`` per core/spec.md."""
+        key = str(doc["xid"]).lower()
+        if existing is None:
+            doc["epoch"] = 1
+        elif key in self._bumped:
+            doc["epoch"] = int(existing.get("epoch", 0))
+        else:
+            doc["epoch"] = int(existing.get("epoch", 0)) + 1
+        self._bumped.add(key)
+        created = request.get("createdat")
+        if created is not None:
+            doc["createdat"] = created
+        else:
+            doc["createdat"] = (existing or {}).get("createdat") or self.now
+        modified = request.get("modifiedat")
+        if modified is not None and modified != (existing or {}).get("modifiedat"):
+            doc["modifiedat"] = modified
+        else:
+            doc["modifiedat"] = self.now
+
+    def _finish(
+        self, state: _State, kind: str, ctype: str, user: dict[str, Any], request: dict[str, Any],
+        ids: dict[str, Any],
+    ) -> bool:
+        """Write ``ids`` + ``user`` attributes as the entity's new state, unless unchanged.
+
+        Returns whether the entity was written."""
+        existing = state.doc
+        if existing is not None and not self.touch:
+            if _user_view(existing) == _user_view({**ids, **user}) and not _ts_changed(request, existing):
+                self._unchanged.add(state.xid.lower())
+                return False
+        doc = {**ids, **user}
+        self._stamp(doc, request, existing)
+        self._set(state, kind, ctype, doc)
+        return True
+
+    # -- the registry entity ------------------------------------------------------------------
+    async def put_registry(self, registry_id: str, attrs: dict[str, Any], *, patch: bool) -> None:
+        """Update the registry entity's own attributes (name, description, labels, …)."""
+        state = await self._state("/")
+        self._check_epoch("/", attrs.get("epoch"), state.doc)
+        base = _user_view(state.doc or {}) if patch else {}
+        user = _merge(base, _strip(attrs, set(self.model.groups) | _collection_attrs(self.model.groups)
+                                   | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
+                      patch)
+        ids = {"registryid": registry_id, "xid": "/"}
+        self._finish(state, "registry", "", user, attrs, ids)
+
+    async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
+        state = await self._state("/")
+        if state.doc is None:
+            doc = {"registryid": registry_id, "xid": "/"}
+            if name:
+                doc["name"] = name
+            self._stamp(doc, {}, None)
+            self._set(state, "registry", "", doc)
+
+    # -- groups -------------------------------------------------------------------------------
+    def group_def(self, gtype: str) -> GroupDef:
+        gdef = self.model.group(gtype)
+        if gdef is None:
+            raise XRegistryError("unknown_group_type", f"/{gtype}", name=gtype)
+        return gdef
+
+    def resource_def(self, gtype: str, rtype: str) -> ResourceDef:
+        rdef = self.group_def(gtype).resources.get(rtype)
+        if rdef is None:
+            raise XRegistryError("unknown_resource_type", f"/{gtype}/{{id}}/{rtype}", name=rtype)
+        return rdef
+
+    async def put_group(self, gtype: str, gid: str, attrs: dict[str, Any], *, patch: bool = False) -> str:
+        """Create or update a group (its own attributes; nested collections are not touched)."""
+        gdef = self.group_def(gtype)
+        xid = f"/{gtype}/{gid}"
+        check_id(gid, subject=xid, attribute=gdef.id_attribute)
+        _check_same_id(attrs, gdef.id_attribute, gid, xid)
+        state = await self._state(xid)
+        _check_case(state, xid)
+        self._check_epoch(xid, attrs.get("epoch"), state.doc)
+        request = _strip(attrs, set(gdef.resources) | _collection_attrs(gdef.resources))
+        base = _user_view(state.doc or {}) if patch else {}
+        user = _merge(base, _strip(request, {gdef.id_attribute}), patch)
+        wrote = self._finish(state, "group", gtype, user, attrs, {gdef.id_attribute: gid, "xid": xid})
+        if wrote:
+            self._validate("group", state, gtype)
+        await self._implicit_registry()
+        return xid
+
+    async def _implicit_group(self, gtype: str, gid: str) -> None:
+        state = await self._state(f"/{gtype}/{gid}")
+        if state.doc is None:
+            await self.put_group(gtype, gid, {})
+
+    async def _implicit_registry(self) -> None:
+        state = await self._state("/")
+        if state.doc is None:
+            raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")
+
+    # -- resources ----------------------------------------------------------------------------
+    async def put_resource(
+        self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, patch: bool = False,
+    ) -> str:
+        """Create or update a resource from its serialization (default version attributes,
+        optional ``meta`` and ``versions``), following core/spec.md's resource processing
+        algorithm."""
+        rdef = self.resource_def(gtype, rtype)
+        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        check_id(rid, subject=rxid, attribute=rdef.id_attribute)
+        _check_same_id(body, rdef.id_attribute, rid, rxid)
+        await self._implicit_group(gtype, gid)
+        rstate = await self._state(rxid)
+        _check_case(rstate, rxid)
+        vctype = f"{gtype}/{rtype}/versions"
+        existing_versions = await self._version_states(rxid, vctype)
+        meta_in = body.get("meta")
+        if meta_in is not None and not isinstance(meta_in, dict):
+            raise XRegistryError("invalid_attribute", rxid, path="meta", name="meta", detail="meta must be an object")
+        versions_in = body.get("versions")
+        if versions_in is not None and not isinstance(versions_in, dict):
+            raise XRegistryError("invalid_attribute", rxid, path="versions", name="versions",
+                                 detail="versions must be a map of versions")
+        meta_old = (rstate.doc or {}).get("meta")
+        xref = (meta_in or {}).get("xref", (meta_old or {}).get("xref") if patch else None)
+        default_attrs = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
+
+        if xref:
+            if default_attrs.keys() - {"versionid"} or versions_in:
+                raise XRegistryError("extra_xref_attribute", rxid, name=next(iter(default_attrs or versions_in)))
+            for vstate in existing_versions:
+                self._set(vstate, "version", vctype, None)
+        else:
+            # 1. versions in the request
+            for vid in sorted((versions_in or {}), key=str.lower):
+                vbody = versions_in[vid]
+                if not isinstance(vbody, dict):
+                    raise XRegistryError("invalid_attribute", f"{rxid}/versions/{vid}", path="versions",
+                                         name="versions", detail="each version must be an object")
+                await self._put_version(gtype, gid, rtype, rid, vid, vbody, rdef, patch=patch)
+            # 2. default version attributes, unless that version was in the request
+            target = default_attrs.get("versionid")
+            if target is None:
+                if rstate.doc is not None:
+                    target = (meta_old or {}).get("defaultversionid")
+                elif (meta_in or {}).get("defaultversionid"):
+                    target = meta_in["defaultversionid"]
+                elif not versions_in:
+                    target = await self._next_version_id(rxid, vctype)
+            wants_update = rstate.doc is None or not patch or bool(default_attrs.keys() - {"versionid", "epoch"})
+            if target is not None and target not in (versions_in or {}) and wants_update:
+                await self._put_version(gtype, gid, rtype, rid, target, default_attrs, rdef, patch=patch)
+        await self._settle_resource(gtype, gid, rtype, rid, rdef, meta_in, patch=patch)
+        return rxid
+
+    async def _next_version_id(self, rxid: str, vctype: str) -> str:
+        ids = {s.xid.rsplit("/", 1)[-1] for s in await self._version_states(rxid, vctype)}
+        n = 1
+        numeric = [int(v) for v in ids if v.isdigit()]
+        if numeric:
+            n = max(numeric) + 1
+        while str(n) in ids:
+            n += 1
+        return str(n)
+
+    async def _put_version(
+        self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], rdef: ResourceDef,
+        *, patch: bool,
+    ) -> None:
+        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        vxid = f"{rxid}/versions/{vid}"
+        check_id(vid, subject=vxid, attribute="versionid")
+        _check_same_id(body, "versionid", vid, vxid)
+        if body.get(rdef.id_attribute) not in (None, rid):
+            raise XRegistryError("mismatched_id", vxid, expected_id=rid, invalid_id=body.get(rdef.id_attribute))
+        state = await self._state(vxid)
+        _check_case(state, vxid)
+        self._check_epoch(vxid, body.get("epoch"), state.doc)
+        request = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
+        _check_one_document(request, rdef, vxid)
+        base = _user_view(state.doc or {}) if patch else {}
+        if not patch and state.doc is not None and ANCESTOR_ID not in request:
+            request[ANCESTOR_ID] = state.doc.get(ANCESTOR_ID)
+        user = _merge(base, _strip(request, {"versionid"}), patch)
+        if rdef.hasdocument:
+            _drop_other_documents(user, request, rdef)
+        ids = {rdef.id_attribute: rid, "versionid": vid, "xid": vxid}
+        self._finish(state, "version", f"{gtype}/{rtype}/versions", user, body, ids)
+
+    async def _settle_resource(
+        self, gtype: str, gid: str, rtype: str, rid: str, rdef: ResourceDef, meta_in: dict[str, Any] | None,
+        *, patch: bool,
+    ) -> None:
+        """Ancestors, default version, maxversions, then the resource row (meta + default copy)."""
+        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        vctype = f"{gtype}/{rtype}/versions"
+        rstate = await self._state(rxid)
+        versions = await self._version_states(rxid, vctype)
+        meta_old = dict((rstate.doc or {}).get("meta") or {})
+        meta_req = dict(meta_in or {})
+        self._check_epoch(f"{rxid}/meta", meta_req.get("epoch"), meta_old if rstate.doc else None)
+        _check_same_id(meta_req, rdef.id_attribute, rid, f"{rxid}/meta")
+        xref = meta_req.get("xref", meta_old.get("xref") if patch else None)
+        if xref:
+            _check_xref(xref, gtype, rtype, rxid, self.model)
+
+        if not xref:
+            if not versions:
+                raise XRegistryError("bad_request", rxid, detail="a resource must have at least one version")
+            self._assign_ancestors(versions, rxid)
+            keep_old = patch or meta_in is None
+            sticky = bool(meta_req.get("defaultversionsticky",
+                                       meta_old.get("defaultversionsticky", False) if keep_old else False))
+            wanted = meta_req.get("defaultversionid") or (meta_old.get("defaultversionid") if keep_old else None)
+            by_id = {s.xid.rsplit("/", 1)[-1] for s in versions}
+            if sticky:
+                if wanted not in by_id:
+                    raise XRegistryError("bad_defaultversionid", f"{rxid}/meta", value=wanted,
+                                         detail=f"version {wanted!r} does not exist")
+                default_id = wanted
+            else:
+                default_id = _newest(versions)
+            # maxversions: prune the oldest versions that are not the default
+            if rdef.maxversions and len(versions) > rdef.maxversions:
+                removable = sorted((s for s in versions if s.xid.rsplit("/", 1)[-1] != default_id), key=_age_key)
+                for victim in removable[: len(versions) - rdef.maxversions]:
+                    self._set(victim, "version", vctype, None)
+                versions = [s for s in versions if s.doc is not None]
+                self._repair_ancestors(versions)
+            default_state = next(s for s in versions if s.xid.rsplit("/", 1)[-1] == default_id)
+            default_copy = copy.deepcopy(default_state.doc)
+        else:
+            default_id, sticky, default_copy = None, False, {}
+
+        # meta attributes
+        user_meta = _merge(_user_view(meta_old) if patch or meta_in is None else {},
+                           _strip(meta_req, META_READONLY | {rdef.id_attribute, "defaultversionid"}), patch or meta_in is None)
+        user_meta.pop("defaultversionsticky", None)
+        if xref:
+            user_meta["xref"] = xref
+        else:
+            user_meta.pop("xref", None)
+        if default_id is not None:
+            user_meta["defaultversionid"] = default_id
+            user_meta["defaultversionsticky"] = bool(sticky)
+        meta_ids = {rdef.id_attribute: rid, "xid": f"{rxid}/meta"}
+        key = rxid.lower()
+        collection_changed = key in self._children_changed
+        old_meta_user = _user_view(meta_old)
+        meta_changed = rstate.doc is None or old_meta_user != _user_view({**meta_ids, **user_meta}) or collection_changed
+        if meta_changed or (self.touch and meta_in is not None):
+            meta_doc = {**meta_ids, **user_meta}
+            self._stamp(meta_doc, meta_req, meta_old if rstate.doc else None)
+        else:
+            meta_doc = meta_old
+        new_doc = {"meta": meta_doc, "default": default_copy}
+        if rstate.doc != new_doc:
+            self._set(rstate, "resource", f"{gtype}/{rtype}", new_doc)
+        elif rstate.stored_rev is not None:
+            self._unchanged.add(key)
+        for vstate in versions:
+            if vstate.doc is not None and vstate.xid.lower() in self._dirty:
+                self._validate("version", vstate, gtype, rtype)
+        if meta_changed:
+            self._validate_meta(rstate, gtype, rtype)
+        await self._implicit_registry()
+
+    def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
+        """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
+        by_id = {s.xid.rsplit("/", 1)[-1]: s for s in versions}
+        fresh = sorted((s for s in versions if not s.doc.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
+        settled = [s for s in versions if s.doc.get(ANCESTOR_ID)]
+        for s in fresh:
+            vid = s.xid.rsplit("/", 1)[-1]
+            s.doc[ANCESTOR_ID] = _newest(settled) if settled else vid
+            settled.append(s)
+        for s in versions:
+            anc = s.doc.get(ANCESTOR_ID)
+            vid = s.xid.rsplit("/", 1)[-1]
+            if anc == "request":
+                s.doc[ANCESTOR_ID] = anc = vid
+            if anc not in by_id:
+                raise XRegistryError("unknown_id", s.xid, singular="version", id=anc,
+                                     detail=f"ancestorid {anc!r} names no version of {rxid}")
+        for s in versions:  # cycles: walking ancestors must reach a root
+            seen: list[str] = []
+            cur = s.xid.rsplit("/", 1)[-1]
+            while True:
+                nxt = by_id[cur].doc[ANCESTOR_ID]
+                if nxt == cur:
+                    break
+                if cur in seen:
+                    raise XRegistryError("ancestor_circular_reference", rxid, list=", ".join(seen))
+                seen.append(cur)
+                cur = nxt
+
+    def _repair_ancestors(self, versions: list[_State]) -> None:
+        ids = {s.xid.rsplit("/", 1)[-1] for s in versions}
+        for s in versions:
+            if s.doc.get(ANCESTOR_ID) not in ids:
+                s.doc[ANCESTOR_ID] = s.xid.rsplit("/", 1)[-1]
+                if s.xid.lower() not in self._dirty:
+                    self._set(s, s.kind, s.ctype, s.doc)
+
+    # -- deletes ------------------------------------------------------------------------------
+    async def delete(self, xid: str, *, epoch: Any = None) -> None:
+        """Delete an entity and everything below it."""
+        state = await self._state(xid)
+        if state.doc is None or state.xid != xid:
+            raise XRegistryError("not_found", xid)
+        if state.kind == "registry":
+            raise XRegistryError("action_not_supported", xid, action="DELETE")
+        check = state.doc.get("meta", state.doc) if state.kind == "resource" else state.doc
+        self._check_epoch(xid, epoch, check)
+        for ctype in self._descendant_ctypes(state):
+            page = await self.store.list(Query(ctype=ctype, parent=xid))
+            for rec in page.items:
+                self._set(self._remember(rec.xid, rec), rec.kind, rec.ctype, None)
+        self._set(state, state.kind, state.ctype, None)
+        if state.kind == "version":
+            parts = xid.split("/")
+            gtype, gid, rtype, rid = parts[1:5]
+            rdef = self.resource_def(gtype, rtype)
+            rxid = "/".join(parts[:5])
+            remaining = await self._version_states(rxid, state.ctype)
+            if not remaining:
+                raise XRegistryError("bad_request", xid, detail="the last version of a resource cannot be deleted; delete the resource")
+            rstate = await self._state(rxid)
+            meta = (rstate.doc or {}).get("meta") or {}
+            keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != parts[-1]
+            self._repair_ancestors(remaining)
+            await self._settle_resource(gtype, gid, rtype, rid, rdef,
+                                        {"defaultversionsticky": bool(keep_sticky),
+                                         **({"defaultversionid": meta.get("defaultversionid")} if keep_sticky else {})},
+                                        patch=True)
+
+    def _descendant_ctypes(self, state: _State) -> list[str]:
+        if state.kind == "group":
+            gdef = self.group_def(state.ctype)
+            return [c for r in gdef.resources for c in (f"{state.ctype}/{r}/versions", f"{state.ctype}/{r}")]
+        if state.kind == "resource":
+            return [f"{state.ctype}/versions"]
+        return []
+
+    # -- validation and commit ----------------------------------------------------------------
+    def _validate(self, level: str, state: _State, gtype: str, rtype: str | None = None) -> None:
+        group_attrs = None
+        if rtype is not None:
+            gstate = self._states.get("/".join(state.xid.split("/")[:3]).lower())
+            group_attrs = gstate.doc if gstate else None
+        try:
+            validate_entity(level, state.doc, model=self.model, group_type=gtype, resource_type=rtype,
+                            subject=state.xid, group_attrs=group_attrs)
+        except ValidationErrors as errs:
+            self._errors.extend(errs.errors)
+        except XRegistryError as err:
+            self._errors.append(err)
+
+    def _validate_meta(self, rstate: _State, gtype: str, rtype: str) -> None:
+        meta = rstate.doc["meta"]
+        try:
+            validate_entity("meta", meta, model=self.model, group_type=gtype, resource_type=rtype,
+                            subject=meta["xid"])
+        except ValidationErrors as errs:
+            self._errors.extend(errs.errors)
+        except XRegistryError as err:
+            self._errors.append(err)
+
+    async def _bump_parents(self) -> None:
+        """Groups and the registry whose collections gained or lost members get a new epoch and
+        modifiedat (resources do this in their meta, see :meth:`_settle_resource`)."""
+        for pkey, pxid in sorted(self._children_changed.items()):
+            state = await self._state(pxid)
+            if state.doc is None or state.kind == "resource":
+                continue
+            if self._dirty.get(pkey) == "created":
+                continue
+            doc = dict(state.doc)
+            self._stamp(doc, {}, state.doc)
+            self._set(state, state.kind, state.ctype, doc)
+
+    def writes(self) -> list[Write]:
+        """The store writes this changeset amounts to (after validation)."""
+        out = []
+        for key, what in self._dirty.items():
+            s = self._states[key]
+            out.append(Write(xid=s.xid, kind=s.kind, ctype=s.ctype, doc=s.doc, expect=s.stored_rev))
+        return out
+
+    async def commit(self, note: str = "") -> Outcome:
+        """Validate, then write everything in one store revision. Raises on any violation."""
+        if self._errors:
+            raise ValidationErrors(self._errors)
+        await self._bump_parents()
+        outcome = Outcome()
+        for key, what in self._dirty.items():
+            getattr(outcome, "deleted" if what == "deleted" else what).append(self._states[key].xid)
+        outcome.unchanged = [self._states[k].xid for k in self._unchanged if k not in self._dirty]
+        writes = self.writes()
+        outcome.revision = await self.store.commit(writes, note=note) if writes else None
+        return outcome
+
+# -- helpers ----------------------------------------------------------------------------------
+def _parent_xid(xid: str) -> str | None:
+    if xid == "/":
+        return None
+    parts = xid.split("/")
+    if len(parts) <= 3:
+        return "/"
+    return "/".join(parts[:-2])
+
+
+def _strip(attrs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    drop = set(names) | SERVER_ATTRIBUTES
+    return {k: v for k, v in attrs.items() if k not in drop}
+
+
+def _collection_attrs(collections: Iterable[str]) -> set[str]:
+    return {f"{c}{suffix}" for c in collections for suffix in ("url", "count")}
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any], patch: bool) -> dict[str, Any]:
+    if not patch:
+        return {k: v for k, v in update.items() if v is not None}
+    out = dict(base)
+    for k, v in update.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
+
+
+def _user_view(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in ("epoch", "modifiedat", "createdat")}
+
+
+def _ts_changed(request: dict[str, Any], existing: dict[str, Any]) -> bool:
+    for name in ("createdat", "modifiedat"):
+        value = request.get(name)
+        if value is not None and value != existing.get(name):
+            return True
+    return False
+
+
+def _check_same_id(attrs: dict[str, Any], id_attr: str, expected: str, subject: str) -> None:
+    given = attrs.get(id_attr)
+    if given is not None and given != expected:
+        raise XRegistryError("mismatched_id", subject, expected_id=expected, invalid_id=given,
+                             detail=f"{id_attr} {given!r} does not match {expected!r}")
+
+
+def _check_case(state: _State, xid: str) -> None:
+    if state.doc is not None and state.xid != xid:
+        raise XRegistryError("bad_request", xid,
+                             detail=f"{state.xid} already exists; ids are unique case-insensitively")
+
+
+def _check_one_document(request: dict[str, Any], rdef: ResourceDef, subject: str) -> None:
+    if not rdef.hasdocument:
+        return
+    present = [n for n in (rdef.singular, f"{rdef.singular}base64", f"{rdef.singular}uri", f"{rdef.singular}url")
+               if n in request and request[n] is not None]
+    if len(present) > 1:
+        raise XRegistryError("one_resource", subject, list=", ".join(present),
+                             detail=f"only one of {', '.join(present)} may be given")
+
+
+def _drop_other_documents(user: dict[str, Any], request: dict[str, Any], rdef: ResourceDef) -> None:
+    names = [rdef.singular, f"{rdef.singular}base64", f"{rdef.singular}uri", f"{rdef.singular}url"]
+    given = [n for n in names if n in request]
+    if given:
+        for n in names:
+            if n not in given:
+                user.pop(n, None)
+
+
+def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryModel) -> None:
+    parts = xref.split("/") if isinstance(xref, str) else []
+    if len(parts) != 5 or parts[0] != "" or parts[1] != gtype or parts[3] != rtype or not parts[2] or not parts[4]:
+        raise XRegistryError("malformed_xref", rxid, xref=xref,
+                             detail=f"xref must be the XID of a {rtype[:-1] if rtype.endswith('s') else rtype} (/{gtype}/<id>/{rtype}/<id>)")
+    if xref.lower() == rxid.lower():
+        raise XRegistryError("malformed_xref", rxid, xref=xref, detail="a resource cannot reference itself")
+
+
+def _age_key(state: _State) -> tuple[Any, str]:
+    created = state.doc.get("createdat") or ""
+    try:
+        moment = parse_ts(created).timestamp()
+    except (ValueError, TypeError):
+        moment = 0.0
+    return (moment, state.xid.rsplit("/", 1)[-1].lower())
+
+
+def _newest(versions: list[_State]) -> str:
+    """The newest version per the ``manual`` versionmode: among leaves (not anyone's ancestor),
+    the latest ``createdat``, ties by the highest versionid (case-insensitive)."""
+    ancestors = {
+        s.doc.get(ANCESTOR_ID) for s in versions
+        if s.doc.get(ANCESTOR_ID) and s.doc.get(ANCESTOR_ID) != s.xid.rsplit("/", 1)[-1]
+    }
+    leaves = [s for s in versions if s.xid.rsplit("/", 1)[-1] not in ancestors] or versions
+    return max(leaves, key=_age_key).xid.rsplit("/", 1)[-1]

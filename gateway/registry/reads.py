@@ -1,0 +1,199 @@
+"""Reading collections of the local registry: filters (nested ones too), sort, keyset pages, views.
+
+The HTTP API and the GraphQL resolvers both list entities through :func:`select` and render
+them through :func:`render`; neither talks to the store directly for collections.
+
+Filter paths are written against the entity as xRegistry shows it; :func:`store_path` maps
+them onto the stored record (a resource's attributes are its default version's, kept under
+``default`` in the record; its ``meta`` under ``meta``). Terms that reach into nested
+collections (``messages.protocol=KAFKA`` on groups) are resolved by querying the nested
+collection and keeping the entities that own a match.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from gateway.errors import XRegistryError
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.filters import Filters, FilterExpression
+from gateway.registry.views import group_view, registry_view, resource_view, version_view
+from gateway.storage.base import Condition, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store
+
+#: Resource attributes that are the resource's own, not its default version's.
+RESOURCE_OWN = frozenset({"meta"})
+
+
+def level_of(ctype: str) -> str:
+    """``group``, ``resource`` or ``version`` for a collection type (``registry`` for ``""``)."""
+    return ("registry", "group", "resource", "version")[len(ctype.split("/")) if ctype else 0]
+
+
+def store_path(ctype: str, path: Sequence[str]) -> tuple[str, ...]:
+    """Where an attribute path of an entity of ``ctype`` lives in its stored record."""
+    if level_of(ctype) == "resource" and path and path[0] not in RESOURCE_OWN:
+        return ("default", *path)
+    return tuple(path)
+
+
+def store_condition(ctype: str, cond: Condition) -> Condition:
+    return Condition(store_path(ctype, cond.path), cond.op, cond.value, cond.wildcard)
+
+
+def store_sort(ctype: str, sort: Sort | None) -> Sort | None:
+    return Sort(store_path(ctype, sort.path), sort.descending) if sort else None
+
+
+def collection_tree(model: RegistryModel, ctype: str) -> dict[str, Any]:
+    """The nested collections below the entities of ``ctype`` (for :func:`parse_filters`)."""
+    parts = ctype.split("/") if ctype else []
+    if not parts:
+        return {g: {r: {"versions": {}} for r in gdef.resources} for g, gdef in model.groups.items()}
+    gdef = model.group(parts[0])
+    if gdef is None:
+        return {}
+    if len(parts) == 1:
+        return {r: {"versions": {}} for r in gdef.resources}
+    if len(parts) == 2:
+        return {"versions": {}}
+    return {}
+
+
+def child_ctype(ctype: str, name: str) -> str:
+    return f"{ctype}/{name}" if ctype else name
+
+
+def _depth(ctype: str) -> int:
+    """How many XID segments the entities of ``ctype`` have (``/g/gid`` → 2)."""
+    return 2 * len(ctype.split("/"))
+
+
+def _owner_key(key: str, depth: int) -> str:
+    return "/".join(key.split("/")[: depth + 1])
+
+
+@dataclass
+class Selection:
+    """What to read: a collection type, optionally under one parent, filtered, sorted, paged."""
+
+    ctype: str
+    parent: str | None = None
+    filters: Filters | None = None
+    sort: Sort | None = None
+    limit: int | None = None
+    after: Cursor | None = None
+    before: Cursor | None = None
+    as_of: int | None = None
+
+
+async def select(store: Store, sel: Selection) -> Page:
+    """A page of entities matching ``sel`` (filters, nested filters, sort, cursors)."""
+    query = await _query(store, sel)
+    if query is None:
+        return Page(items=[])
+    try:
+        return await store.list(query)
+    except RevisionGone as exc:
+        raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+
+
+async def count(store: Store, sel: Selection) -> int:
+    """How many entities match ``sel`` (ignoring its limit and cursors)."""
+    query = await _query(store, sel)
+    if query is None:
+        return 0
+    try:
+        return await store.count(query)
+    except RevisionGone as exc:
+        raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+
+
+async def _query(store: Store, sel: Selection) -> Query | None:
+    filters = sel.filters or Filters()
+    if filters.exclude_all:
+        return None
+    base = Query(ctype=sel.ctype, parent=sel.parent, sort=store_sort(sel.ctype, sel.sort), limit=sel.limit,
+                 after=sel.after, before=sel.before, as_of=sel.as_of)
+    if not filters.nested:
+        any_of = tuple(tuple(store_condition(sel.ctype, c) for c in group) for group in filters.any_of)
+        return _replace(base, any_of=any_of)
+    keys: set[str] = set()
+    for branch in filters.branches:
+        keys |= await _branch_keys(store, sel, branch)
+    return _replace(base, keys=tuple(sorted(keys)))
+
+
+async def _branch_keys(store: Store, sel: Selection, branch: FilterExpression) -> set[str]:
+    """Keys of the entities that satisfy one AND'd filter expression with nested terms."""
+    depth = _depth(sel.ctype)
+    by_collection: dict[tuple[str, ...], list[Condition]] = {}
+    for term in branch.terms:
+        if term.collections:
+            by_collection.setdefault(term.collections, []).append(term.condition)
+    allowed: set[str] | None = None
+    for collections, conds in by_collection.items():
+        ctype = "/".join([sel.ctype, *collections]) if sel.ctype else "/".join(collections)
+        page = await store.list(Query(ctype=ctype, parent=sel.parent, as_of=sel.as_of,
+                                      any_of=(tuple(store_condition(ctype, c) for c in conds),)))
+        owners = {_owner_key(rec.key, depth) for rec in page.items}
+        allowed = owners if allowed is None else allowed & owners
+    if not allowed:
+        return set()
+    own = tuple(store_condition(sel.ctype, c) for c in branch.conditions)
+    page = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of, keys=tuple(sorted(allowed)),
+                                  any_of=(own,) if own else ()))
+    return {rec.key for rec in page.items}
+
+
+def _replace(q: Query, **changes: Any) -> Query:
+    from dataclasses import replace
+
+    return replace(q, **changes)
+
+
+async def render(
+    store: Store, model: RegistryModel, records: Sequence[EntityRecord], *, base_url: str,
+    as_of: int | None = None, include_meta: bool = False,
+) -> list[dict[str, Any]]:
+    """xRegistry views of ``records`` with their collection counts, one store call per
+    child collection type (not per record)."""
+    counts: dict[tuple[str, str], int] = {}
+    by_child: dict[str, list[str]] = {}
+    for rec in records:
+        for child in _child_ctypes(model, rec):
+            by_child.setdefault(child, []).append(rec.xid)
+    for child, parents in by_child.items():
+        found = await store.count_children(parents, child, as_of)
+        for xid in parents:
+            counts[(xid.lower(), child)] = found.get(xid.lower(), 0)
+    defaults: dict[str, str | None] = {}
+    versions = [r for r in records if r.kind == "version"]
+    if versions:
+        owners = await store.get_many(list({r.xid.rsplit("/versions/", 1)[0] for r in versions}), as_of)
+        defaults = {k: (o.doc.get("meta") or {}).get("defaultversionid") for k, o in owners.items()}
+    out = []
+    for rec in records:
+        if rec.kind == "registry":
+            out.append(registry_view(rec, model, base_url, {g: counts.get((rec.key, g), 0) for g in model.groups}))
+        elif rec.kind == "group":
+            gdef = model.group(rec.ctype)
+            names = gdef.resources if gdef else {}
+            out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"), 0) for r in names}))
+        elif rec.kind == "resource":
+            out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
+                                     include_meta=include_meta))
+        else:
+            out.append(version_view(rec, defaults.get(rec.key.rsplit("/versions/", 1)[0]), base_url))
+    return out
+
+
+def _child_ctypes(model: RegistryModel, rec: EntityRecord) -> list[str]:
+    if rec.kind == "registry":
+        return list(model.groups)
+    if rec.kind == "group":
+        gdef = model.group(rec.ctype)
+        return [f"{rec.ctype}/{r}" for r in (gdef.resources if gdef else {})]
+    if rec.kind == "resource":
+        return [f"{rec.ctype}/versions"]
+    return []

@@ -1,0 +1,104 @@
+"""Serialise stored entity states as xRegistry JSON (core/spec.md "JSON Serialization").
+
+Stored records hold only an entity's own attributes; these functions add what a view shows:
+``self`` URLs, the ``<COLLECTION>url`` / ``<COLLECTION>count`` pairs, and for a resource its
+default version's attributes with ``meta`` and ``versions`` links.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.model.registry_model import RegistryModel
+from gateway.storage.base import EntityRecord
+
+SPEC_VERSION = "1.0-rc4"
+
+
+def url_for(base_url: str, xid: str) -> str:
+    """The ``self`` URL of an entity: the registry's base URL followed by the XID."""
+    return base_url.rstrip("/") + (xid if xid != "/" else "/")
+
+
+def registry_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: dict[str, int]) -> dict[str, Any]:
+    """The registry entity with one ``<GROUPS>url`` / ``<GROUPS>count`` per group type."""
+    doc = dict(rec.doc)
+    out: dict[str, Any] = {"specversion": SPEC_VERSION, "registryid": doc.pop("registryid"),
+                           "self": url_for(base_url, "/"), "xid": "/"}
+    doc.pop("xid", None)
+    out.update(doc)
+    for gtype in model.groups:
+        out[f"{gtype}url"] = url_for(base_url, f"/{gtype}")
+        out[f"{gtype}count"] = counts.get(gtype, 0)
+    return out
+
+
+def group_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: dict[str, int]) -> dict[str, Any]:
+    """A group with one ``<RESOURCES>url`` / ``<RESOURCES>count`` per resource type."""
+    gdef = model.group(rec.ctype)
+    id_attr = gdef.id_attribute if gdef else f"{rec.ctype.rstrip('s')}id"
+    doc = dict(rec.doc)
+    out: dict[str, Any] = {id_attr: doc.pop(id_attr, rec.id), "self": url_for(base_url, rec.xid), "xid": rec.xid}
+    doc.pop("xid", None)
+    out.update(doc)
+    for rtype in (gdef.resources if gdef else {}):
+        out[f"{rtype}url"] = url_for(base_url, f"{rec.xid}/{rtype}")
+        out[f"{rtype}count"] = counts.get(rtype, 0)
+    return out
+
+
+def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
+    """The ``meta`` entity of a resource record."""
+    meta = dict(rec.doc.get("meta") or {})
+    xid = meta.pop("xid", f"{rec.xid}/meta")
+    id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)), None)
+    out: dict[str, Any] = {}
+    if id_attr:
+        out[id_attr] = meta.pop(id_attr)
+    out.update({"self": url_for(base_url, xid), "xid": xid})
+    dv = meta.get("defaultversionid")
+    out.update(meta)
+    out.setdefault("readonly", False)
+    if dv is not None:
+        out["defaultversionurl"] = url_for(base_url, f"{rec.xid}/versions/{dv}")
+    return out
+
+
+def version_view(rec: EntityRecord, default_id: str | None, base_url: str) -> dict[str, Any]:
+    """A version, with ``isdefault``."""
+    doc = dict(rec.doc)
+    id_attr = next((k for k in doc if k.endswith("id") and k not in ("versionid", "ancestorid")), None)
+    out: dict[str, Any] = {}
+    if id_attr:
+        out[id_attr] = doc.pop(id_attr)
+    out["versionid"] = doc.pop("versionid", rec.id)
+    out["self"] = url_for(base_url, rec.xid)
+    out["xid"] = doc.pop("xid", rec.xid)
+    out.update(doc)
+    out["isdefault"] = rec.id == default_id
+    return out
+
+
+def resource_view(
+    rec: EntityRecord, base_url: str, versions_count: int, *, include_meta: bool = False,
+) -> dict[str, Any]:
+    """A resource: its default version's attributes, then ``meta`` and ``versions`` links."""
+    meta = rec.doc.get("meta") or {}
+    default = dict(rec.doc.get("default") or {})
+    id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)), f"{rec.ctype.split('/')[-1].rstrip('s')}id")
+    out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}
+    if default:
+        out["versionid"] = default.pop("versionid", meta.get("defaultversionid"))
+    default.pop(id_attr, None)
+    default.pop("xid", None)
+    out["self"] = url_for(base_url, rec.xid)
+    out["xid"] = rec.xid
+    out.update(default)
+    if default or "versionid" in out:
+        out["isdefault"] = True
+    out["metaurl"] = url_for(base_url, f"{rec.xid}/meta")
+    if include_meta:
+        out["meta"] = meta_view(rec, base_url)
+    out["versionsurl"] = url_for(base_url, f"{rec.xid}/versions")
+    out["versionscount"] = versions_count
+    return out
