@@ -72,6 +72,7 @@ class Changeset:
         self.now = now or utc_now()
         self._states: dict[str, _State] = {}
         self._versions_loaded: set[str] = set()
+        self._versions_of: dict[str, dict[str, _State]] = {}  # resource key -> version key -> state
         self._dirty: dict[str, str] = {}  # key -> "created" | "updated" | "deleted"
         self._unchanged: set[str] = set()
         self._children_changed: dict[str, str] = {}  # parent key -> XID, collections gained/lost
@@ -98,6 +99,9 @@ class Changeset:
         else:
             state = _State(rec.xid, rec.kind, rec.ctype, copy.deepcopy(rec.doc), rec.revision)
         self._states[key] = state
+        owner, sep, vid = key.rpartition("/versions/")
+        if sep and "/" not in vid and owner.count("/") == 4:
+            self._versions_of.setdefault(owner, {})[key] = state
         return state
 
     async def _state(self, xid: str) -> _State:
@@ -116,11 +120,7 @@ class Changeset:
                 page = await self.store.list(Query(ctype=ctype, parent=resource_xid))
                 for rec in page.items:
                     self._remember(rec.xid, rec)
-        prefix = rkey + "/versions/"
-        return [
-            s for k, s in self._states.items()
-            if k.startswith(prefix) and "/" not in k[len(prefix):] and s.doc is not None
-        ]
+        return [s for s in self._versions_of.get(rkey, {}).values() if s.doc is not None]
 
     # -- writing states -----------------------------------------------------------------------
     def _set(self, state: _State, kind: str, ctype: str, doc: dict[str, Any] | None) -> None:
