@@ -174,7 +174,10 @@ class LocalRegistry:
     async def entity(self, xid: str, *, as_of: int | None = None) -> dict[str, Any] | None:
         """One entity (registry, group, resource, ``meta`` or version) as its xRegistry view."""
         is_meta = xid.endswith("/meta")
-        rec = await self.store.get(xid[: -len("/meta")] if is_meta else xid, as_of=as_of)
+        try:
+            rec = await self.store.get(xid[: -len("/meta")] if is_meta else xid, as_of=as_of)
+        except RevisionGone as exc:
+            raise XRegistryError("bad_request", xid, detail=str(exc)) from exc
         if rec is None or rec.xid != (xid[: -len("/meta")] if is_meta else xid):
             return None
         if is_meta:

@@ -1,0 +1,90 @@
+"""The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app.
+
+``app.state`` carries what handlers need: ``settings``, ``registry`` (the opened
+:class:`~gateway.registry.service.LocalRegistry`) and ``auth`` (the
+:class:`~gateway.auth.Authenticator`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from gateway.config import Settings, load_settings
+from gateway.registry.service import LocalRegistry
+
+log = logging.getLogger("xreg.gateway")
+
+#: How often the history retention runs while serving.
+PRUNE_INTERVAL_SECONDS = 3600.0
+
+
+def build_registry(settings: Settings) -> LocalRegistry:
+    """The local registry configured by ``settings`` (not yet opened)."""
+    from gateway.storage import create_store
+
+    return LocalRegistry(
+        create_store(settings.effective_store_url), registry_id=settings.registry_id,
+        name=settings.registry_name, base_url=settings.base_url,
+    )
+
+
+async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
+    """Apply the configured history retention once; returns how many states were dropped."""
+    if settings.history_keep_revisions is None and settings.history_keep_days is None:
+        return 0
+    keep_seconds = settings.history_keep_days * 86400 if settings.history_keep_days is not None else None
+    return await registry.store.prune(keep_revisions=settings.history_keep_revisions, keep_seconds=keep_seconds)
+
+
+async def _health(request: Request) -> JSONResponse:
+    registry: LocalRegistry = request.app.state.registry
+    return JSONResponse({"status": "ok", "revision": await registry.store.current_revision()})
+
+
+def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
+    """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
+    from gateway.auth import Authenticator
+    from gateway.http_api import build_routes as xregistry_routes
+    from resolvers import build_routes as graphql_routes
+
+    settings = settings or load_settings()
+    registry = registry or build_registry(settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await registry.open()
+
+        async def pruner() -> None:
+            while True:
+                try:
+                    dropped = await prune_history(registry, settings)
+                    if dropped:
+                        log.info("history retention dropped %d superseded states", dropped)
+                except Exception:  # noqa: BLE001 - retention must never stop the server
+                    log.exception("history retention failed")
+                await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
+
+        task = asyncio.create_task(pruner())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await app.state.auth.aclose()
+            await registry.close()
+
+    routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug)
+    app.state.settings = settings
+    app.state.registry = registry
+    app.state.auth = Authenticator(settings)
+    return app
