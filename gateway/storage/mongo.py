@@ -1,0 +1,665 @@
+"""MongoDB implementation of :class:`~gateway.storage.base.Store` (PyMongo's async API).
+
+Collections::
+
+    states    one document per state of an entity: xkey (lower-cased XID), xid, kind, ctype,
+              parent (the parent's key), doc (the attributes; null for a tombstone), lc (``doc``
+              with every string lower-cased, see below), rev_from, rev_to (null: the current
+              state), deleted, live (= current and not deleted). The state is visible for
+              revisions ``rev_from <= R < rev_to``. A write closes the current state
+              (``rev_to = R, live = false``) and inserts the new one; a delete inserts a tombstone.
+    counters  ``{_id: "revision", value: N}``: the last revision, bumped with ``$inc`` inside the
+              commit's transaction, which also serialises concurrent committers (the loser gets
+              a write conflict and the driver retries its transaction).
+    revisions ``{_id: rev, at, note}``, one per commit.
+    meta      ``{_id: "oldest", value}``: the history horizon.
+
+Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is null (one current
+state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
+``states_live`` (live, ctype, xkey) for pages of current entities (a parent is a key range),
+``states_asof`` (ctype, xkey, rev_from) for as-of pages, ``states_history`` (xkey, rev_from) for
+point reads and ``states_rev`` (rev_from) for changes and pruning.
+
+Conditions compile to query operators over ``lc``, mirroring
+:func:`gateway.registry.filters.matches`: ``lc`` is folded with Python's ``str.lower`` (the
+reference's folding, which MongoDB's ``$toLower`` and ``/i`` only approximate), so string
+equality and ranges are plain comparisons on it, wildcards anchored regexes; a filter value that
+is a number or ``true``/``false`` also compares against numbers or booleans (MongoDB's type
+brackets keep each form to its type); arrays match element-wise natively; key steps are
+guarded against MongoDB's implicit descent into arrays. Paths the query language cannot express
+exactly (``*``, ``[N]``, ``[*]``, keys holding ``.`` or starting with ``$``) are narrowed in the
+database to a superset, and the candidates are checked with ``matches`` in Python. Sorting on
+``lc.<path>`` follows :func:`~gateway.registry.filters.compare_key` for scalars; when the sorted
+attribute holds objects or arrays (or the path is not a plain one), the page is ordered in Python.
+
+Commits run in a multi-document transaction when the deployment supports them (a replica set or
+a sharded cluster: production, the Helm chart deploys a replica set). A standalone server or
+mongomock has none: commits then run as ordered writes under an ``asyncio.Lock`` that reads
+take too, which is atomic only within this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import re
+import time
+from dataclasses import replace
+from typing import Any, Awaitable, Callable, Sequence
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo.errors import OperationFailure
+
+from gateway.storage.base import (
+    Change, Condition, Conflict, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store,
+    StoreStats, Write, sort_value,
+)
+
+DEFAULT_DATABASE = "xregistry"
+_PROJECTION = {"_id": 0, "lc": 0}
+_MAX_INT = 2**63 - 1
+_CHUNK = 500
+_OPS = {"eq": "$eq", "lt": "$lt", "le": "$lte", "gt": "$gt", "ge": "$gte"}
+#: Types a sort value can have, with their rank in ``filters.compare_key`` (containers: 3).
+_RANKED = ((0, "null"), (1, "number"), (2, "string"), (4, "bool"))
+INDEXES = {
+    "states_live": [("live", ASCENDING), ("ctype", ASCENDING), ("xkey", ASCENDING)],
+    "states_asof": [("ctype", ASCENDING), ("xkey", ASCENDING), ("rev_from", ASCENDING)],
+    "states_history": [("xkey", ASCENDING), ("rev_from", ASCENDING)],
+    "states_rev": [("rev_from", ASCENDING)],
+}
+
+
+def _fold(value: Any) -> Any:
+    """``value`` with every string lower-cased (the folding of ``filters.matches``)."""
+    if isinstance(value, str):
+        return value.lower()
+    if isinstance(value, dict):
+        return {k: _fold(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fold(v) for v in value]
+    return value
+
+
+def _plain(segment: str) -> bool:
+    """Whether a path segment is an object key MongoDB's dot notation can address."""
+    return bool(segment) and segment[0] not in "$[*" and "." not in segment and "\x00" not in segment
+
+
+def _field(path: Sequence[str]) -> str:
+    return ".".join(("lc", *path))
+
+
+def _and(clauses: Sequence[dict]) -> dict:
+    clauses = [c for c in clauses if c]
+    return {} if not clauses else clauses[0] if len(clauses) == 1 else {"$and": list(clauses)}
+
+
+def _number(value: Any) -> Any:
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_INT else value
+
+
+def _forms(op: str, value: str, wildcard: bool) -> list[dict]:
+    """Operator expressions, one per type a filter value can compare with (``_scalar_match``)."""
+    from gateway.registry.filters import numeric_value, wildcard_parts
+
+    if wildcard:
+        pattern = ".*".join(re.escape(p.lower()) for p in wildcard_parts(value))
+        # (?![\s\S]) is "end of text": ``$`` would also match before a final newline.
+        return [{"$regex": f"^{pattern}(?![\\s\\S])", "$options": "s"}]
+    mop = _OPS[op]
+    forms = [{mop: value.lower()}]
+    if value in ("true", "false"):
+        forms.append({mop: value == "true"})
+    number = numeric_value(value)
+    if number is not None:
+        forms.append({mop: _number(number)})
+    return forms
+
+
+def _match(f: str, expr: dict, strict: bool) -> dict:
+    """``{f: expr}`` (element-wise on arrays). ``strict`` pins a number or boolean operand to
+    its BSON type, for backends that compare them loosely (mongomock: ``True == 1``; its
+    ``$elemMatch`` also descends into nested arrays, hence the ``$not``)."""
+    value = next(iter(expr.values()))
+    if not strict or not isinstance(value, (bool, int, float)):
+        return {f: expr}
+    typed = {**expr, "$type": "bool" if isinstance(value, bool) else "number", "$not": {"$type": "array"}}
+    return {"$or": [{f: typed}, {f: {"$elemMatch": typed}}]}
+
+
+def compile_condition(cond: Condition, *, strict: bool = False) -> tuple[dict, bool]:
+    """A query clause for one condition and whether it is exact (else a superset of it)."""
+    negated = cond.op in ("ne", "null")
+    n = next((i for i, s in enumerate(cond.path) if not _plain(s)), len(cond.path))
+    # Key steps only enter objects: no implicit descent into an array on the way.
+    guards = [{_field(cond.path[:i]): {"$not": {"$type": "array"}}} for i in range(1, n)]
+    if n < len(cond.path):  # not expressible: what any selected value needs, unless negated
+        if negated or n == 0:
+            return {}, False
+        kind = "array" if cond.path[n].startswith("[") else "object"
+        return _and(guards + [{_field(cond.path[:n]): {"$type": kind}}]), False
+    f = _field(cond.path)
+    if cond.op in ("exists", "null"):
+        hit = {"$or": [{f: {"$ne": None}}, {f: {"$type": "array"}}]}
+    else:
+        forms = [_match(f, x, strict) for x in _forms("eq" if negated else cond.op, cond.value or "", cond.wildcard)]
+        hit = forms[0] if len(forms) == 1 else {"$or": forms}
+    positive = _and(guards + [hit])
+    return ({"$nor": [positive]} if negated else positive), True
+
+
+def compile_any_of(any_of: Sequence[Sequence[Condition]], *, strict: bool = False) -> tuple[dict, bool]:
+    """The OR of AND groups as one clause (``{}``: everything) and whether it is exact."""
+    if not any_of:
+        return {}, True
+    exact, groups = True, []
+    for group in any_of:
+        parts = []
+        for cond in group:
+            clause, ok = compile_condition(cond, strict=strict)
+            exact &= ok
+            parts.append(clause)
+        groups.append(_and(parts))
+    if any(g == {} for g in groups):
+        return {}, exact
+    return (groups[0] if len(groups) == 1 else {"$or": groups}), exact
+
+
+def _cursor_key(value: Any) -> tuple:
+    """``compare_key`` of a cursor's value; a canonical JSON text of a container (what
+    ``cursor_for`` makes of one) counts as that container, as in the SQLite store."""
+    from gateway.registry.filters import compare_key
+
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        with contextlib.suppress(ValueError):
+            if json.dumps(json.loads(value), sort_keys=True) == value:
+                return (3, value)
+    return compare_key(value)
+
+
+def _native_value(value: Any) -> Any:
+    return _number(_fold(value))
+
+
+class MongoStore(Store):
+    """A :class:`Store` in one MongoDB database."""
+
+    def __init__(self, url: str | None = None, *, database: str | None = None, client: Any = None) -> None:
+        self.stats = StoreStats()
+        self._own_client = client is None
+        if client is None:
+            from pymongo import AsyncMongoClient
+
+            client = AsyncMongoClient(url) if url else AsyncMongoClient()
+            name = database or client.get_default_database(DEFAULT_DATABASE).name
+        else:
+            name = database or DEFAULT_DATABASE
+        self._client = client
+        self._db = client[name]
+        self.states = self._db["states"]
+        self.counters = self._db["counters"]
+        self.revisions = self._db["revisions"]
+        self.meta = self._db["meta"]
+        #: Whether commits run in transactions (known after :meth:`open`).
+        self.transactions = False
+        #: Whether ``states_current`` is a partial index (else unique on ``(xkey, rev_to)``).
+        self.partial_index = False
+        #: Whether the backend equates booleans and numbers (mongomock), see ``_match``.
+        self.strict_types = False
+        self._lock = asyncio.Lock()
+        self._opened = False
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._opened:
+            return
+        try:
+            await self.states.create_index([("xkey", ASCENDING)], name="states_current", unique=True,
+                                           partialFilterExpression={"rev_to": None})
+            self.partial_index = True
+        except (OperationFailure, NotImplementedError, TypeError):
+            await self.states.create_index([("xkey", ASCENDING), ("rev_to", ASCENDING)],
+                                           name="states_current", unique=True)
+        for name, keys in INDEXES.items():
+            await self.states.create_index(keys, name=name)
+        # Also creates the collection: servers before 4.4 cannot create one inside a transaction.
+        await self.revisions.create_index([("at", ASCENDING)], name="revisions_at")
+        await self.counters.update_one({"_id": "revision"}, {"$setOnInsert": {"value": 0}}, upsert=True)
+        self.transactions = await self._supports_transactions()
+        # Real MongoDB never finds ``true`` when asked for 1; mongomock compares with Python's ==.
+        await self.meta.update_one({"_id": "probe"}, {"$set": {"value": True}}, upsert=True)
+        self.strict_types = await self.meta.find_one({"_id": "probe", "value": 1}) is not None
+        await self.meta.delete_one({"_id": "probe"})
+        self._opened = True
+
+    async def _supports_transactions(self) -> bool:
+        """Transactions need a replica set member or mongos; mongomock has no ``hello``."""
+        try:
+            hello = await self._client.admin.command("hello")
+        except NotImplementedError:
+            return False
+        except OperationFailure:  # servers before 4.4.2
+            hello = await self._client.admin.command("isMaster")
+        return bool(hello.get("setName") or hello.get("msg") == "isdbgrid")
+
+    async def close(self) -> None:
+        self._opened = False
+        if self._own_client:
+            await self._client.close()
+
+    def _reading(self) -> contextlib.AbstractAsyncContextManager:
+        """Reads wait for a running commit when commits are not transactions."""
+        return contextlib.nullcontext() if self.transactions else self._lock
+
+    async def _write(self, fn: Callable[[Any], Awaitable[Any]]) -> Any:
+        """Run ``fn(session)`` atomically: in a transaction (retried by the driver on transient
+        errors, aborted on any exception) or, without transactions, under the lock."""
+        if self.transactions:
+            async with self._client.start_session() as session:
+                return await session.with_transaction(fn)
+        async with self._lock:
+            return await fn(None)
+
+    # -- revisions ----------------------------------------------------------------------------
+    async def _current(self, session: Any = None) -> int:
+        doc = await self.counters.find_one({"_id": "revision"}, session=session)
+        return int(doc["value"]) if doc else 0
+
+    async def _oldest(self, session: Any = None) -> int:
+        doc = await self.meta.find_one({"_id": "oldest"}, session=session)
+        return int(doc["value"]) if doc else 0
+
+    async def _check(self, as_of: int | None) -> None:
+        if as_of is not None:
+            oldest = await self._oldest()
+            if as_of < oldest:
+                raise RevisionGone(as_of, oldest)
+
+    async def current_revision(self) -> int:
+        self.stats.hit("current_revision")
+        async with self._reading():
+            return await self._current()
+
+    async def oldest_revision(self) -> int:
+        self.stats.hit("oldest_revision")
+        async with self._reading():
+            return await self._oldest()
+
+    # -- reads --------------------------------------------------------------------------------
+    @staticmethod
+    def _visible(as_of: int | None) -> dict:
+        if as_of is None:
+            return {"live": True}
+        return {"rev_from": {"$lte": as_of}, "deleted": False,
+                "$or": [{"rev_to": None}, {"rev_to": {"$gt": as_of}}]}
+
+    @staticmethod
+    def _record(d: dict) -> EntityRecord:
+        return EntityRecord(xid=d["xid"], kind=d["kind"], ctype=d["ctype"], doc=d.get("doc") or {},
+                            revision=d["rev_from"], deleted=bool(d["deleted"]))
+
+    def _find(self, flt: dict, sort: list | None = None, limit: int | None = None,
+              hint: str | None = None) -> Any:
+        cursor = self.states.find(flt, _PROJECTION)
+        if sort:
+            cursor = cursor.sort(sort)
+        if hint:
+            cursor = cursor.hint(hint)
+        if limit is not None:
+            cursor = cursor.limit(limit)
+        return cursor
+
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, EntityRecord]:
+        self.stats.hit("get_many")
+        keys = list(dict.fromkeys(x.lower() for x in xids))
+        async with self._reading():
+            await self._check(as_of)
+            cursor = self._find({"xkey": {"$in": keys}, **self._visible(as_of)})
+            return {r.key: r for r in map(self._record, await cursor.to_list(length=None))}
+
+    def _base(self, query: Query) -> tuple[dict, list[dict]]:
+        """Visibility, ctype, parent and keys of a query: (top-level fields, further clauses)."""
+        flt: dict[str, Any] = {"ctype": query.ctype}
+        clauses: list[dict] = []
+        vis = self._visible(query.as_of)
+        if "$or" in vis:
+            clauses.append({"$or": vis.pop("$or")})
+        flt.update(vis)
+        xkey: dict[str, Any] = {}
+        if query.parent not in (None, "/"):
+            pk = query.parent.lower()
+            xkey.update({"$gt": pk + "/", "$lt": pk + "0"})
+        if query.keys is not None:
+            xkey["$in"] = [k.lower() for k in query.keys]
+        if xkey:
+            flt["xkey"] = xkey
+        return flt, clauses
+
+    @staticmethod
+    def _hint(query: Query) -> str:
+        return "states_live" if query.as_of is None else "states_asof"
+
+    def _plan(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
+              limit: int | None) -> dict:
+        """The find() of one direction of a page in database order (``sort`` is None or plain):
+        rows past ``bound`` = (op, cursor) and the query's cursors, ``reverse``: opposite order."""
+        conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
+        flt, clauses = self._base(query)
+        desc = bool(query.sort and query.sort.descending) != reverse
+        direction = DESCENDING if desc else ASCENDING
+        bounds = [(">", query.after), ("<", query.before)] + ([bound] if bound else [])
+        bounds = [(op, c) for op, c in bounds if c is not None]
+        if query.sort is None:
+            # Key order: fold the parent range and the cursors into one range of the index.
+            sort = [("xkey", direction)]
+            xkey = flt.pop("xkey", {})
+            lows = [(xkey.pop("$gt"), True)] if "$gt" in xkey else []
+            highs = [(xkey.pop("$lt"), True)] if "$lt" in xkey else []
+            for op, c in bounds:
+                (lows if op[0] == ">" else highs).append((c.key, len(op) == 1))
+            if lows:
+                key, strict = max(lows)
+                xkey["$gt" if strict else "$gte"] = key
+            if highs:
+                key, strict = min(highs, key=lambda b: (b[0], not b[1]))
+                xkey["$lt" if strict else "$lte"] = key
+            if xkey:
+                flt["xkey"] = xkey
+        else:
+            f = _field(query.sort.path)
+            sort = [(f, direction), ("xkey", direction)]
+            for op, c in bounds:
+                if query.sort.descending:
+                    op = op.translate(str.maketrans("<>", "><"))
+                clauses.append(self._past(f, op, c, self.strict_types))
+        if conds:
+            clauses.append(conds)
+        if clauses:
+            flt["$and"] = clauses
+        return {"filter": flt, "sort": sort, "limit": limit if exact else None,
+                "hint": self._hint(query), "exact": exact}
+
+    @staticmethod
+    def _past(f: str, op: str, cursor: Cursor, strict: bool) -> dict:
+        """Rows whose (sort value, key) is ``op`` the cursor's, in ascending order (scalars)."""
+        value = _native_value(cursor.value)
+        rank = _cursor_key(cursor.value)[0]
+        up = op[0] == ">"
+        out: list[dict] = []
+        for r, kind in _RANKED:
+            if (r > rank) if up else (r < rank):
+                out.append({f: None} if kind == "null" else {f: {"$type": kind}})
+        if value is not None:
+            out.append(_match(f, {"$gt" if up else "$lt": value}, strict))
+        same = {f: None} if value is None else _match(f, {"$eq": value}, strict)
+        out.append({**same, "xkey": {{">": "$gt", ">=": "$gte", "<": "$lt", "<=": "$lte"}[op]: cursor.key}})
+        return {"$or": out}
+
+    async def _native_order(self, query: Query) -> bool:
+        """Whether the database can order the page exactly: key order, or a plain sort path
+        whose values (among the query's entities) are all scalars."""
+        if query.sort is None:
+            return True
+        path = query.sort.path
+        if not all(map(_plain, path)):
+            return False
+        for c in (query.after, query.before):
+            if c is not None and (isinstance(c.value, (dict, list)) or _cursor_key(c.value)[0] == 3):
+                return False
+        flt, clauses = self._base(query)
+        odd = [{_field(path[:i]): {"$type": "array"}} for i in range(1, len(path) + 1)]
+        odd.append({_field(path): {"$type": "object"}})
+        flt["$and"] = clauses + [{"$or": odd}]
+        return await self.states.find_one(flt, {"_id": 1}) is None
+
+    async def _scan(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
+                    limit: int | None) -> list[EntityRecord]:
+        """Matching rows in database order, ``limit`` at most (inexact filters checked here)."""
+        from gateway.registry.filters import matches
+
+        plan = self._plan(query, reverse=reverse, bound=bound, limit=limit)
+        cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
+        out: list[EntityRecord] = []
+        try:
+            async for d in cursor:
+                rec = self._record(d)
+                if plan["exact"] or matches(rec.doc, query.any_of):
+                    out.append(rec)
+                    if limit is not None and len(out) >= limit:
+                        break
+        finally:
+            await cursor.close()
+        return out
+
+    async def _matching(self, query: Query) -> list[EntityRecord]:
+        """Every entity matching ``query`` (cursors ignored), in no particular order."""
+        from gateway.registry.filters import matches
+
+        conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
+        flt, clauses = self._base(query)
+        if clauses or conds:
+            flt["$and"] = clauses + ([conds] if conds else [])
+        cursor = self._find(flt)
+        return [r for r in map(self._record, await cursor.to_list(length=None))
+                if exact or matches(r.doc, query.any_of)]
+
+    async def list(self, query: Query) -> Page:
+        self.stats.hit("list")
+        limit = query.limit
+        async with self._reading():
+            await self._check(query.as_of)
+            if not await self._native_order(query):
+                return self._page_in_python(query, await self._matching(query))
+            backward = query.before is not None
+            rows = await self._scan(query, reverse=backward, bound=None, limit=None if limit is None else limit + 1)
+            more = limit is not None and len(rows) > limit
+            rows = rows[:limit] if limit is not None else rows
+            if backward:
+                rows.reverse()
+                has_prev = more
+                has_next = bool(await self._scan(replace(query, before=None), reverse=False,
+                                                 bound=(">=", query.before), limit=1))
+            else:
+                has_next, has_prev = more, False
+                if query.after is not None:
+                    has_prev = bool(await self._scan(replace(query, after=None), reverse=True,
+                                                     bound=("<=", query.after), limit=1))
+        return Page(items=rows, has_next=has_next, has_prev=has_prev)
+
+    @staticmethod
+    def _page_in_python(query: Query, rows: list[EntityRecord]) -> Page:
+        """A page ordered by ``filters.compare_key`` in Python (containers, odd sort paths)."""
+        from gateway.registry.filters import compare_key
+
+        sort = query.sort or Sort(())
+        desc = sort.descending
+
+        def pos(r: EntityRecord) -> tuple:
+            return (compare_key(sort_value(r.doc, sort.path)), r.key)
+
+        def cur(c: Cursor) -> tuple:
+            return (_cursor_key(c.value), c.key)
+
+        def past(r: EntityRecord, c: Cursor) -> bool:  # strictly after c in query order
+            return pos(r) < cur(c) if desc else pos(r) > cur(c)
+
+        def ahead(r: EntityRecord, c: Cursor) -> bool:  # strictly before c in query order
+            return pos(r) > cur(c) if desc else pos(r) < cur(c)
+
+        ordered = sorted(rows, key=pos, reverse=desc)
+        n = len(ordered)
+        i0 = next((i for i, r in enumerate(ordered) if past(r, query.after)), n) if query.after else 0
+        i1 = next((i for i, r in enumerate(ordered) if not ahead(r, query.before)), n) if query.before else n
+        window, limit = ordered[i0:i1], query.limit
+        more = limit is not None and len(window) > limit
+        if query.before is not None:
+            page = window if limit is None else window[len(window) - limit:] if limit else []
+            return Page(page, has_next=max(i0, i1) < n, has_prev=more)
+        return Page(window if limit is None else window[:limit], has_next=more, has_prev=min(i0, i1) > 0)
+
+    async def count(self, query: Query) -> int:
+        self.stats.hit("count")
+        async with self._reading():
+            await self._check(query.as_of)
+            conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
+            if not exact:
+                return len(await self._matching(query))
+            flt, clauses = self._base(query)
+            if clauses or conds:
+                flt["$and"] = clauses + ([conds] if conds else [])
+            return await self.states.count_documents(flt)
+
+    async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
+        self.stats.hit("count_children")
+        keys = list(dict.fromkeys(p.lower() for p in parents))
+        out = {k: 0 for k in keys}
+        coll = "/" + ctype.rsplit("/", 1)[-1]
+        async with self._reading():
+            await self._check(as_of)
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i:i + _CHUNK]
+                flt: dict[str, Any] = {"ctype": ctype}
+                clauses = []
+                vis = self._visible(as_of)
+                if "$or" in vis:
+                    clauses.append({"$or": vis.pop("$or")})
+                flt.update(vis)
+                if "/" not in chunk:
+                    clauses.append({"$or": [{"xkey": {"$gt": k + "/", "$lt": k + "0"}} for k in chunk]})
+                if clauses:
+                    flt["$and"] = clauses
+                pipeline = [{"$match": flt}, {"$group": {"_id": "$parent", "n": {"$sum": 1}}}]
+                result = self.states.aggregate(pipeline)
+                if inspect.isawaitable(result):  # PyMongo's is a coroutine, mongomock's a cursor
+                    result = await result
+                for row in await result.to_list(length=None):
+                    if row["_id"] is None:  # the registry entity itself has no parent
+                        continue
+                    # A child lies in the key range of ``k`` when its collection's path does.
+                    base = (row["_id"] if row["_id"] != "/" else "") + coll
+                    for k in chunk:
+                        if k == "/" or base == k or base.startswith(k + "/"):
+                            out[k] += row["n"]
+        return out
+
+    async def changes(
+        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+        limit: int | None = None, after: str | None = None,
+    ) -> list[Change]:
+        self.stats.hit("changes")
+        async with self._reading():
+            oldest = await self._oldest()
+            # Tombstones at or before the horizon are gone: a feed from before it is incomplete.
+            if 0 < since < oldest:
+                raise RevisionGone(since, oldest)
+            await self._check(until)
+            flt: dict[str, Any] = {"rev_from": {"$gt": since}}
+            if until is None:
+                flt["rev_to"] = None
+            else:
+                flt["rev_from"]["$lte"] = until
+                flt["$or"] = [{"rev_to": None}, {"rev_to": {"$gt": until}}]
+            if ctypes is not None:
+                flt["ctype"] = {"$in": list(ctypes)}
+            if after is not None:
+                flt["xkey"] = {"$gt": after.lower()}
+            if limit == 0:  # MongoDB would read limit(0) as "no limit"
+                return []
+            cursor = self._find(flt, [("xkey", ASCENDING)], None if limit is None or limit < 0 else limit)
+            return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
+
+    async def explain(self, query: Query) -> str:
+        """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;
+        ``exact`` false means candidates are re-checked with ``filters.matches``."""
+        self.stats.hit("explain")
+        limit = None if query.limit is None else query.limit + 1
+        plan = self._plan(query, reverse=query.before is not None, bound=None, limit=limit)
+        plan["limit"] = limit
+        return json.dumps({"collection": "states", **plan}, default=str, indent=1)
+
+    # -- writes -------------------------------------------------------------------------------
+    async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
+        self.stats.hit("commit")
+        writes = list(writes)
+        if not writes:
+            async with self._reading():
+                return await self._current()
+        return await self._write(lambda session: self._apply(writes, note, session))
+
+    async def _next_revision(self, session: Any) -> int:
+        doc = await self.counters.find_one_and_update(
+            {"_id": "revision"}, {"$inc": {"value": 1}}, upsert=True,
+            return_document=ReturnDocument.AFTER, session=session)
+        return int(doc["value"])
+
+    async def _apply(self, writes: list[Write], note: str, session: Any) -> int:
+        # In a transaction, take the revision first: the counter's write lock makes concurrent
+        # committers conflict (and retry), and an abort on Conflict rolls it back. Without
+        # one, check first and take it last, so a Conflict leaves nothing behind.
+        rev = await self._next_revision(session) if session else await self._current() + 1
+        keys = list(dict.fromkeys(w.key for w in writes))
+        cursor = self.states.find({"xkey": {"$in": keys}, "rev_to": None},
+                                  {"xkey": 1, "rev_from": 1, "deleted": 1}, session=session)
+        current = {d["xkey"]: (d["rev_from"], bool(d["deleted"])) for d in await cursor.to_list(length=None)}
+        new: dict[str, dict] = {}
+        for w in writes:
+            k = w.key
+            if k in new:  # written earlier in this batch
+                found = None if new[k]["deleted"] else rev
+            elif k in current:
+                found = None if current[k][1] else current[k][0]
+            else:
+                found = None
+            if w.expect is not ... and w.expect != found:
+                raise Conflict(w.xid, w.expect, found)
+            if w.doc is None and found is None and k not in new:
+                continue  # deleting what does not exist: nothing to record
+            deleted = w.doc is None
+            parent = EntityRecord(w.xid, w.kind, w.ctype, {}).parent_xid
+            new[k] = {"xkey": k, "xid": w.xid, "kind": w.kind, "ctype": w.ctype,
+                      "parent": parent.lower() if parent else None, "doc": w.doc,
+                      "lc": None if deleted else _fold(w.doc), "rev_from": rev, "rev_to": None,
+                      "deleted": deleted, "live": not deleted}
+        if not session:
+            rev2 = await self._next_revision(None)
+            if rev2 != rev:  # another process committed: only possible without transactions
+                raise RuntimeError(f"concurrent commit detected (revision {rev2}, expected {rev}); "
+                                   "MongoStore needs a replica set for several writers")
+        closing = [k for k in new if k in current]
+        if closing:
+            await self.states.update_many({"xkey": {"$in": closing}, "rev_to": None},
+                                          {"$set": {"rev_to": rev, "live": False}}, session=session)
+        if new:
+            await self.states.insert_many(list(new.values()), ordered=True, session=session)
+        await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
+        return rev
+
+    async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
+        self.stats.hit("prune")
+
+        async def run(session: Any) -> int:
+            current, oldest = await self._current(session), await self._oldest(session)
+            horizons = []
+            if keep_revisions is not None:
+                horizons.append(current - max(0, keep_revisions))
+            if keep_seconds is not None:
+                newest_before = await self.revisions.find_one(
+                    {"at": {"$lte": time.time() - keep_seconds}}, sort=[("_id", DESCENDING)], session=session)
+                horizons.append(newest_before["_id"] if newest_before else oldest)
+            horizon = min(max(min(horizons, default=current), oldest), current)
+            if horizon <= oldest:
+                return 0
+            dropped = 0
+            for flt in ({"rev_to": {"$lte": horizon}}, {"deleted": True, "rev_from": {"$lte": horizon}}):
+                dropped += (await self.states.delete_many(flt, session=session)).deleted_count
+            await self.revisions.delete_many({"_id": {"$lt": horizon}}, session=session)
+            await self.meta.update_one({"_id": "oldest"}, {"$set": {"value": horizon}}, upsert=True, session=session)
+            return dropped
+
+        return await self._write(run)
+
+
+__all__ = ["MongoStore", "compile_any_of", "compile_condition"]
