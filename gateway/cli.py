@@ -166,6 +166,28 @@ def export_cmd(
         sys.stdout.write(text + "\n")
 
 
+@app.command("hash-key")
+def hash_key_cmd(
+    generate: Annotated[bool, typer.Option("--generate", help="Generate a key; print it once, with its hash.")] = False,
+) -> None:
+    """Print the SHA-256 of an API key read from standard input, for the api_keys setting."""
+    import secrets
+
+    from gateway.auth import hash_key
+
+    if generate:
+        key = secrets.token_urlsafe(32)
+        sys.stdout.write(f"key: {key}\nsha256: {hash_key(key)}\n")
+        err.print("Store the key now: it is not kept anywhere; configure only its sha256.")
+        return
+    key = typer.prompt("API key", hide_input=True, err=True) if sys.stdin.isatty() else sys.stdin.read()
+    key = key.strip()
+    if not key:
+        err.print("[red]no key on standard input[/red] (or use --generate)")
+        raise typer.Exit(2)
+    sys.stdout.write(hash_key(key) + "\n")
+
+
 @app.command("serve")
 def serve_cmd(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
