@@ -3,6 +3,8 @@
 Every failure the registry reports is an :class:`XRegistryError` whose ``type`` is one of the
 spec's error names (``invalid_attribute``, ``mismatched_epoch``, …). Bindings render it: the
 HTTP API as an RFC 9457 problem document, GraphQL as an error with ``extensions.code``.
+The HTTP binding's own errors (core/http.md: ``api_not_found``, ``missing_body``, …) and the
+gateway's few extensions (``payload_too_large``, ``unsupported_media_type``) are the same class.
 """
 
 from __future__ import annotations
@@ -76,6 +78,26 @@ SPEC_ERRORS: dict[str, tuple[int, str]] = {
     'versionid_not_allowed': (400, 'While creating a new Version for "<subject>", a "versionid" was specified but the "setversionid" model aspect for entities of type "<plural>" is "false".'),
 }
 
+#: Errors of the HTTP binding (core/http.md, "Error Processing").
+HTTP_ERROR_BASE = "https://github.com/xregistry/spec/blob/main/core/http.md#"
+HTTP_ERRORS: dict[str, tuple[int, str]] = {
+    'api_not_found': (404, 'The specified API is not supported: <subject>.'),
+    'details_required': (405, '$details suffix is needed when using PATCH for the entity: <subject>.'),
+    'extra_xregistry_header': (400, 'For "<subject>", xRegistry HTTP header "<name>" is not allowed on this request: <error_detail>.'),
+    'header_error': (400, 'For "<subject>", there was an error processing HTTP header "<name>": <error_detail>.'),
+    'missing_body': (400, "For \"<subject>\", the request is missing an HTTP body - try '{}'."),
+    'missing_versions': (400, 'For "<subject>", at least one Version needs to be included in the request.'),
+}
+
+#: The gateway's own errors, for HTTP conditions the specification has no error for.
+GATEWAY_ERROR_BASE = "https://xregistry.io/gateway/errors#"
+GATEWAY_ERRORS: dict[str, tuple[int, str]] = {
+    'payload_too_large': (413, 'The request body for "<subject>" is larger than the limit of <limit> bytes.'),
+    'unresolved_reference': (404, 'The reference "<reference>" of "<subject>" in registry "<registry>" cannot be resolved: <error_detail>.'),
+    'unsupported_media_type': (415, 'For "<subject>", the request body\'s media type (<media_type>) is not supported: <error_detail>.'),
+}
+
+_ALL_ERRORS = {**SPEC_ERRORS, **HTTP_ERRORS, **GATEWAY_ERRORS}
 _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*)>")
 
 
@@ -97,7 +119,7 @@ class XRegistryError(Exception):
         source: str | None = None,
         **args: Any,
     ) -> None:
-        if type not in SPEC_ERRORS:
+        if type not in _ALL_ERRORS:
             raise ValueError(f"unknown xRegistry error type {type!r}")
         self.type = type
         self.subject = subject
@@ -109,15 +131,19 @@ class XRegistryError(Exception):
 
     @property
     def status(self) -> int:
-        return SPEC_ERRORS[self.type][0]
+        return _ALL_ERRORS[self.type][0]
 
     @property
     def type_uri(self) -> str:
+        if self.type in HTTP_ERRORS:
+            return HTTP_ERROR_BASE + self.type
+        if self.type in GATEWAY_ERRORS:
+            return GATEWAY_ERROR_BASE + self.type
         return SPEC_ERROR_BASE + self.type
 
     @property
     def title(self) -> str:
-        template = SPEC_ERRORS[self.type][1]
+        template = _ALL_ERRORS[self.type][1]
 
         def fill(m: re.Match[str]) -> str:
             key = m.group(1)

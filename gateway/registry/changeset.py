@@ -11,7 +11,9 @@ is called, so nothing is written.
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -19,7 +21,7 @@ from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
 from gateway.registry.timestamps import parse_ts, utc_now
-from gateway.registry.validation import validate_entity
+from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
 from gateway.storage.base import EntityRecord, Query, Store, Write
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -202,7 +204,9 @@ class Changeset:
                                    | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
                       patch)
         ids = {"registryid": registry_id, "xid": "/"}
-        self._finish(state, "registry", "", user, attrs, ids)
+        if self._finish(state, "registry", "", user, attrs, ids):
+            self._errors.extend(validate_attributes(state.doc, registry_definitions(self.model), subject="/",
+                                                    extensible=True, model=self.model))
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
         state = await self._state("/")
@@ -280,9 +284,11 @@ class Changeset:
         meta_old = (rstate.doc or {}).get("meta")
         xref = (meta_in or {}).get("xref", (meta_old or {}).get("xref") if patch else None)
         default_attrs = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
+        if body.get("epoch") is not None:  # a resource's own epoch is its default version's
+            default_attrs["epoch"] = body["epoch"]
 
         if xref:
-            if default_attrs.keys() - {"versionid"} or versions_in:
+            if default_attrs.keys() - {"versionid", "epoch"} or versions_in:
                 raise XRegistryError("extra_xref_attribute", rxid, name=next(iter(default_attrs or versions_in)))
             for vstate in existing_versions:
                 self._set(vstate, "version", vctype, None)
@@ -303,7 +309,13 @@ class Changeset:
                     target = meta_in["defaultversionid"]
                 elif not versions_in:
                     target = await self._next_version_id(rxid, vctype)
-            wants_update = rstate.doc is None or not patch or bool(default_attrs.keys() - {"versionid", "epoch"})
+            # a resource without versions (new, or an xref turned back into a normal resource)
+            # gets its default version from the resource-level attributes
+            needs_version = not existing_versions and not versions_in
+            if target is None and needs_version:
+                target = await self._next_version_id(rxid, vctype)
+            wants_update = (needs_version or rstate.doc is None or not patch
+                            or bool(default_attrs.keys() - {"versionid", "epoch"}))
             if target is not None and target not in (versions_in or {}) and wants_update:
                 await self._put_version(gtype, gid, rtype, rid, target, default_attrs, rdef, patch=patch)
         await self._settle_resource(gtype, gid, rtype, rid, rdef, meta_in, patch=patch)
@@ -333,6 +345,7 @@ class Changeset:
         _check_case(state, vxid)
         self._check_epoch(vxid, body.get("epoch"), state.doc)
         request = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
+        _alias_document_link(request, rdef)
         _check_one_document(request, rdef, vxid)
         base = _user_view(state.doc or {}) if patch else {}
         if not patch and state.doc is not None and ANCESTOR_ID not in request:
@@ -342,6 +355,122 @@ class Changeset:
             _drop_other_documents(user, request, rdef)
         ids = {rdef.id_attribute: rid, "versionid": vid, "xid": vxid}
         self._finish(state, "version", f"{gtype}/{rtype}/versions", user, body, ids)
+
+    # -- versions, meta, default version and documents, one at a time -------------------------
+    async def _open_resource(self, gtype: str, gid: str, rtype: str, rid: str, *, create: bool) -> tuple[ResourceDef, _State]:
+        """Checks shared by the single-version / meta writes; the resource's state, its versions loaded.
+
+        ``create``: the resource (and its group) may be created implicitly; otherwise it must exist.
+        A cross-reference resource has no versions of its own: writing one is refused."""
+        rdef = self.resource_def(gtype, rtype)
+        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        check_id(rid, subject=rxid, attribute=rdef.id_attribute)
+        rstate = await self._state(rxid)
+        _check_case(rstate, rxid)
+        if rstate.doc is None:
+            if not create:
+                raise XRegistryError("not_found", rxid)
+            await self._implicit_group(gtype, gid)
+        elif create and (rstate.doc.get("meta") or {}).get("xref"):
+            raise XRegistryError("bad_request", rxid, detail="the resource is a cross-reference (meta.xref): "
+                                 "write to its target, or remove the xref first")
+        await self._version_states(rxid, f"{gtype}/{rtype}/versions")
+        return rdef, rstate
+
+    async def put_meta(self, gtype: str, gid: str, rtype: str, rid: str, attrs: dict[str, Any], *, patch: bool) -> None:
+        """Replace (``patch=False``) or patch the ``meta`` entity of an existing resource.
+
+        Removing ``xref`` turns a cross-reference back into a normal resource with a new default
+        version; setting it deletes the resource's versions."""
+        rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=False)
+        rxid = rstate.xid
+        if not isinstance(attrs, dict):
+            raise XRegistryError("invalid_attribute", f"{rxid}/meta", path="meta", name="meta", detail="meta must be an object")
+        old_xref = (rstate.doc.get("meta") or {}).get("xref")
+        new_xref = attrs.get("xref", old_xref if patch else None)
+        vctype = f"{gtype}/{rtype}/versions"
+        if new_xref:
+            for vstate in await self._version_states(rxid, vctype):
+                self._set(vstate, "version", vctype, None)
+        elif not await self._version_states(rxid, vctype):
+            vid = attrs.get("defaultversionid") or await self._next_version_id(rxid, vctype)
+            await self._put_version(gtype, gid, rtype, rid, vid, {}, rdef, patch=False)
+        await self._settle_resource(gtype, gid, rtype, rid, rdef, attrs, patch=patch)
+
+    async def put_version(
+        self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], *, patch: bool,
+    ) -> None:
+        """Create or update one version (the resource and group are created when missing)."""
+        await self.put_versions(gtype, gid, rtype, rid, {vid: body}, patch=patch)
+
+    async def put_versions(
+        self, gtype: str, gid: str, rtype: str, rid: str, versions: dict[str, Any], *, patch: bool,
+    ) -> None:
+        """Create or update several versions of one resource (a ``versions`` map), then settle the
+        resource: ancestors, default version, ``maxversions``."""
+        rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=True)
+        if not versions and rstate.doc is None:
+            raise XRegistryError("bad_request", rstate.xid, detail="a resource needs at least one version")
+        for vid in sorted(versions, key=str.lower):
+            vbody = versions[vid]
+            if not isinstance(vbody, dict):
+                raise XRegistryError("bad_request", f"{rstate.xid}/versions/{vid}", detail="a version must be an object")
+            await self._put_version(gtype, gid, rtype, rid, vid, vbody, rdef, patch=patch)
+        await self._settle_resource(gtype, gid, rtype, rid, rdef, None, patch=True)
+
+    async def post_version(
+        self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, patch: bool = False,
+    ) -> str:
+        """Create a version (a new ``versionid`` unless ``body`` names one; an existing one is
+        updated) and return its id. Resource-level attributes in ``body`` are ignored."""
+        rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=True)
+        vid = body.get("versionid")
+        if vid is None:
+            vid = await self._next_version_id(rstate.xid, f"{gtype}/{rtype}/versions")
+        elif not rdef.setversionid:
+            raise XRegistryError("versionid_not_allowed", rstate.xid, plural=rtype)
+        check_id(vid, subject=f"{rstate.xid}/versions/{vid}", attribute="versionid")
+        await self.put_versions(gtype, gid, rtype, rid, {vid: body}, patch=patch)
+        return vid
+
+    async def set_default_version(self, gtype: str, gid: str, rtype: str, rid: str, vid: str | None) -> None:
+        """The ``setdefaultversionid`` flag: make ``vid`` the sticky default version, or with
+        ``None`` go back to "default = newest"."""
+        rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=False)
+        if vid is None:
+            meta: dict[str, Any] = {"defaultversionsticky": False}
+        else:
+            ids = {s.xid.rsplit("/", 1)[-1] for s in await self._version_states(rstate.xid, f"{gtype}/{rtype}/versions")}
+            if vid not in ids:
+                raise XRegistryError("unknown_id", rstate.xid, singular="version", id=vid,
+                                     detail=f"setdefaultversionid names no version of {rstate.xid}")
+            meta = {"defaultversionid": vid, "defaultversionsticky": True}
+        await self._settle_resource(gtype, gid, rtype, rid, rdef, meta, patch=True)
+
+    async def put_document(
+        self, gtype: str, gid: str, rtype: str, rid: str, vid: str | None, attrs: dict[str, Any],
+        content: bytes, content_type: str | None, *, new_version: bool = False,
+    ) -> str | None:
+        """Write a version's document from raw bytes, with metadata ``attrs`` patched in.
+
+        The target is version ``vid``, or a new version (``new_version``; ``attrs`` may name
+        its ``versionid``), or else the resource's default version. JSON content is kept as the
+        ``<RESOURCE>`` attribute, anything else as ``<RESOURCE>base64``; a ``<RESOURCE>uri`` in
+        ``attrs`` (alias ``<RESOURCE>url``) links an external document and needs empty content.
+        ``contenttype`` becomes ``content_type`` (removed when ``None``). Returns the id of the
+        version created by ``new_version``."""
+        rdef = self.resource_def(gtype, rtype)
+        subject = f"/{gtype}/{gid}/{rtype}/{rid}" + (f"/versions/{vid}" if vid else "")
+        if not rdef.hasdocument:
+            raise XRegistryError("bad_request", subject, detail=f"{rtype} have no documents (hasdocument is false)")
+        body = {**attrs, **document_attributes(rdef, content, content_type, attrs, subject=subject)}
+        if new_version:
+            return await self.post_version(gtype, gid, rtype, rid, body, patch=True)
+        if vid is not None:
+            await self.put_version(gtype, gid, rtype, rid, vid, body, patch=True)
+        else:
+            await self.put_resource(gtype, gid, rtype, rid, body, patch=True)
+        return None
 
     async def _settle_resource(
         self, gtype: str, gid: str, rtype: str, rid: str, rdef: ResourceDef, meta_in: dict[str, Any] | None,
@@ -392,6 +521,7 @@ class Changeset:
         user_meta = _merge(_user_view(meta_old) if patch or meta_in is None else {},
                            _strip(meta_req, META_READONLY | {rdef.id_attribute, "defaultversionid"}), patch or meta_in is None)
         user_meta.pop("defaultversionsticky", None)
+        user_meta.pop("defaultversionid", None)  # set below; a cross-reference has none
         if xref:
             user_meta["xref"] = xref
         else:
@@ -546,7 +676,8 @@ class Changeset:
     async def commit(self, note: str = "") -> Outcome:
         """Validate, then write everything in one store revision. Raises on any violation."""
         if self._errors:
-            raise ValidationErrors(self._errors)
+            unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
+            raise ValidationErrors(list(unique.values()))
         await self._bump_parents()
         outcome = Outcome()
         for key, what in self._dirty.items():
@@ -620,6 +751,45 @@ def _check_one_document(request: dict[str, Any], rdef: ResourceDef, subject: str
     if len(present) > 1:
         raise XRegistryError("one_resource", subject, list=", ".join(present),
                              detail=f"only one of {', '.join(present)} may be given")
+
+
+def _alias_document_link(request: dict[str, Any], rdef: ResourceDef) -> None:
+    """``<RESOURCE>url`` (the spec's name) is stored as ``<RESOURCE>uri``, as 1.0-rc4 registries do."""
+    url, uri = f"{rdef.singular}url", f"{rdef.singular}uri"
+    if rdef.hasdocument and url in request and uri not in request:
+        request[uri] = request.pop(url)
+
+
+JSON_MEDIA_TYPES = ("application/json", "text/json")
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` names JSON (``application/json``, ``…+json``, ``text/json``)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media in JSON_MEDIA_TYPES or media.endswith("+json")
+
+
+def document_attributes(
+    rdef: ResourceDef, content: bytes, content_type: str | None, attrs: dict[str, Any], *, subject: str,
+) -> dict[str, Any]:
+    """The version attributes that hold a raw document: ``<RESOURCE>`` for JSON content,
+    ``<RESOURCE>base64`` otherwise (empty content: an empty document), and ``contenttype``.
+    With a link (``<RESOURCE>uri`` / ``url``) in ``attrs`` the content must be empty."""
+    s = rdef.singular
+    out: dict[str, Any] = {"contenttype": content_type}
+    if attrs.get(f"{s}uri") is not None or attrs.get(f"{s}url") is not None:
+        if content:
+            raise XRegistryError("bad_request", subject,
+                                 detail=f"the body must be empty when {s}url links the document")
+        return out
+    if content and (content_type is None or is_json_media_type(content_type)):
+        try:
+            out[s] = json.loads(content.decode("utf-8"))
+            return out
+        except (UnicodeDecodeError, ValueError):
+            pass
+    out[f"{s}base64"] = base64.b64encode(content).decode("ascii")
+    return out
 
 
 def _drop_other_documents(user: dict[str, Any], request: dict[str, Any], rdef: ResourceDef) -> None:

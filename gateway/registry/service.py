@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, AsyncIterator
 
 from gateway.errors import XRegistryError
@@ -39,6 +40,9 @@ class LocalRegistry:
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
+        #: Serialises the writes of this process: two changesets touching the same entity would
+        #: only conflict at commit. Writers from other processes are caught by the commit check.
+        self.write_lock = asyncio.Lock()
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""
@@ -78,7 +82,7 @@ class LocalRegistry:
             raise XRegistryError("unknown_group_type", f"/{unknown[0]}", name=unknown[0],
                                  detail=f"the model has no group type {unknown[0]!r} (known: {', '.join(self.model.groups)})")
         cs = self.changeset(touch=False, ignore_epoch=True)
-        await cs.prefetch(["/", *_document_xids(doc, self.model)])
+        await cs.prefetch(["/", *document_xids(doc, self.model)])
         reg_attrs = {k: doc[k] for k in IMPORTED_REGISTRY_ATTRIBUTES if k in doc}
         if reg_attrs:
             await cs.put_registry(self.registry_id, reg_attrs, patch=True)
@@ -202,7 +206,7 @@ def _is_collection_link(key: str, groups: dict[str, Any]) -> bool:
     return any(key == f"{g}url" or key == f"{g}count" for g in groups)
 
 
-def _document_xids(doc: dict[str, Any], model: RegistryModel) -> list[str]:
+def document_xids(doc: dict[str, Any], model: RegistryModel) -> list[str]:
     """Every group, resource and version XID a document names (for one bulk prefetch)."""
     out: list[str] = []
     for gtype, gdef in model.groups.items():

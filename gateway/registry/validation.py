@@ -355,6 +355,13 @@ def entity_definitions(
     return {**_COMMON, **_VERSION, **rid, **document, **resource.attributes}
 
 
+def registry_definitions(model: RegistryModel) -> dict[str, AttributeDef]:
+    """Attribute definitions of the registry entity (core/spec.md "Registry Entity")."""
+    return {**_COMMON, "self": AttributeDef("self", "url", readonly=True),
+            "registryid": AttributeDef("registryid", "string", required=True),
+            "specversion": AttributeDef("specversion", "string"), **model.attributes}
+
+
 def validate_entity(
     level: str,
     attrs: dict,

@@ -1,0 +1,35 @@
+"""The ``capabilities`` map this API serves (core/spec.md "Registry Capabilities").
+
+It states what is implemented, nothing more: the supported flags and ``ignore`` values,
+pagination, specification version ``1.0-rc4``, the ``manual`` version mode, and the available
+metadata (``capabilities``, ``entities``, ``export``, ``model``; only entities are mutable).
+``apis`` (the served root APIs) is kept for clients of earlier drafts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway.http_api.flags import FLAGS, IGNORES, SPEC_VERSIONS
+
+
+def capabilities() -> dict[str, Any]:
+    """The served capabilities map."""
+    return {
+        "apis": ["/capabilities", "/export", "/model"],
+        "available": {
+            "capabilities": {"mutable": False},
+            "entities": {"mutable": True},
+            "export": {"mutable": False},
+            "model": {"mutable": False},
+        },
+        "compatibilities": {},
+        "flags": sorted(FLAGS),
+        "formats": [],
+        "ignores": sorted(IGNORES),
+        "mutable": ["entities"],
+        "pagination": True,
+        "shortself": False,
+        "specversions": list(SPEC_VERSIONS),
+        "versionmodes": ["manual"],
+    }

@@ -1,0 +1,80 @@
+"""One request to the API: its target, flags and the registry, with the parsing helpers the
+handlers share (inline tree, filters, sort, the entity's record)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from gateway.config import Settings
+from gateway.errors import XRegistryError
+from gateway.http_api.flags import Flags
+from gateway.http_api.inline import Inline, Level, parse_inline
+from gateway.http_api.render import Renderer
+from gateway.http_api.targets import Target
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.filters import Filters, parse_filters, parse_sort
+from gateway.registry.reads import collection_tree
+from gateway.registry.service import LocalRegistry
+from gateway.storage.base import EntityRecord, Sort
+
+
+@dataclass
+class Call:
+    """A request being handled."""
+
+    request: Request
+    target: Target
+    flags: Flags
+    registry: LocalRegistry
+    settings: Settings
+    request_id: str
+
+    @property
+    def model(self) -> RegistryModel:
+        return self.registry.model
+
+    @property
+    def subject(self) -> str:
+        return self.target.path
+
+    def renderer(self) -> Renderer:
+        return Renderer(self.registry, self.flags)
+
+    def level(self) -> Level:
+        """The model level of the entities this request returns (for ``inline``)."""
+        t = self.target
+        if t.kind in ("root", "api"):
+            return ("registry",)
+        if t.kind in ("groups", "group"):
+            return ("group", t.gtype)
+        if t.kind in ("resources", "resource"):
+            return ("resource", t.gtype, t.rtype)
+        if t.kind in ("versions", "version"):
+            return ("version", t.gtype, t.rtype)
+        return ("meta",)
+
+    def inline(self, default: list[str] | None = None) -> Inline:
+        """The ``inline`` tree (``default`` when the flag is absent)."""
+        values = self.flags.inline if "inline" in self.flags.given else (default or [])
+        return parse_inline(values, self.model, self.level(), self.subject)
+
+    def filters(self, ctype: str) -> Filters | None:
+        """The parsed ``filter`` flags, relative to the entities of ``ctype``."""
+        if not self.flags.filter:
+            return None
+        return parse_filters(self.flags.filter, subject=self.subject, collections=collection_tree(self.model, ctype))
+
+    def sort(self, ctype: str) -> Sort | None:
+        if self.flags.sort is None:
+            return None
+        return parse_sort(self.flags.sort, subject=self.subject, collections=collection_tree(self.model, ctype))
+
+    async def record(self, xid: str | None = None) -> EntityRecord:
+        """The stored record of ``xid`` (default: the target), or ``not_found``."""
+        xid = xid or (self.target.resource_xid if self.target.kind == "meta" else self.target.xid)
+        rec = await self.registry.store.get(xid)
+        if rec is None or rec.xid != xid:
+            raise XRegistryError("not_found", xid)
+        return rec

@@ -1,0 +1,169 @@
+"""GET handlers: the registry, collections (paged), entities, ``meta``, documents and the root
+APIs (``/capabilities``, ``/model``, ``/export``, ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from starlette.responses import Response
+
+from gateway.errors import XRegistryError
+from gateway.http_api.capabilities import capabilities
+from gateway.http_api.context import Call
+from gateway.http_api.documents import document_response
+from gateway.http_api.flags import Flags
+from gateway.http_api.inline import NOTHING, Inline
+from gateway.http_api.openapi import openapi_document
+from gateway.http_api.pagination import PageToken, link_values, read_page
+from gateway.http_api.render import DETAILS, Renderer, relativize
+from gateway.http_api.responses import add_links, json_response
+from gateway.registry.filters import Filters, matches, parse_filters
+from gateway.registry.reads import Selection, count
+from gateway.registry.views import meta_view, url_for
+from gateway.storage.base import EntityRecord
+
+#: What ``GET /export`` inlines unless ``?inline`` says otherwise (``modelsource`` is not served).
+EXPORT_INLINE = ["*", "capabilities"]
+
+
+async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filters | None) -> dict[str, Any]:
+    """The registry entity as ``flags`` ask (also the body of writes to ``/``)."""
+    rec = await call.record("/")
+    renderer = Renderer(call.registry, flags)
+    narrowed = await renderer.narrow(rec, filters)
+    if narrowed is not None and not narrowed.branches:
+        raise XRegistryError("not_found", "/", detail="the registry does not match the filter")
+    if flags.collections:
+        inline = Inline(inline.names, everything=True)
+    view = (await renderer.entities([rec], "", inline, {rec.key: narrowed}))[0]
+    if inline.has("modelsource"):
+        raise XRegistryError("not_available", "/modelsource", detail="this registry's model is built in; it has no modelsource")
+    if inline.has("model"):
+        view["model"] = call.model.to_json()
+    if inline.has("capabilities"):
+        view["capabilities"] = capabilities()
+    if flags.doc:
+        relativize(view, "/", collection=False)
+    if flags.collections:
+        view = {g: view[g] for g in call.model.groups}
+    return view
+
+
+async def get_root(call: Call) -> Response:
+    return json_response(await registry_body(call, call.flags, call.inline(), call.filters("")))
+
+
+async def get_api(call: Call) -> Response:
+    api = call.target.api
+    if api == "capabilities":
+        return json_response(capabilities())
+    if api == "model":
+        return json_response(call.model.to_json())
+    if api == "openapi.json":
+        return json_response(openapi_document(call.model, call.settings))
+    flags = replace(call.flags, doc=True)
+    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+
+
+async def _refuse_doc_of_xref(call: Call) -> None:
+    if call.flags.doc and call.target.kind in ("versions", "version"):
+        rec = await call.registry.store.get(call.target.resource_xid)
+        if rec is not None and (rec.doc.get("meta") or {}).get("xref"):
+            raise XRegistryError("cannot_doc_xref", call.target.resource_xid)
+
+
+async def get_collection(call: Call) -> Response:
+    t, flags, settings = call.target, call.flags, call.settings
+    inline = call.inline()
+    filters = call.filters(t.ctype)
+    sort = call.sort(t.ctype)
+    await _refuse_doc_of_xref(call)
+    parent = None if t.kind == "groups" else t.parent_xid
+    if parent is not None:
+        await call.record(parent)
+    token = PageToken.decode(flags.page, flags.sort or "", t.path) if flags.page is not None else None
+    limit = min(flags.limit or settings.page_size_default, settings.page_size_max)
+    sel = Selection(ctype=t.ctype, parent=parent, filters=filters, sort=sort, limit=limit)
+    page = await read_page(call.registry.store, sel, token)
+    renderer = call.renderer()
+    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in page.items}
+    views = await renderer.entities(page.items, t.ctype, inline, narrowed)
+    body = {rec.id: view for rec, view in zip(page.items, views)}
+    if flags.doc:
+        relativize(body, t.xid, collection=True)
+    total = await count(call.registry.store, sel)
+    params = [(k, v) for k, v in call.request.query_params.multi_items() if k not in ("page", "limit")]
+    params.append(("limit", str(limit)))
+    links = link_values(url_for(call.registry.base_url, t.xid), params, page, sel, flags.sort or "", total,
+                        paged=flags.limit is not None or token is not None)
+    return add_links(json_response(body), *links)
+
+
+async def entity_body(call: Call, rec: EntityRecord, flags: Flags, inline: Inline,
+                      narrowed: Filters | None = None) -> dict[str, Any]:
+    """A group, resource or version as ``flags`` ask (also the body of writes to it)."""
+    if flags.collections:
+        inline = Inline(inline.names, everything=True)
+    view = (await Renderer(call.registry, flags).entities([rec], rec.ctype, inline, {rec.key: narrowed}))[0]
+    if flags.doc:
+        relativize(view, rec.xid, collection=False)
+    if flags.collections:
+        view = {r: view[r] for r in call.model.group(rec.ctype).resources}
+    return view
+
+
+def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
+    """``Content-Location`` of a resource: its default version."""
+    default = (rec.doc.get("meta") or {}).get("defaultversionid")
+    if rec.kind != "resource" or default is None:
+        return {}
+    return {"Content-Location": url_for(call.registry.base_url, f"{rec.xid}/versions/{default}")}
+
+
+async def document(call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    """The document view of a resource or version."""
+    rdef = call.target.rdef
+    flags = replace(call.flags, doc=False, binary=False)
+    view = (await Renderer(call.registry, flags).entities([rec], rec.ctype, Inline({rdef.singular: NOTHING})))[0]
+    view["self"] = view["self"].removesuffix(DETAILS)
+    return document_response(view, rdef, call.target.rid, status=status,
+                             headers={**content_location(call, rec), **(headers or {})})
+
+
+async def get_entity(call: Call) -> Response:
+    t = call.target
+    inline = call.inline()
+    filters = call.filters(t.ctype)
+    await _refuse_doc_of_xref(call)
+    rec = await call.record()
+    narrowed = await call.renderer().narrow(rec, filters)
+    if narrowed is not None and not narrowed.branches:
+        raise XRegistryError("not_found", t.xid, detail="the entity does not match the filter")
+    if t.document_view and not call.flags.doc:
+        return await document(call, rec)
+    body = await entity_body(call, rec, call.flags, inline, narrowed)
+    return json_response(body, headers=content_location(call, rec))
+
+
+def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
+    """The ``meta`` entity of a resource (document view: ``self`` relative; an ``xref`` meta
+    reduced to its ids and ``xref``)."""
+    view = meta_view(rec, call.registry.base_url)
+    if call.flags.doc:
+        if view.get("xref"):
+            view = {k: v for k, v in view.items() if k in ("self", "xid", "xref", call.target.rdef.id_attribute)}
+        relativize(view, view["xid"], collection=False)
+    return view
+
+
+async def get_meta(call: Call) -> Response:
+    call.inline()
+    rec = await call.record()
+    view = meta_view(rec, call.registry.base_url)
+    if call.flags.filter:
+        filters = parse_filters(call.flags.filter, subject=call.subject)
+        if not filters.exclude_all and matches(view, filters.any_of):
+            return json_response(meta_body(call, rec))
+        raise XRegistryError("not_found", call.target.xid, detail="the entity does not match the filter")
+    return json_response(meta_body(call, rec))

@@ -1,0 +1,113 @@
+"""The xRegistry HTTP API as one ASGI app: routing by target and method, authentication,
+flags, and errors as problem documents.
+
+A request is handled in this order: its path is resolved against the model (``api_not_found``,
+``malformed_id``, ``bad_details``), the method checked (``action_not_supported`` with
+``Allow``; ``OPTIONS`` answers without credentials), the caller authenticated and authorised
+(``read`` for GET, ``write`` otherwise: 401 / 403), the flags parsed, then the handler runs.
+Client mistakes are 4xx problem documents; anything unexpected is logged and answered with
+``server_error`` (500), whose ``instance`` names the log entry.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from gateway.auth import AuthError, principal_of
+from gateway.errors import XRegistryError
+from gateway.http_api import reading, writing
+from gateway.http_api.context import Call
+from gateway.http_api.flags import check_context, parse_flags
+from gateway.http_api.responses import json_response, problem_response
+from gateway.http_api.targets import Target, parse_target
+
+log = logging.getLogger("xreg.http")
+
+Handler = Callable[[Call], Awaitable[Response]]
+
+_COLLECTION: dict[str, Handler] = {
+    "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
+    "DELETE": writing.delete_collection,
+}
+#: The handler of each method, per target kind.
+HANDLERS: dict[str, dict[str, Handler]] = {
+    "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root, "POST": writing.write_root},
+    "api": {"GET": reading.get_api},
+    "groups": _COLLECTION,
+    "group": {"GET": reading.get_entity, "PUT": writing.write_group, "PATCH": writing.write_group,
+              "POST": writing.write_group, "DELETE": writing.delete_entity},
+    "resources": _COLLECTION,
+    "resource": {"GET": reading.get_entity, "PUT": writing.write_resource, "PATCH": writing.write_resource,
+                 "POST": writing.write_resource, "DELETE": writing.delete_entity},
+    "meta": {"GET": reading.get_meta, "PUT": writing.write_meta, "PATCH": writing.write_meta},
+    "versions": _COLLECTION,
+    "version": {"GET": reading.get_entity, "PUT": writing.write_version, "PATCH": writing.write_version,
+                "DELETE": writing.delete_entity},
+}
+
+
+def allowed_methods(target: Target) -> str:
+    """The ``Allow`` header value of a target (documents cannot be patched: ``$details``)."""
+    return ", ".join([*(m for m in HANDLERS[target.kind] if not (m == "PATCH" and target.document_view)), "OPTIONS"])
+
+
+class XRegistryAPI:
+    """ASGI app serving the API below ``prefix``; the registry, settings and authenticator come
+    from the enclosing application's ``state``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        response = await self.handle(Request(scope, receive))
+        await response(scope, receive, send)
+
+    async def handle(self, request: Request) -> Response:
+        """The response to one request (never raises)."""
+        request_id = f"urn:uuid:{uuid.uuid4()}"
+        state = request.app.state
+        path = request.scope["path"]  # request.url would drop control characters
+        path = path[len(self.prefix):] if path.startswith(self.prefix) else path
+        extra: dict[str, str] = {}
+        target = None
+        try:
+            target = parse_target(path, state.registry.model)
+            methods = HANDLERS[target.kind]
+            if request.method == "OPTIONS":
+                allow = allowed_methods(target)
+                response = Response(status_code=200, headers={"Allow": allow, "Access-Control-Allow-Methods": allow})
+            else:
+                handler = methods.get(request.method)
+                if handler is None:
+                    raise XRegistryError("action_not_supported", target.path, action=request.method)
+                if request.method == "PATCH" and target.document_view:
+                    raise XRegistryError("details_required", target.xid)
+                principal = await principal_of(request)
+                state.auth.require(principal, "read" if request.method == "GET" else "write")
+                flags = parse_flags(request.query_params.multi_items(), target.path)
+                check_context(flags, target, request.method)
+                call = Call(request, target, flags, state.registry, state.settings, request_id)
+                response = await handler(call)
+        except AuthError as err:
+            body = err.to_problem(path or "/")
+            body["instance"] = request_id
+            response = json_response(body, err.status, err.headers())
+        except XRegistryError as err:
+            if err.status == 405 and target is not None:
+                extra["Allow"] = allowed_methods(target)
+            response = problem_response(err, request_id, extra)
+        except Exception as exc:  # noqa: BLE001 - a bug must not take the server down, nor leak details
+            log.exception("request %s %r failed (%s)", request.method, request.scope["path"], request_id)
+            detail = f"{type(exc).__name__}: {exc}" if state.settings.debug else None
+            response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
+        response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
+        response.headers["X-Request-Id"] = request_id
+        return response

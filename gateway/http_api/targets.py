@@ -1,0 +1,135 @@
+"""What a request path of the xRegistry HTTP API addresses (core/http.md, "HTTP API Patterns").
+
+Paths are relative to the API prefix: ``/``, the root APIs (``/model``, ``/capabilities``,
+``/export``, ``/openapi.json``), then ``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details]
+[/meta | /versions[/<VID>[$details]]]]]]``. Group and resource types come from the model;
+IDs must be valid IDs (``malformed_id``); ``$details`` is allowed on resources and versions only
+(``bad_details``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.errors import XRegistryError
+from gateway.model.registry_model import RegistryModel, ResourceDef
+from gateway.registry.ids import check_id
+
+DETAILS = "$details"
+#: Root-level APIs besides the registry entity and its group collections.
+ROOT_APIS = ("capabilities", "model", "export", "openapi.json")
+
+#: Target kinds, from the registry down.
+KINDS = ("root", "api", "groups", "group", "resources", "resource", "meta", "versions", "version")
+
+
+@dataclass(frozen=True)
+class Target:
+    """The entity, collection or API a request path addresses."""
+
+    kind: str
+    path: str
+    api: str | None = None
+    gtype: str | None = None
+    gid: str | None = None
+    rtype: str | None = None
+    rid: str | None = None
+    vid: str | None = None
+    details: bool = False
+    rdef: ResourceDef | None = None
+
+    @property
+    def xid(self) -> str:
+        """The XID of the addressed entity or collection (``/g/gid/r`` for a collection)."""
+        parts = [p for p in (self.gtype, self.gid, self.rtype, self.rid) if p is not None]
+        if self.kind == "meta":
+            parts.append("meta")
+        elif self.kind in ("versions", "version"):
+            parts.append("versions")
+            if self.vid is not None:
+                parts.append(self.vid)
+        return "/" + "/".join(parts)
+
+    @property
+    def resource_xid(self) -> str:
+        return f"/{self.gtype}/{self.gid}/{self.rtype}/{self.rid}"
+
+    @property
+    def is_collection(self) -> bool:
+        return self.kind in ("groups", "resources", "versions")
+
+    @property
+    def ctype(self) -> str:
+        """The collection type of the addressed collection, or of the addressed entity."""
+        parts = [p for p in (self.gtype, self.rtype) if p is not None]
+        if self.kind in ("versions", "version"):
+            parts.append("versions")
+        return "/".join(parts)
+
+    @property
+    def parent_xid(self) -> str:
+        """For a collection: the XID of the entity owning it."""
+        return self.xid.rsplit("/", 1)[0] or "/"
+
+    @property
+    def document_view(self) -> bool:
+        """Whether the request is about a resource's / version's document, not its metadata."""
+        return self.kind in ("resource", "version") and bool(self.rdef and self.rdef.hasdocument) and not self.details
+
+
+def _not_found(path: str) -> XRegistryError:
+    return XRegistryError("api_not_found", path)
+
+
+def _check_details(segs: list[str], path: str) -> bool:
+    """Whether the path ends in ``$details`` (allowed after a resource or version id only)."""
+    for i, seg in enumerate(segs):
+        if "$" not in seg:
+            continue
+        if i == len(segs) - 1 and seg.endswith(DETAILS) and seg.count("$") == 1:
+            if i in (3, 5):
+                return True
+            raise XRegistryError("bad_details", path, detail="$details is only allowed on resources and versions")
+        raise XRegistryError("malformed_id", path, id=seg, detail=f'"{seg}": "$" is not allowed in an ID')
+    return False
+
+
+def parse_target(path: str, model: RegistryModel) -> Target:
+    """The target of ``path`` (relative to the API prefix); raises ``api_not_found``,
+    ``bad_details`` or ``malformed_id``."""
+    path = "/" + path.strip("/")
+    segs = [] if path == "/" else path[1:].split("/")
+    if not segs:
+        return Target("root", "/")
+    if len(segs) == 1 and segs[0] in ROOT_APIS:
+        return Target("api", path, api=segs[0])
+    details = _check_details(segs, path)
+    if details:
+        segs[-1] = segs[-1][: -len(DETAILS)]
+    gtype = segs[0]
+    gdef = model.group(gtype)
+    if gdef is None:
+        raise _not_found(path)
+    if len(segs) == 1:
+        return Target("groups", path, gtype=gtype)
+    gid = check_id(segs[1], subject=path, attribute=gdef.id_attribute)
+    if len(segs) == 2:
+        return Target("group", path, gtype=gtype, gid=gid)
+    rtype = segs[2]
+    rdef = gdef.resources.get(rtype)
+    if rdef is None:
+        raise _not_found(path)
+    if len(segs) == 3:
+        return Target("resources", path, gtype=gtype, gid=gid, rtype=rtype, rdef=rdef)
+    rid = check_id(segs[3], subject=path, attribute=rdef.id_attribute)
+    common = dict(gtype=gtype, gid=gid, rtype=rtype, rid=rid, rdef=rdef)
+    if len(segs) == 4:
+        return Target("resource", path, details=details, **common)
+    if segs[4] == "meta" and len(segs) == 5:
+        return Target("meta", path, **common)
+    if segs[4] != "versions" or len(segs) > 6:
+        raise _not_found(path)
+    if len(segs) == 5:
+        return Target("versions", path, **common)
+    vid = check_id(segs[5], subject=path, attribute="versionid")
+    return Target("version", path, vid=vid, details=details, **common)

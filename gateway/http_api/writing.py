@@ -1,0 +1,443 @@
+"""PUT / PATCH / POST / DELETE handlers (core/http.md "Entity Processing Rules", core/spec.md
+"Deleting Entities").
+
+Each request is one :class:`~gateway.registry.changeset.Changeset`: everything is checked and
+the whole request is written in one store revision, or nothing is. The request body, the
+flags and the ``inline`` value are all checked before the changeset is built, so a rejected
+request never leaves a trace. Conflicting concurrent writes are retried; if they keep
+conflicting the request fails with ``server_busy``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any, Awaitable, Callable
+
+from starlette.responses import Response
+
+from gateway.errors import XRegistryError
+from gateway.http_api.body import json_object, parse_json, read_body
+from gateway.http_api.capabilities import capabilities
+from gateway.http_api.context import Call
+from gateway.http_api.documents import has_attribute_headers, header_attributes
+from gateway.http_api.flags import UNSET
+from gateway.http_api.inline import NOTHING, Inline
+from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body
+from gateway.http_api.render import DETAILS, Renderer, relativize
+from gateway.http_api.responses import json_response
+from gateway.registry.changeset import Changeset, Outcome
+from gateway.registry.ids import check_id
+from gateway.registry.reads import Selection, select
+from gateway.registry.service import document_xids
+from gateway.registry.views import url_for
+from gateway.storage.base import Conflict
+
+#: How often a write is rebuilt when a concurrent write changed what it read.
+CONFLICT_RETRIES = 5
+
+Build = Callable[[Changeset], Awaitable[Any]]
+
+
+async def run(call: Call, build: Build) -> tuple[Any, Outcome]:
+    """Build one changeset with ``build`` and commit it, one write of this process at a time;
+    rebuilt when a writer elsewhere changed what it read."""
+    for attempt in range(CONFLICT_RETRIES):
+        async with call.registry.write_lock:
+            cs = call.registry.changeset(touch=True, ignore_epoch="epoch" in call.flags.ignore)
+            result = await build(cs)
+            try:
+                return result, await cs.commit(note=f"{call.request.method} {call.subject}")
+            except Conflict:
+                pass
+        await asyncio.sleep(random.uniform(0, 0.05 * 2 ** attempt))
+    raise XRegistryError("server_busy", call.subject, detail="concurrent writes kept conflicting; retry")
+
+
+#: What :func:`json_body` returns for an absent optional body (JSON ``null`` is ``None``).
+ABSENT = object()
+
+
+async def json_body(call: Call, *, required: bool = True) -> Any:
+    """The request's JSON body (:data:`ABSENT` when empty and not ``required``); ``xRegistry-*``
+    headers are refused alongside JSON metadata."""
+    header = has_attribute_headers(call.request.headers.items())
+    if header:
+        raise XRegistryError("extra_xregistry_header", call.subject, name=header,
+                             detail="the metadata is in the body; use $details or drop the header")
+    raw = await read_body(call.request, call.settings.max_body_bytes, call.subject)
+    if not required and not raw.strip():
+        return ABSENT
+    return parse_json(raw, call.request.headers.get("content-type"), call.subject)
+
+
+def entity_map(value: Any, subject: str, what: str) -> dict[str, dict[str, Any]]:
+    """A map of id to entity (a collection in a request); ``null`` members are ``bad_request``."""
+    value = json_object(value, subject, f"a map of {what}")
+    for key, member in value.items():
+        json_object(member, f"{subject}/{key}", f"each {what[:-1] if what.endswith('s') else what}")
+    return value
+
+
+def drop_ids(call: Call, body: dict[str, Any], *names: str) -> dict[str, Any]:
+    """``ignore=id``: the ids of the targeted entity in the body are not compared."""
+    if "id" not in call.flags.ignore:
+        return body
+    return {k: v for k, v in body.items() if k not in names}
+
+
+def _meta_ignores(call: Call, meta: dict[str, Any]) -> dict[str, Any]:
+    drop = call.flags.ignore & {"defaultversionid", "defaultversionsticky"}
+    return {k: v for k, v in meta.items() if k not in drop}
+
+
+async def prefetch(call: Call, cs: Changeset, tree: dict[str, Any]) -> None:
+    """Load every entity a request names in one store call (``tree``: the request in the shape
+    of a registry document)."""
+    await cs.prefetch(["/", *document_xids(tree, call.model)])
+
+
+async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dict[str, Any], *, patch: bool) -> None:
+    """Write a group and the resources nested in it."""
+    subject = f"/{gtype}/{gid}"
+    await cs.put_group(gtype, gid, body, patch=patch)
+    for rtype in call.model.group(gtype).resources:
+        if body.get(rtype) is not None:
+            for rid, rbody in entity_map(body[rtype], f"{subject}/{rtype}", rtype).items():
+                await apply_resource(call, cs, gtype, gid, rtype, rid, rbody, patch=patch)
+
+
+async def apply_resource(
+    call: Call, cs: Changeset, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, patch: bool,
+) -> None:
+    """Write a resource (with its ``meta`` and ``versions``)."""
+    if isinstance(body.get("meta"), dict):
+        body = {**body, "meta": _meta_ignores(call, body["meta"])}
+    await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
+
+
+async def apply_default_version(call: Call, cs: Changeset, created: str | None = None) -> None:
+    """The ``setdefaultversionid`` flag, after the rest of the request."""
+    wanted = call.flags.setdefaultversionid
+    if wanted is UNSET:
+        return
+    t = call.target
+    if wanted == "request":
+        if created is None:
+            raise XRegistryError("defaultversionid_request", t.resource_xid)
+        wanted = created
+    await cs.set_default_version(t.gtype, t.gid, t.rtype, t.rid, wanted)
+
+
+async def _views(call: Call, ctype: str, xids: list[str], inline: Inline) -> dict[str, Any]:
+    """The processed entities of a collection write, by id, in request order."""
+    found = await call.registry.store.get_many(xids)
+    records = [found[x.lower()] for x in xids if x.lower() in found]
+    views = await Renderer(call.registry, call.flags).entities(records, ctype, inline)
+    return {rec.id: view for rec, view in zip(records, views)}
+
+
+def _created(outcome: Outcome, xid: str) -> bool:
+    return xid in outcome.created
+
+
+def _self(call: Call, xid: str, *, details: bool) -> str:
+    return url_for(call.registry.base_url, xid) + (DETAILS if details else "")
+
+
+# -- the registry --------------------------------------------------------------------------
+
+
+def _check_registry_body(call: Call, body: dict[str, Any]) -> None:
+    ignore = call.flags.ignore
+    given = body.get("registryid")
+    if given is not None and given != call.registry.registry_id and "id" not in ignore:
+        raise XRegistryError("mismatched_id", "/", singular="registry", invalid_id=given,
+                             expected_id=call.registry.registry_id)
+    caps = body.get("capabilities")
+    if caps is not None and "capabilities" not in ignore and caps != capabilities():
+        raise XRegistryError("capability_error", "/", detail="the capabilities of this registry cannot be changed")
+    source = body.get("modelsource")
+    if source not in (None, {}) and "modelsource" not in ignore:
+        raise XRegistryError("model_error", "/", detail="the model of this registry is built in and cannot be changed")
+
+
+async def write_root(call: Call) -> Response:
+    inline = call.inline()
+    body = json_object(await json_body(call), "/")
+    groups = call.model.groups
+    if call.request.method == "POST":
+        extra = next((k for k in body if k not in groups), None)
+        if extra is not None:
+            raise XRegistryError("groups_only", "/", name=extra)
+        maps = {g: entity_map(v, f"/{g}", g) for g, v in body.items()}
+
+        async def build_post(cs: Changeset) -> None:
+            await prefetch(call, cs, maps)
+            for gtype, members in maps.items():
+                for gid, gbody in members.items():
+                    await apply_group(call, cs, gtype, gid, gbody, patch=False)
+
+        await run(call, build_post)
+        out = {g: await _views(call, g, [f"/{g}/{gid}" for gid in members], inline.child(g) or NOTHING)
+               for g, members in maps.items()}
+        return json_response(out)
+
+    patch = call.request.method == "PATCH"
+    _check_registry_body(call, body)
+    maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
+    attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
+
+    async def build(cs: Changeset) -> None:
+        await prefetch(call, cs, maps)
+        await cs.put_registry(call.registry.registry_id, attrs, patch=patch)
+        for gtype, members in maps.items():
+            for gid, gbody in members.items():
+                await apply_group(call, cs, gtype, gid, gbody, patch=patch)
+
+    await run(call, build)
+    return json_response(await registry_body(call, call.flags, inline, None))
+
+
+# -- collections ---------------------------------------------------------------------------
+
+
+async def write_collection(call: Call) -> Response:
+    """PATCH / POST to ``/<GROUPS>``, ``…/<RESOURCES>`` or ``…/versions``: a map of entities."""
+    t = call.target
+    inline = call.inline()
+    patch = call.request.method == "PATCH"
+    what = t.rtype if t.kind == "resources" else "versions" if t.kind == "versions" else t.gtype
+    members = entity_map(await json_body(call), t.path, what)
+    if t.kind == "versions":
+        if not members and await call.registry.store.get(t.resource_xid) is None:
+            raise XRegistryError("missing_versions", t.path)
+
+        async def build(cs: Changeset) -> None:
+            await cs.put_versions(t.gtype, t.gid, t.rtype, t.rid, members, patch=patch)
+            await apply_default_version(call, cs)
+    else:
+        async def build(cs: Changeset) -> None:
+            await prefetch(call, cs, {t.gtype: members if t.kind == "groups" else {t.gid: {t.rtype: members}}})
+            for eid, ebody in members.items():
+                if t.kind == "groups":
+                    await apply_group(call, cs, t.gtype, eid, ebody, patch=patch)
+                else:
+                    await apply_resource(call, cs, t.gtype, t.gid, t.rtype, eid, ebody, patch=patch)
+
+    await run(call, build)
+    out = await _views(call, t.ctype, [f"{t.xid}/{eid}" for eid in members], inline)
+    if call.flags.doc:
+        relativize(out, t.xid, collection=True)
+    return json_response(out)
+
+
+def _delete_map(call: Call, value: Any) -> dict[str, Any]:
+    t = call.target
+    if t.kind == "versions":
+        what, id_attr = "versions", "versionid"
+    elif t.kind == "resources":
+        what, id_attr = t.rtype, t.rdef.id_attribute
+    else:
+        what, id_attr = t.gtype, call.model.group(t.gtype).id_attribute
+    members = entity_map(value, t.path, what)
+    epochs: dict[str, Any] = {}
+    for eid, member in members.items():
+        check_id(eid, subject=f"{t.xid}/{eid}", attribute=id_attr)
+        given = member.get(id_attr)
+        if given is not None and given != eid:
+            raise XRegistryError("mismatched_id", f"{t.xid}/{eid}", singular=id_attr[:-2], invalid_id=given, expected_id=eid)
+        if t.kind == "resources":
+            meta = member.get("meta")
+            if isinstance(meta, dict) and meta.get("epoch") is not None:
+                epochs[eid] = meta["epoch"]
+            elif member.get("epoch") is not None:
+                raise XRegistryError("misplaced_epoch", f"{t.xid}/{eid}")
+        else:
+            epochs[eid] = member.get("epoch")
+    return epochs
+
+
+async def delete_collection(call: Call) -> Response:
+    """DELETE ``/<GROUPS>``, ``…/<RESOURCES>`` or ``…/versions``: the members a map names (their
+    epochs checked), or all of them without a body. Members that do not exist are skipped."""
+    t = call.target
+    value = await json_body(call, required=False)
+    parent = None if t.kind == "groups" else t.parent_xid
+    if parent is not None:
+        await call.record(parent)
+    if value is ABSENT:
+        page = await select(call.registry.store, Selection(ctype=t.ctype, parent=parent))
+        epochs: dict[str, Any] = {rec.id: None for rec in page.items}
+    else:
+        epochs = _delete_map(call, value)
+
+    async def build(cs: Changeset) -> None:
+        for eid, epoch in epochs.items():
+            try:
+                await cs.delete(f"{t.xid}/{eid}", epoch=epoch)
+            except XRegistryError as err:
+                if err.type != "not_found":
+                    raise
+        if t.kind == "versions":
+            await apply_default_version(call, cs)
+
+    await run(call, build)
+    return Response(status_code=204)
+
+
+# -- single entities -----------------------------------------------------------------------
+
+
+async def delete_entity(call: Call) -> Response:
+    t = call.target
+
+    async def build(cs: Changeset) -> None:
+        await cs.delete(t.xid, epoch=call.flags.epoch)
+        if t.kind == "version":
+            await apply_default_version(call, cs)
+
+    await run(call, build)
+    return Response(status_code=204)
+
+
+async def write_group(call: Call) -> Response:
+    t = call.target
+    inline = call.inline()
+    body = json_object(await json_body(call), t.path)
+    gdef = call.model.group(t.gtype)
+    if call.request.method == "POST":
+        extra = next((k for k in body if k not in gdef.resources), None)
+        if extra is not None:
+            raise XRegistryError("resources_only", t.path, name=extra)
+        maps = {r: entity_map(v, f"{t.xid}/{r}", r) for r, v in body.items()}
+
+        async def build_post(cs: Changeset) -> None:
+            await prefetch(call, cs, {t.gtype: {t.gid: maps}})
+            for rtype, members in maps.items():
+                for rid, rbody in members.items():
+                    await apply_resource(call, cs, t.gtype, t.gid, rtype, rid, rbody, patch=False)
+
+        await run(call, build_post)
+        out = {r: await _views(call, f"{t.gtype}/{r}", [f"{t.xid}/{r}/{rid}" for rid in members], inline.child(r) or NOTHING)
+               for r, members in maps.items()}
+        return json_response(out)
+    body = drop_ids(call, body, gdef.id_attribute)
+    patch = call.request.method == "PATCH"
+    async def build(cs: Changeset) -> None:
+        await prefetch(call, cs, {t.gtype: {t.gid: body}})
+        await apply_group(call, cs, t.gtype, t.gid, body, patch=patch)
+
+    _, outcome = await run(call, build)
+    return await _entity_response(call, t.xid, inline, outcome)
+
+
+async def _entity_response(call: Call, xid: str, inline: Inline, outcome: Outcome,
+                           headers: dict[str, str] | None = None) -> Response:
+    rec = await call.record(xid)
+    body = await entity_body(call, rec, call.flags, inline)
+    headers = {**content_location(call, rec), **(headers or {})}
+    if _created(outcome, xid):
+        rdef = call.target.rdef
+        headers["Location"] = _self(call, xid, details=rec.kind in ("resource", "version") and bool(rdef and rdef.hasdocument))
+        return json_response(body, 201, headers)
+    return json_response(body, 200, headers)
+
+
+def _new_version(outcome: Outcome, rxid: str) -> str | None:
+    prefix = rxid + "/versions/"
+    return next((x for x in outcome.created if x.startswith(prefix)), None)
+
+
+async def write_resource(call: Call) -> Response:
+    """PUT / PATCH / POST to a resource: the resource with its default version, or (POST) one
+    version; without ``$details`` on a type with documents, the document itself."""
+    t = call.target
+    if t.document_view:
+        return await write_document(call)
+    inline = call.inline()
+    body = json_object(await json_body(call), t.path)
+    if call.request.method == "POST":
+        body = drop_ids(call, body, t.rdef.id_attribute)
+
+        async def build_post(cs: Changeset) -> str:
+            vid = await cs.post_version(t.gtype, t.gid, t.rtype, t.rid, body)
+            await apply_default_version(call, cs, vid)
+            return vid
+
+        vid, outcome = await run(call, build_post)
+        return await _entity_response(call, f"{t.xid}/versions/{vid}", inline, outcome)
+    body = drop_ids(call, body, t.rdef.id_attribute)
+    patch = call.request.method == "PATCH"
+
+    async def build(cs: Changeset) -> None:
+        await apply_resource(call, cs, t.gtype, t.gid, t.rtype, t.rid, body, patch=patch)
+        await apply_default_version(call, cs)
+
+    _, outcome = await run(call, build)
+    created = _new_version(outcome, t.xid)
+    headers = {"Content-Location": url_for(call.registry.base_url, created)} if created else {}
+    return await _entity_response(call, t.xid, inline, outcome, headers)
+
+
+async def write_meta(call: Call) -> Response:
+    t = call.target
+    call.inline()
+    body = _meta_ignores(call, drop_ids(call, json_object(await json_body(call), t.path), t.rdef.id_attribute))
+    patch = call.request.method == "PATCH"
+
+    async def build(cs: Changeset) -> None:
+        await cs.put_meta(t.gtype, t.gid, t.rtype, t.rid, body, patch=patch)
+        await apply_default_version(call, cs)
+
+    await run(call, build)
+    return json_response(meta_body(call, await call.record()))
+
+
+async def write_version(call: Call) -> Response:
+    t = call.target
+    if t.document_view:
+        return await write_document(call)
+    inline = call.inline()
+    body = drop_ids(call, json_object(await json_body(call), t.path), t.rdef.id_attribute, "versionid")
+    patch = call.request.method == "PATCH"
+
+    async def build(cs: Changeset) -> None:
+        await cs.put_version(t.gtype, t.gid, t.rtype, t.rid, t.vid, body, patch=patch)
+        await apply_default_version(call, cs)
+
+    _, outcome = await run(call, build)
+    return await _entity_response(call, t.xid, inline, outcome)
+
+
+async def write_document(call: Call) -> Response:
+    """PUT (resource or version) / POST (resource: a new version) of a document: the body is
+    the document, ``xRegistry-*`` headers patch the metadata (PATCH needs ``$details``)."""
+    t = call.target
+    method = call.request.method
+    raw = await read_body(call.request, call.settings.max_body_bytes, t.path)
+    attrs = header_attributes(call.request.headers.items(), call.model, t.gtype, t.rtype, t.path)
+    if "id" in call.flags.ignore:
+        attrs.pop(t.rdef.id_attribute, None)
+        if t.kind == "version":
+            attrs.pop("versionid", None)
+    content_type = call.request.headers.get("content-type")
+    new_version = method == "POST"
+
+    async def build(cs: Changeset) -> str | None:
+        vid = await cs.put_document(t.gtype, t.gid, t.rtype, t.rid, t.vid, attrs, raw, content_type,
+                                    new_version=new_version)
+        await apply_default_version(call, cs, vid)
+        return vid
+
+    vid, outcome = await run(call, build)
+    xid = f"{t.resource_xid}/versions/{vid}" if new_version else t.xid
+    rec = await call.record(xid)
+    headers: dict[str, str] = {}
+    created = _new_version(outcome, t.resource_xid)
+    if created:
+        headers["Content-Location"] = url_for(call.registry.base_url, created)
+    if _created(outcome, xid):
+        headers["Location"] = url_for(call.registry.base_url, xid)
+        return await document(call, rec, status=201, headers=headers)
+    return await document(call, rec, headers=headers)

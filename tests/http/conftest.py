@@ -1,0 +1,53 @@
+"""Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file, httpx clients
+through ASGI, and a real uvicorn server (see ``support.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from gateway.app import create_app
+from gateway.config import Settings
+from tests.http.support import SEED, LiveServer, asgi_client, make_settings, running
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return make_settings(tmp_path)
+
+
+@pytest.fixture
+async def app(settings: Settings):
+    async with running(settings) as app:
+        yield app
+
+
+@pytest.fixture
+async def client(app):
+    """A client holding the writer key."""
+    async with asgi_client(app) as c:
+        yield c
+
+
+@pytest.fixture
+async def anon(app):
+    """A client without credentials."""
+    async with asgi_client(app, None) as c:
+        yield c
+
+
+@pytest.fixture
+async def seeded(client):
+    """``client`` on a registry holding :data:`SEED`."""
+    response = await client.post("/registry", json=SEED)
+    assert response.status_code == 200, response.text
+    return client
+
+
+@pytest.fixture
+def live(settings: Settings) -> Iterator[LiveServer]:
+    """A real uvicorn server of a fresh gateway (writer key as for ``client``)."""
+    with LiveServer(create_app(settings)) as server:
+        yield server
