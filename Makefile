@@ -5,9 +5,17 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install run test bench lock clean
+.PHONY: install assets system-deps run test bench lock clean
 
-install: $(VENV)/.installed
+install: assets $(VENV)/.installed
+
+## GraphiQL's browser assets: the npm packages pinned by web/package-lock.json, copied into
+## gateway/static/graphiql/ and checked against gateway/static/graphiql.manifest.json (sha384);
+## a mismatch fails. npm runs only when the installed copy does not verify.
+assets:
+	@if $(PYTHON) web/copy_assets.py --check 2>/dev/null; then echo "GraphiQL assets: verified against the manifest"; \
+	else command -v npm >/dev/null || { echo "assets: npm (Node.js) is needed to fetch GraphiQL's assets" >&2; exit 1; }; \
+	  (cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && $(PYTHON) web/copy_assets.py; fi
 
 $(VENV)/.installed: pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +29,21 @@ run: install
 	$(BIN)/xreg-gateway serve --host $(HOST) --port $(PORT)
 
 ## The whole test suite (installs what it needs first).
-test: install
+test: install system-deps
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## Debian packages the tests need — Chromium (browser test), redis-server (shared cache), a Java
+## runtime (Spark) — installed only when missing and only as root.
+SYSTEM_PACKAGES := chromium:chromium redis-server:redis-server java:default-jre-headless
+
+system-deps:
+	@missing=""; for pair in $(SYSTEM_PACKAGES); do \
+	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
+	if [ -z "$$missing" ]; then :; \
+	elif [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+	  echo "system-deps: missing$$missing and cannot install them here (needs root and apt-get);" \
+	       "the tests that need them are skipped outside CI and fail in CI"; \
+	else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 
 bench: install
 	$(BIN)/python bench/bench_store.py
@@ -35,4 +56,4 @@ lock:
 	rm -rf .lockenv
 
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data .pytest_cache web/node_modules gateway/static/graphiql

@@ -154,13 +154,14 @@ def _replace(q: Query, **changes: Any) -> Query:
 
 async def render(
     store: Store, model: RegistryModel, records: Sequence[EntityRecord], *, base_url: str,
-    as_of: int | None = None, include_meta: bool = False,
+    as_of: int | None = None, include_meta: bool = False, with_counts: bool = True,
 ) -> list[dict[str, Any]]:
     """xRegistry views of ``records`` with their collection counts, one store call per
-    child collection type (not per record)."""
+    child collection type (not per record). ``with_counts=False`` skips those calls: every
+    ``<COLLECTION>count`` is then 0 (for callers that fill them in later, or never show them)."""
     counts: dict[tuple[str, str], int] = {}
     by_child: dict[str, list[str]] = {}
-    for rec in records:
+    for rec in records if with_counts else ():
         for child in _child_ctypes(model, rec):
             by_child.setdefault(child, []).append(rec.xid)
     for child, parents in by_child.items():

@@ -1,0 +1,273 @@
+"""Registry sources: what the GraphQL resolvers read from and write to.
+
+A :class:`RegistrySource` is one registry behind a uniform interface: the gateway's own store
+(:class:`adapters.local.LocalSource`), remote xRegistry HTTP APIs (:class:`adapters.remote.RemoteSource`)
+and read-only documents (:class:`adapters.file.FileSource`); :class:`adapters.federation.Federation`
+holds the configured set. Resolvers talk only to sources, so every entity they see is an :class:`Entity` — an
+xRegistry JSON view plus which registry it came from and the revision it was read at.
+
+Collections are read through a :class:`Listing` (collection types, filters, sort, one keyset
+page). Cursors are opaque to callers, but every source issues them the same way — a
+:class:`~gateway.storage.base.Cursor` (the row's key and sort value) — and accepts any such
+position as ``after`` / ``before``, so that listings across registries can be merged. Writes exist only on writable sources; the
+others raise ``action_not_supported``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from gateway.errors import XRegistryError
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.filters import Filters
+from gateway.storage.base import Sort
+
+#: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
+#: ``meta``, a version.
+KINDS = ("registry", "group", "resource", "meta", "version")
+
+
+def xid_kind(xid: str) -> tuple[str, str]:
+    """``(kind, ctype)`` of an XID by its shape (``/g/x/r/y/versions/v`` → ``("version",
+    "g/r/versions")``); ``ValueError`` when it has none of the XID shapes."""
+    segs = xid.split("/")[1:] if xid.startswith("/") and xid != "/" else []
+    if xid != "/" and (not segs or any(not s for s in segs)):
+        raise ValueError(f"{xid!r} is not an XID")
+    if not segs:
+        return "registry", ""
+    if len(segs) == 2:
+        return "group", segs[0]
+    if len(segs) == 4:
+        return "resource", f"{segs[0]}/{segs[2]}"
+    if len(segs) == 5 and segs[4] == "meta":
+        return "meta", f"{segs[0]}/{segs[2]}"
+    if len(segs) == 6 and segs[4] == "versions":
+        return "version", f"{segs[0]}/{segs[2]}/versions"
+    raise ValueError(f"{xid!r} is not an XID")
+
+
+class InvalidCursor(ValueError):
+    """A cursor that the source did not issue."""
+
+
+class SourceUnavailable(XRegistryError):
+    """A registry that could not be read: down, slower than its timeout, its circuit open, or
+    answering garbage. A ``data_retrieval_error`` naming the registry (``args.registry``)."""
+
+    def __init__(self, registry: str, reason: str, subject: str = "/") -> None:
+        super().__init__("data_retrieval_error", subject, detail=f"registry {registry!r}: {reason}", registry=registry)
+        self.registry = registry
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return f"registry {self.registry!r}: {self.reason}"
+
+
+@dataclass
+class SourceStatus:
+    """The health of a source: its last success and error (wall-clock seconds), its circuit
+    breaker (``closed``, ``open``, ``half_open``; ``None`` without one) and cache figures."""
+
+    registry: str
+    kind: str
+    url: str | None = None
+    healthy: bool = True
+    last_success: float | None = None
+    last_error: str | None = None
+    last_error_at: float | None = None
+    breaker: str | None = None
+    requests: int = 0
+    cache: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One entity as its xRegistry JSON view.
+
+    ``ctype`` is its collection type (``""`` for the registry, ``messagegroups``,
+    ``messagegroups/messages``, ``…/versions``; a ``meta`` has its resource's). ``meta`` is a
+    resource's ``meta`` view when the source read it along. ``as_of`` is the revision it was
+    read at (``None``: current), which nested reads inherit. ``partial``: the view's
+    ``<COLLECTION>count`` values are placeholders, which :meth:`RegistrySource.complete` fills
+    (counting costs store calls that most queries do not need).
+    """
+
+    registry: str
+    xid: str
+    kind: str
+    ctype: str
+    view: dict[str, Any]
+    as_of: int | None = None
+    meta: dict[str, Any] | None = None
+    partial: bool = False
+
+    @property
+    def id(self) -> str:
+        """The entity's own id (``<singular>id``, ``versionid``; the registry's ``registryid``)."""
+        if self.kind == "registry":
+            return str(self.view.get("registryid", ""))
+        parts = self.xid.split("/")
+        return parts[-2] if self.kind == "meta" else parts[-1]
+
+
+@dataclass(frozen=True)
+class Listing:
+    """Which page of which collection: the arguments of one GraphQL connection.
+
+    Several ``ctypes`` are read as one collection merged in sort order (``messages`` across
+    endpoints and message groups). ``limit`` rows are taken after ``after`` (or from the
+    start); with ``backward``, the ``limit`` rows just before ``before`` (or the end).
+    """
+
+    ctypes: tuple[str, ...]
+    filters: Filters | None = None
+    sort: Sort | None = None
+    limit: int = 100
+    backward: bool = False
+    after: str | None = None
+    before: str | None = None
+    as_of: int | None = None
+
+
+@dataclass
+class SourcePage:
+    """A page of entities with one opaque cursor each; ``total`` when the source knew it for free."""
+
+    items: list[Entity]
+    cursors: list[str]
+    has_next: bool = False
+    has_prev: bool = False
+    total: int | None = None
+
+
+@dataclass(frozen=True)
+class ChangeItem:
+    """An entity written after some revision: its latest state, or its deletion."""
+
+    xid: str
+    kind: str
+    ctype: str
+    revision: int
+    deleted: bool
+    entity: Entity | None
+    cursor: str
+
+
+@dataclass
+class WriteOutcome:
+    """What a write did: XIDs per outcome, the new revision (``None``: nothing written), and for
+    imports the rewrites of older document shapes (``(path, rule, detail)``)."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    revision: int | None = None
+    normalisations: list[tuple[str, str, str]] = field(default_factory=list)
+
+
+class RegistrySource(abc.ABC):
+    """One registry the gateway serves."""
+
+    #: The registry's id within the gateway (its ``registryid``).
+    id: str
+    #: The registry's model: its group and resource types.
+    model: RegistryModel
+    #: Whether :meth:`put_group` and the other writes are supported.
+    writable: bool = False
+    #: ``local``, ``xregistry`` or ``file``.
+    kind: str = "local"
+    #: The root URL of the registry's xRegistry HTTP API (``""``: none); absolute references
+    #: starting with it point into this registry.
+    base_url: str = ""
+
+    # -- life cycle ---------------------------------------------------------------------------
+    async def open(self) -> None:
+        """Get ready to serve (connect, read the remote model, load the document)."""
+
+    async def close(self) -> None:
+        """Release connections and files."""
+
+    def status(self) -> SourceStatus:
+        """The source's health."""
+        return SourceStatus(self.id, self.kind, self.base_url or None)
+
+    # -- reads --------------------------------------------------------------------------------
+    @abc.abstractmethod
+    async def revision(self) -> int:
+        """The registry's current revision."""
+
+    @abc.abstractmethod
+    async def check_revision(self, as_of: int | None) -> None:
+        """Raise ``bad_request`` unless the registry can be read as of ``as_of``."""
+
+    @abc.abstractmethod
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        """Entities by XID (``…/meta`` included), keyed by lower-cased XID; missing ones absent."""
+
+    @abc.abstractmethod
+    async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
+        """One page of a collection, across the registry or under ``parent``."""
+
+    @abc.abstractmethod
+    async def count(self, listing: Listing, parent: str | None = None) -> int:
+        """How many entities the listing matches (all pages)."""
+
+    async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        """The same page of one collection under each of many parents (by lower-cased XID).
+
+        Sources override this to read all parents at once; this fallback reads them one by one.
+        """
+        out = {}
+        for parent in parents:
+            page = await self.list(listing, parent)
+            page.total = await self.count(listing, parent)
+            out[parent.lower()] = page
+        return out
+
+    async def complete(self, entities: Sequence[Entity]) -> list[dict[str, Any]]:
+        """The full views of entities (``partial`` ones with their collection counts), in order."""
+        return [e.view for e in entities]
+
+    @abc.abstractmethod
+    async def changes(
+        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+        limit: int = 100, after: str | None = None,
+    ) -> tuple[list[ChangeItem], bool]:
+        """Entities written after revision ``since`` (as of ``until``), in XID order, one page;
+        and whether more follow."""
+
+    # -- writes (writable sources only) ---------------------------------------------------------
+    async def put_group(
+        self, gtype: str, gid: str, attributes: dict[str, Any], *, mode: str, patch: bool, epoch: int | None,
+    ) -> WriteOutcome:
+        """Create (``mode="create"``) or update (``"update"``) a group."""
+        raise self._read_only(f"/{gtype}/{gid}")
+
+    async def put_resource(
+        self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, mode: str, patch: bool,
+        epoch: int | None,
+    ) -> WriteOutcome:
+        """Create or update a resource from its serialization (default version, ``meta``, ``versions``)."""
+        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}")
+
+    async def put_version(
+        self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], *, mode: str,
+        patch: bool, epoch: int | None,
+    ) -> WriteOutcome:
+        """Create or update one version of a resource."""
+        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}/versions/{vid}")
+
+    async def delete(self, xid: str, *, epoch: int | None) -> WriteOutcome:
+        """Delete an entity and everything below it."""
+        raise self._read_only(xid)
+
+    async def import_document(self, document: dict[str, Any], *, strict: bool) -> WriteOutcome:
+        """Create or update every entity of an xRegistry document, atomically."""
+        raise self._read_only("/")
+
+    def _read_only(self, subject: str) -> XRegistryError:
+        return XRegistryError("action_not_supported", subject, action="write",
+                              detail=f"registry {self.id!r} is read-only")

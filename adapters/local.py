@@ -1,0 +1,340 @@
+"""The gateway's own registry as a source: reads through ``gateway.registry.reads``, writes
+through :class:`~gateway.registry.changeset.Changeset`.
+
+Pages are keyset pages of the store. :meth:`LocalSource.list_children` reads one collection
+under many parents with one store call: a range of the key index from the first parent to the
+last, grouped, ordered and cut into pages in memory by the store's reference order
+(:func:`gateway.registry.filters.compare_key`, ties by key) — so a page of 100 groups with
+their resources costs the same number of store calls as a page of 10.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Sequence
+
+from adapters.base import ChangeItem, Entity, InvalidCursor, Listing, RegistrySource, SourcePage, WriteOutcome
+from gateway.documents.normalise import normalise
+from gateway.errors import XRegistryError
+from gateway.registry.changeset import Changeset, Outcome
+from gateway.registry.filters import compare_key
+from gateway.registry.reads import Selection, count, render, select, store_sort
+from gateway.registry.service import LocalRegistry
+from gateway.registry.views import meta_view
+from gateway.storage.base import Conflict, Cursor, EntityRecord, RevisionGone, Sort, cursor_for, sort_value
+
+#: How often a write is rebuilt when a concurrent write changed what it read (as the HTTP API does).
+CONFLICT_RETRIES = 5
+#: A key past every stored key (XIDs are ASCII).
+_KEY_END = "\U0010ffff"
+
+
+class LocalSource(RegistrySource):
+    """A :class:`LocalRegistry` (the store-backed registry) as a writable source."""
+
+    writable = True
+
+    def __init__(self, registry: LocalRegistry) -> None:
+        self.registry = registry
+        self.store = registry.store
+        self.id = registry.registry_id
+        self.model = registry.model
+        self.base_url = registry.base_url
+
+    # -- reads --------------------------------------------------------------------------------
+    async def revision(self) -> int:
+        return await self.store.current_revision()
+
+    async def check_revision(self, as_of: int | None) -> None:
+        await self.registry.check_revision(as_of)
+
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        keys = list(dict.fromkeys(x.lower() for x in xids))
+        metas = [k for k in keys if k.endswith("/meta")]
+        plain = [k for k in keys if not k.endswith("/meta")]
+        try:
+            found = await self.store.get_many([*plain, *(k[: -len("/meta")] for k in metas)], as_of)
+        except RevisionGone as exc:
+            raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+        out: dict[str, Entity] = {}
+        for entity in await self._entities([found[k] for k in plain if k in found], as_of):
+            out[entity.xid.lower()] = entity
+        for key in metas:
+            rec = found.get(key[: -len("/meta")])
+            if rec is not None and rec.kind == "resource":
+                view = meta_view(rec, self.base_url)
+                out[key] = Entity(self.id, view["xid"], "meta", rec.ctype, view, as_of)
+        return out
+
+    async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
+        after, before = _decode(listing.after), _decode(listing.before)
+        if listing.backward and before is None:
+            before = _end_cursor(listing.sort)
+        pages = []
+        for ctype in listing.ctypes:
+            sel = Selection(ctype, parent=parent, filters=listing.filters, sort=listing.sort, limit=listing.limit,
+                            after=after, before=before, as_of=listing.as_of)
+            pages.append((ctype, await select(self.store, sel)))
+        rows = [(rec, store_sort(ctype, listing.sort)) for ctype, page in pages for rec in page.items]
+        has_next = any(p.has_next for _, p in pages)
+        has_prev = any(p.has_prev for _, p in pages)
+        if len(pages) > 1:  # merge the collections' pages in sort order
+            rows.sort(key=lambda r: _position(r[0], r[1]), reverse=bool(listing.sort and listing.sort.descending))
+            if len(rows) > listing.limit:
+                if listing.backward:
+                    rows, has_prev = rows[-listing.limit:], True
+                else:
+                    rows, has_next = rows[: listing.limit], True
+        items = await self._entities([rec for rec, _ in rows], listing.as_of)
+        cursors = [cursor_for(rec, sort).encode() for rec, sort in rows]
+        return SourcePage(items, cursors, has_next=has_next, has_prev=has_prev)
+
+    async def count(self, listing: Listing, parent: str | None = None) -> int:
+        total = 0
+        for ctype in listing.ctypes:
+            total += await count(self.store, Selection(ctype, parent=parent, filters=listing.filters, as_of=listing.as_of))
+        return total
+
+    async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        (ctype,) = listing.ctypes
+        keys = sorted({p.lower() for p in parents})
+        # the hull of the parents' key ranges (k + "/", k + "0"): one index range scan
+        sel = Selection(ctype, filters=listing.filters, after=Cursor(min(k + "/" for k in keys)),
+                        before=Cursor(max(k + "0" for k in keys)), as_of=listing.as_of)
+        by_parent: dict[str, list[EntityRecord]] = {k: [] for k in keys}
+        for rec in (await select(self.store, sel)).items:
+            owned = by_parent.get(rec.key.rsplit("/", 2)[0])
+            if owned is not None:
+                owned.append(rec)
+        sort = store_sort(ctype, listing.sort)
+        after, before = _decode(listing.after), _decode(listing.before)
+        cut = {k: _cut(recs, sort, listing, after, before) for k, recs in by_parent.items()}
+        rendered = iter(await self._entities([r for rows, *_ in cut.values() for r in rows], listing.as_of))
+        out = {}
+        for key, (rows, has_next, has_prev) in cut.items():
+            items = [next(rendered) for _ in rows]
+            out[key] = SourcePage(items, [cursor_for(r, sort).encode() for r in rows], has_next, has_prev,
+                                  total=len(by_parent[key]))
+        return out
+
+    async def changes(
+        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+        limit: int = 100, after: str | None = None,
+    ) -> tuple[list[ChangeItem], bool]:
+        if since < 0:
+            raise XRegistryError("bad_request", "/", detail="since must be a revision (0 or more)")
+        if until is not None and until < since:
+            raise XRegistryError("bad_request", "/", detail=f"until ({until}) is before since ({since})")
+        await self.check_revision(until)
+        after_key = _decode(after).key if after else None
+        try:
+            found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key)
+        except RevisionGone as exc:
+            raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+        more, found = len(found) > limit, found[:limit]
+        live = iter(await self._entities([c.record for c in found if not c.record.deleted], until))
+        items = [
+            ChangeItem(c.record.xid, c.record.kind, c.record.ctype, c.record.revision, c.record.deleted,
+                       None if c.record.deleted else next(live), Cursor(c.record.key).encode())
+            for c in found
+        ]
+        return items, more
+
+    async def _entities(self, records: Sequence[EntityRecord], as_of: int | None) -> list[Entity]:
+        """Entities for stored records, in their order; ``partial`` (collection counts left out)."""
+        if not records:
+            return []
+        views = await render(self.store, self.model, records, base_url=self.base_url, as_of=as_of,
+                             include_meta=True, with_counts=False)
+        out = []
+        for rec, view in zip(records, views):
+            meta = view.pop("meta", None) if rec.kind == "resource" else None
+            out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True))
+        return out
+
+    async def complete(self, entities: Sequence[Entity]) -> list[dict[str, Any]]:
+        """Full views: one ``count_children`` per child collection type and revision."""
+        wanted: dict[tuple[str, int | None], list[Entity]] = {}
+        for e in entities:
+            if e.partial:
+                for child in self._children_of(e):
+                    wanted.setdefault((child, e.as_of), []).append(e)
+        counts: dict[tuple[str, str, int | None], int] = {}
+        for (child, as_of), owners in wanted.items():
+            found = await self.store.count_children([e.xid for e in owners], child, as_of)
+            for e in owners:
+                counts[(e.xid.lower(), child, as_of)] = found.get(e.xid.lower(), 0)
+        out = []
+        for e in entities:
+            view = dict(e.view)
+            for child in self._children_of(e) if e.partial else ():
+                view[child.rsplit("/", 1)[-1] + "count"] = counts[(e.xid.lower(), child, e.as_of)]
+            out.append(view)
+        return out
+
+    def _children_of(self, e: Entity) -> list[str]:
+        """The collection types directly below an entity."""
+        if e.kind == "registry":
+            return list(self.model.groups)
+        if e.kind == "group":
+            gdef = self.model.group(e.ctype)
+            return [f"{e.ctype}/{r}" for r in (gdef.resources if gdef else {})]
+        return [f"{e.ctype}/versions"] if e.kind == "resource" else []
+
+    # -- writes -------------------------------------------------------------------------------
+    async def put_group(
+        self, gtype: str, gid: str, attributes: dict[str, Any], *, mode: str, patch: bool, epoch: int | None,
+    ) -> WriteOutcome:
+        xid = f"/{gtype}/{gid}"
+
+        async def work(cs: Changeset) -> None:
+            await cs.put_group(gtype, gid, _with_epoch(attributes, epoch), patch=patch)
+
+        return await self._write(xid, mode, epoch, lambda doc: doc.get("epoch"), work)
+
+    async def put_resource(
+        self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, mode: str, patch: bool,
+        epoch: int | None,
+    ) -> WriteOutcome:
+        xid = f"/{gtype}/{gid}/{rtype}/{rid}"
+
+        async def work(cs: Changeset) -> None:
+            await cs.put_resource(gtype, gid, rtype, rid, _with_epoch(body, epoch), patch=patch)
+
+        return await self._write(xid, mode, epoch, lambda doc: (doc.get("default") or {}).get("epoch"), work)
+
+    async def put_version(
+        self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], *, mode: str,
+        patch: bool, epoch: int | None,
+    ) -> WriteOutcome:
+        xid = f"/{gtype}/{gid}/{rtype}/{rid}/versions/{vid}"
+
+        async def work(cs: Changeset) -> None:
+            await cs.put_version(gtype, gid, rtype, rid, vid, _with_epoch(body, epoch), patch=patch)
+
+        return await self._write(xid, mode, epoch, lambda doc: doc.get("epoch"), work)
+
+    async def delete(self, xid: str, *, epoch: int | None) -> WriteOutcome:
+        async def work(cs: Changeset) -> None:
+            await cs.delete(xid, epoch=epoch)
+
+        return await self._write(xid, "delete", epoch, None, work)
+
+    async def import_document(self, document: dict[str, Any], *, strict: bool) -> WriteOutcome:
+        doc, rewrites = normalise(document, strict=strict)
+        for _ in range(CONFLICT_RETRIES):
+            try:
+                outcome = await self.registry.apply_document(doc, note="graphql import")
+            except Conflict:
+                continue
+            result = _outcome(outcome)
+            result.normalisations = [(n.path, n.rule, n.detail) for n in rewrites]
+            return result
+        raise _busy("/")
+
+    async def _write(
+        self, xid: str, mode: str, epoch: int | None, current_epoch: Callable[[dict], Any] | None,
+        work: Callable[[Changeset], Awaitable[None]],
+    ) -> WriteOutcome:
+        """Check ``mode`` (``create``: must not exist; ``update``: must exist, epoch must match),
+        run ``work`` on a new changeset and commit it; rebuilt when a concurrent write interferes."""
+        if epoch is not None and epoch < 0:
+            raise XRegistryError("invalid_attribute", xid, path="epoch", name="epoch",
+                                 detail="epoch must be an unsigned integer")
+        for _ in range(CONFLICT_RETRIES):
+            if current_epoch is not None:
+                await self._precondition(xid, mode, epoch, current_epoch)
+            cs = self.registry.changeset()
+            await work(cs)
+            try:
+                return _outcome(await cs.commit(note=f"graphql {mode} {xid}"))
+            except Conflict:
+                continue
+        raise _busy(xid)
+
+    async def _precondition(self, xid: str, mode: str, epoch: int | None, current_epoch: Callable[[dict], Any]) -> None:
+        existing = await self.store.get(xid)
+        if mode == "create" and existing is not None:
+            raise XRegistryError("bad_request", xid, detail=f"{existing.xid} already exists; update it instead")
+        if mode == "update":
+            if existing is None:
+                raise XRegistryError("not_found", xid)
+            have = current_epoch(existing.doc)
+            if epoch is not None and epoch != have:
+                raise XRegistryError("mismatched_epoch", xid, bad_epoch=epoch, epoch=have)
+
+
+def _with_epoch(attrs: dict[str, Any], epoch: int | None) -> dict[str, Any]:
+    return attrs if epoch is None else {**attrs, "epoch": epoch}
+
+
+def _busy(subject: str) -> XRegistryError:
+    return XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
+
+
+def _outcome(outcome: Outcome) -> WriteOutcome:
+    return WriteOutcome(created=list(outcome.created), updated=list(outcome.updated),
+                        unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision)
+
+
+def _decode(token: str | None) -> Cursor | None:
+    if token is None:
+        return None
+    try:
+        return Cursor.decode(token)
+    except ValueError as exc:
+        raise InvalidCursor(str(exc)) from None
+
+
+def _end_cursor(sort: Sort | None) -> Cursor:
+    """A cursor past the last row in query order (for ``last`` without ``before``)."""
+    if sort is None:
+        return Cursor(_KEY_END)
+    return Cursor("", None) if sort.descending else Cursor(_KEY_END, True)
+
+
+def _order_key(value: Any) -> tuple:
+    """:func:`compare_key` of a sort value, reading a cursor's canonical JSON text as the container."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, (dict, list)) and json.dumps(parsed, sort_keys=True) == value:
+            return compare_key(parsed)
+    return compare_key(value)
+
+
+def _position(rec: EntityRecord, sort: Sort | None) -> tuple:
+    """Where a record sorts (ascending): its sort value's reference order, then its key."""
+    if sort is None:
+        return ((), rec.key)
+    return (_order_key(sort_value(rec.doc, sort.path)), rec.key)
+
+
+def _cursor_position(cursor: Cursor, sort: Sort | None) -> tuple:
+    return ((), cursor.key.lower()) if sort is None else (_order_key(cursor.value), cursor.key.lower())
+
+
+def _cut(
+    records: list[EntityRecord], sort: Sort | None, listing: Listing, after: Cursor | None, before: Cursor | None,
+) -> tuple[list[EntityRecord], bool, bool]:
+    """One parent's page from all its matching records: order, cursors, limit; and whether
+    rows follow / precede it."""
+    desc = bool(sort and sort.descending)
+    rows = sorted(records, key=lambda r: _position(r, sort), reverse=desc) if sort else records
+
+    def past(rec: EntityRecord, cursor: Cursor) -> bool:  # after the cursor in query order
+        a, b = _position(rec, sort), _cursor_position(cursor, sort)
+        return a < b if desc else a > b
+
+    dropped_before = dropped_after = False
+    if after is not None:
+        kept = [r for r in rows if past(r, after)]
+        dropped_before, rows = len(kept) < len(rows), kept
+    if before is not None:
+        kept = [r for r in rows if not past(r, before) and _position(r, sort) != _cursor_position(before, sort)]
+        dropped_after, rows = len(kept) < len(rows), kept
+    if listing.backward:
+        return rows[-listing.limit:] if listing.limit else [], dropped_after, dropped_before or len(rows) > listing.limit
+    return rows[: listing.limit], dropped_after or len(rows) > listing.limit, dropped_before

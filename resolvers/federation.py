@@ -1,0 +1,139 @@
+"""GraphQL for the federation: each registry's health, and collections across registries.
+
+``registries { status { … } }`` reports every source, reachable or not. The top-level
+collections (``endpoints``, ``messages``, …) read every registry (or those named), merged in
+sort order with cursors that stay correct across registries (:mod:`adapters.merged`); a
+registry that fails is left out and reported in ``errors``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+import strawberry
+from strawberry.types import Info
+
+from adapters.base import Listing, RegistrySource, SourceStatus, SourceUnavailable
+from adapters.merged import count_across, list_across
+from gateway.errors import XRegistryError
+from gateway.model.registry_model import RegistryModel
+from resolvers.connections import Connection, connection, make_listing
+from resolvers.errors import UserInputError
+from resolvers.filters import Filter, SortBy, to_filters, to_sort
+from resolvers.types import Timestamp
+
+
+@strawberry.type(description="Cache figures of a registry since the gateway started.")
+class CacheStatistics:
+    hits: int = strawberry.field(description="Answers served fresh from the cache.")
+    stale_hits: int = strawberry.field(description="Stale answers served while fetched anew.")
+    misses: int = strawberry.field(description="Answers the registry had to give.")
+    stale_on_error: int = strawberry.field(description="Stale answers served because the registry failed.")
+    revalidations: int = strawberry.field(description="Background refreshes started.")
+    errors: int = strawberry.field(description="Failed cache reads and writes (counted as misses).")
+
+
+def _timestamp(seconds: float | None) -> Optional[Timestamp]:
+    if seconds is None:
+        return None
+    from datetime import datetime, timezone
+
+    return Timestamp(datetime.fromtimestamp(seconds, timezone.utc).isoformat().replace("+00:00", "Z"))
+
+
+@strawberry.type(description="The health of a registry source.")
+class RegistryStatus:
+    status: strawberry.Private[SourceStatus]
+
+    @strawberry.field(description="`local`, `xregistry` (a remote HTTP API) or `file` (a document).")
+    def kind(self) -> str:
+        return self.status.kind
+
+    @strawberry.field(description="The remote's API URL, or the document's path or URL.")
+    def url(self) -> Optional[str]:
+        return self.status.url
+
+    @strawberry.field(description="Whether its last request succeeded and its circuit is closed.")
+    def healthy(self) -> bool:
+        return self.status.healthy
+
+    @strawberry.field(description="When it last answered (a document: when it was loaded).")
+    def last_success(self) -> Optional[Timestamp]:
+        return _timestamp(self.status.last_success)
+
+    @strawberry.field(description="What went wrong last.")
+    def last_error(self) -> Optional[str]:
+        return self.status.last_error
+
+    @strawberry.field(description="When it went wrong last.")
+    def last_error_at(self) -> Optional[Timestamp]:
+        return _timestamp(self.status.last_error_at)
+
+    @strawberry.field(description="The circuit breaker: `closed`, `open` or `half_open` (null: none).")
+    def breaker(self) -> Optional[str]:
+        return self.status.breaker
+
+    @strawberry.field(description="HTTP requests sent to it (retries included).")
+    def requests(self) -> int:
+        return self.status.requests
+
+    @strawberry.field(description="Its cache figures (null: not cached).")
+    def cache(self) -> Optional[CacheStatistics]:
+        return CacheStatistics(**self.status.cache) if self.status.cache else None
+
+
+def ctypes_of(model: RegistryModel, group_type: str | None, resource_type: str | None) -> tuple[str, ...]:
+    """The collection types of a registry's model that a cross-registry collection reads."""
+    if resource_type is None:
+        return (group_type,) if group_type and model.group(group_type) else ()
+    return tuple(f"{g}/{resource_type}" for g, gdef in model.groups.items()
+                 if resource_type in gdef.resources and (group_type is None or g == group_type))
+
+
+def chosen(info: Info, registries: Optional[list[str]]) -> list[RegistrySource]:
+    """The sources a cross-registry collection reads, in priority order."""
+    sources = info.context.sources
+    unknown = [r for r in registries or () if r not in sources]
+    if unknown:
+        raise UserInputError(f"unknown registr{'y' if len(unknown) == 1 else 'ies'}: {', '.join(unknown)} "
+                             f"(known: {', '.join(sources)})")
+    wanted = set(registries) if registries is not None else None
+    return [s for rid, s in sources.items() if wanted is None or rid in wanted]
+
+
+async def across(
+    info: Info, *, group_type: str | None, resource_type: str | None, registries: Optional[list[str]],
+    filter: Filter | None, sort: SortBy | None, paging: dict[str, Any], wrap: Callable[[Any], Any],
+) -> Connection:
+    """A connection over one kind of entity across registries."""
+    ctx = info.context
+    subject = "/" + (resource_type or group_type or "")
+    sources = chosen(info, registries)
+    own: dict[str, Listing] = {}
+    for source in sources:
+        ctypes = ctypes_of(source.model, group_type, resource_type)
+        if ctypes:
+            own[source.id] = make_listing(
+                ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
+                to_sort(sort, source.model, ctypes[0], subject), as_of=None,
+                first=paging["first"], last=paging["last"], after=None, before=None)
+    if not own:
+        if resource_type is not None:
+            raise XRegistryError("unknown_resource_type", subject, name=resource_type, group=group_type or "any")
+        raise XRegistryError("unknown_group_type", subject, name=group_type)
+    merged = make_listing(ctx, ("*",), None, next((lst.sort for lst in own.values()), None), as_of=None, **paging)
+    page = await list_across(sources, merged, lambda s: own.get(s.id))
+    _report(info, page.errors)
+    ctx.loaders.prime(page.items)
+
+    async def total() -> int:
+        count, errors = await count_across(sources, lambda s: own.get(s.id))
+        _report(info, [e for e in errors if all(e.registry != p.registry for p in page.errors)])
+        return count
+
+    return connection(page, wrap, total)  # type: ignore[arg-type]
+
+
+def _report(info: Info, errors: Sequence[SourceUnavailable]) -> None:
+    for error in errors:
+        info.context.report(error, info)

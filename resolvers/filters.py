@@ -1,0 +1,117 @@
+"""Filter and sort inputs of the connections, mapped onto the xRegistry filter grammar.
+
+Typed fields (``protocol``, ``usage``, ``labels`` …) are AND'd; each ``raw`` value is one
+xRegistry ``filter`` expression (``envelopemetadata.type.value=*Position*``, nested collections
+such as ``messages.protocol=KAFKA`` included) and several are OR'd, each AND'd with the typed
+fields — exactly the ``?filter=`` semantics of the HTTP API. Values match case-insensitively;
+``*`` matches any run of characters (``\\*`` a literal star); a list attribute (``usage``)
+matches when one of its elements does.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Any
+
+import strawberry
+
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.filters import Filters, FilterExpression, Term, parse_filters, parse_sort
+from gateway.registry.reads import collection_tree
+from gateway.storage.base import Condition, Sort
+
+_STAR = re.compile(r"(?<!\\)\*")
+
+
+@strawberry.input(description="Entities carrying a label: any value, or one matching `value`.")
+class LabelFilter:
+    key: str
+    value: str | None = None
+
+
+@strawberry.input(description="Filters every collection supports.")
+class Filter:
+    name: str | None = strawberry.field(default=None, description="`name` matches.")
+    labels: list[LabelFilter] | None = strawberry.field(default=None, description="Every label matches.")
+    raw: list[str] | None = strawberry.field(
+        default=None, description="xRegistry filter expressions, OR'd; each is AND'd with the typed fields.")
+
+
+@strawberry.input(description="Filters of endpoints.")
+class EndpointFilter(Filter):
+    usage: str | None = None
+    protocol: str | None = None
+    envelope: str | None = None
+
+
+@strawberry.input(description="Filters of message groups.")
+class MessageGroupFilter(Filter):
+    protocol: str | None = None
+    envelope: str | None = None
+
+
+@strawberry.input(description="Filters of messages; `format` is the `dataschemaformat`.")
+class MessageFilter(Filter):
+    protocol: str | None = None
+    envelope: str | None = None
+    format: str | None = None
+
+
+@strawberry.input(description="Filters of schema groups, schemas and schema versions.")
+class SchemaFilter(Filter):
+    format: str | None = None
+
+
+#: Typed filter fields whose attribute has another name, per input type.
+_ATTRIBUTE = {MessageFilter: {"format": "dataschemaformat"}}
+_TYPED = ("name", "usage", "protocol", "envelope", "format")
+
+
+@strawberry.enum(description="Sort direction.")
+class SortOrder(Enum):
+    ASC = "asc"
+    DESC = "desc"
+
+
+@strawberry.input(description="Order by one attribute (dot notation, e.g. `envelopemetadata.type.value`); "
+                              "ties and unsorted collections go by XID.")
+class SortBy:
+    attribute: str
+    order: SortOrder = SortOrder.ASC
+
+
+def _term(path: tuple[str, ...], value: str | None) -> Term:
+    if value is None:
+        return Term((), Condition(path, "exists"))
+    if _STAR.search(value):
+        return Term((), Condition(path, "eq", value, wildcard=True))
+    return Term((), Condition(path, "eq", value.replace("\\*", "*")))
+
+
+def to_filters(given: Filter | None, model: RegistryModel, ctype: str, subject: str) -> Filters | None:
+    """The :class:`Filters` of a filter input (``None``: no filter); raises ``bad_filter``."""
+    if given is None:
+        return None
+    names = _ATTRIBUTE.get(type(given), {})
+    typed: list[Term] = []
+    for field in _TYPED:
+        value: Any = getattr(given, field, None)
+        if value is not None:
+            typed.append(_term((names.get(field, field),), value))
+    for label in given.labels or ():
+        typed.append(_term(("labels", label.key), label.value))
+    raw = parse_filters(given.raw, subject=subject, collections=collection_tree(model, ctype)) if given.raw else None
+    if raw is not None and raw.exclude_all:
+        return raw
+    if raw is None:
+        return Filters((FilterExpression(tuple(typed)),)) if typed else None
+    return Filters(tuple(FilterExpression((*typed, *branch.terms)) for branch in raw.branches))
+
+
+def to_sort(given: SortBy | None, model: RegistryModel, ctype: str, subject: str) -> Sort | None:
+    """The :class:`Sort` of a sort input; raises ``bad_sort``."""
+    if given is None:
+        return None
+    value = given.attribute + ("=desc" if given.order is SortOrder.DESC else "")
+    return parse_sort(value, subject=subject, collections=collection_tree(model, ctype))

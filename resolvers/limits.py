@@ -1,0 +1,139 @@
+"""What a GraphQL document may ask for, checked before anything executes; parse and validation
+results are cached.
+
+:class:`Limits` is a schema extension. Parsing stops after ``max_tokens`` tokens
+(``TOO_MANY_TOKENS``). Before the standard validation rules run, the operation's depth
+(``QUERY_TOO_DEEP``) and its aliases (``TOO_MANY_ALIASES``) are measured with fragments
+expanded — an alias inside a fragment spread ten times counts ten times — so a depth or alias
+bomb is refused without being validated or executed. With introspection switched off,
+``__schema`` and ``__type`` are refused (``INTROSPECTION_DISABLED``).
+
+Depth counts fields from the operation's root (``{ a { b } }`` has depth 2); ``ofType`` does
+not count, as it only unwraps a type reference (one object, no fan-out) and GraphiQL's
+introspection query nests it nine times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterator
+
+from graphql import (
+    DocumentNode, FieldNode, FragmentDefinitionNode, FragmentSpreadNode, GraphQLError, GraphQLSchema,
+    InlineFragmentNode, OperationDefinitionNode, SelectionSetNode, parse,
+)
+from graphql.validation import NoSchemaIntrospectionCustomRule
+from strawberry.extensions import SchemaExtension
+
+#: How many distinct documents the parse and validation caches keep.
+CACHE_SIZE = 256
+#: Fields that do not add to the depth.
+DEPTH_FREE = frozenset({"ofType"})
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """The limits of one schema."""
+
+    max_depth: int
+    max_tokens: int
+    max_aliases: int
+    introspection: bool = True
+
+
+class _NoIntrospection(NoSchemaIntrospectionCustomRule):
+    """``__schema`` / ``__type`` refused, with ``extensions.code``."""
+
+    def report_error(self, error: GraphQLError) -> None:
+        super().report_error(GraphQLError(error.message, error.nodes, extensions={"code": "INTROSPECTION_DISABLED"}))
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def parse_document(query: str, max_tokens: int) -> DocumentNode:
+    """The parsed document (cached); raises ``GraphQLError`` with a code on bad syntax or size."""
+    try:
+        return parse(query, max_tokens=max_tokens)
+    except GraphQLError as exc:
+        if "tokens" in exc.message and "Parsing aborted" in exc.message:
+            raise GraphQLError(f"The document has more than {max_tokens} tokens.",
+                               extensions={"code": "TOO_MANY_TOKENS"}) from None
+        raise
+
+
+def measure(document: DocumentNode) -> Iterator[tuple[OperationDefinitionNode, int, int]]:
+    """``(operation, depth, aliases)`` for each operation, fragments expanded."""
+    fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+    memo: dict[str, tuple[int, int]] = {}
+
+    def walk(node: SelectionSetNode, visiting: frozenset[str]) -> tuple[int, int]:
+        depth = aliases = 0
+        for sel in node.selections:
+            if isinstance(sel, FieldNode):
+                d, a = walk(sel.selection_set, visiting) if sel.selection_set else (0, 0)
+                depth = max(depth, d + (sel.name.value not in DEPTH_FREE))
+                aliases += a + (sel.alias is not None)
+            elif isinstance(sel, InlineFragmentNode):
+                d, a = walk(sel.selection_set, visiting)
+                depth, aliases = max(depth, d), aliases + a
+            elif isinstance(sel, FragmentSpreadNode):
+                name = sel.name.value
+                if name in visiting or name not in fragments:
+                    continue  # cycles and unknown fragments are the validation rules' to report
+                if name not in memo:
+                    memo[name] = walk(fragments[name].selection_set, visiting | {name})
+                d, a = memo[name]
+                depth, aliases = max(depth, d), aliases + a
+        return depth, aliases
+
+    for op in document.definitions:
+        if isinstance(op, OperationDefinitionNode):
+            yield (op, *walk(op.selection_set, frozenset()))
+
+
+def limit_errors(document: DocumentNode, limits: QueryLimits) -> list[GraphQLError]:
+    """One error per operation and limit exceeded."""
+    errors = []
+    for op, depth, aliases in measure(document):
+        name = f'"{op.name.value}"' if op.name else "The operation"
+        if depth > limits.max_depth:
+            errors.append(GraphQLError(f"{name} is {depth} levels deep; the limit is {limits.max_depth}.", op,
+                                       extensions={"code": "QUERY_TOO_DEEP"}))
+        if aliases > limits.max_aliases:
+            errors.append(GraphQLError(f"{name} uses {aliases} aliases; the limit is {limits.max_aliases}.", op,
+                                       extensions={"code": "TOO_MANY_ALIASES"}))
+    return errors
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def check_document(schema: GraphQLSchema, query: str, limits: QueryLimits, rules: tuple) -> tuple[GraphQLError, ...]:
+    """Limit errors, else the standard validation errors, of a document (cached)."""
+    from strawberry.schema.schema import validate_document
+
+    document = parse_document(query, limits.max_tokens)
+    errors = limit_errors(document, limits)
+    if errors:
+        return tuple(errors)
+    if not limits.introspection:
+        rules = (*rules, _NoIntrospection)
+    return tuple(validate_document(schema, document, rules))
+
+
+class Limits(SchemaExtension):
+    """Parses with the token limit and validates with the depth / alias limits, both cached."""
+
+    def __init__(self, limits: QueryLimits) -> None:
+        self.limits = limits
+
+    def on_parse(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if ctx.query is not None:
+            ctx.graphql_document = parse_document(ctx.query, self.limits.max_tokens)
+        yield
+
+    def on_validate(self) -> Iterator[None]:
+        ctx = self.execution_context
+        if ctx.query is not None:
+            errors = check_document(ctx.schema._schema, ctx.query, self.limits, tuple(ctx.validation_rules))
+            ctx.pre_execution_errors = list(errors)
+        yield

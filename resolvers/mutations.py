@@ -1,0 +1,160 @@
+"""The mutation root: writes to a writable registry (the gateway's own), with the core's validation.
+
+Every mutation needs the ``write`` scope. ``create…`` fails when the entity exists, ``update…``
+when it does not or when ``epoch`` is given and differs from the entity's (``mismatched_epoch``).
+Updates merge the given attributes into the entity (``null`` removes one) unless ``replace``
+is set. Attributes are the entity's xRegistry serialization; a resource's may carry ``meta``
+and ``versions``. Any violation is an error with the spec's type in ``extensions.code``, and
+nothing is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import strawberry
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from adapters.base import WriteOutcome
+from gateway.errors import XRegistryError
+from resolvers.types import Node, to_node
+
+
+@strawberry.type(description="What a write did.")
+class WriteResult:
+    revision: Optional[int] = strawberry.field(description="The new revision; null when nothing changed.")
+    created: list[str]
+    updated: list[str]
+    deleted: list[str]
+    node: Optional[Node] = strawberry.field(description="The written entity as it is now; null after a delete.")
+
+
+@strawberry.type(description="One rewrite of an older document shape during an import.")
+class Normalisation:
+    path: str
+    rule: str
+    detail: str
+
+
+@strawberry.type(description="What an import did, in numbers.")
+class ImportResult:
+    revision: Optional[int] = strawberry.field(description="The new revision; null when nothing changed.")
+    created: int
+    updated: int
+    unchanged: int
+    normalisations: list[Normalisation]
+
+
+def _object(value: Any, subject: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise XRegistryError("bad_request", subject, detail="attributes must be a JSON object")
+    return value
+
+
+async def _result(info: Info, registry: str, xid: str, outcome: WriteOutcome) -> WriteResult:
+    node = None
+    if xid not in outcome.deleted:
+        found = await info.context.source(registry).get_many([xid])
+        entity = found.get(xid.lower())
+        node = to_node(entity) if entity is not None else None
+    return WriteResult(revision=outcome.revision, created=outcome.created, updated=outcome.updated,
+                       deleted=outcome.deleted, node=node)
+
+
+def _writable(info: Info, registry: Optional[str]):
+    info.context.require("write")
+    return info.context.source(registry)
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Create a group.")
+    async def create_group(
+        self, info: Info, group_type: str, group_id: str, attributes: Optional[JSON] = None,
+        registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}"
+        outcome = await source.put_group(group_type, group_id, _object(attributes, xid), mode="create", patch=False,
+                                         epoch=None)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Update a group's attributes (its collections are not touched).")
+    async def update_group(
+        self, info: Info, group_type: str, group_id: str, attributes: JSON, epoch: Optional[int] = None,
+        replace: bool = False, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}"
+        outcome = await source.put_group(group_type, group_id, _object(attributes, xid), mode="update",
+                                         patch=not replace, epoch=epoch)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Create a resource (and its group, when missing).")
+    async def create_resource(
+        self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str,
+        attributes: Optional[JSON] = None, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
+        outcome = await source.put_resource(group_type, group_id, resource_type, resource_id, _object(attributes, xid),
+                                            mode="create", patch=False, epoch=None)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Update a resource: its default version's attributes, `meta`, `versions`; "
+                                     "`epoch` is the default version's.")
+    async def update_resource(
+        self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str,
+        attributes: JSON, epoch: Optional[int] = None, replace: bool = False, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
+        outcome = await source.put_resource(group_type, group_id, resource_type, resource_id, _object(attributes, xid),
+                                            mode="update", patch=not replace, epoch=epoch)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Create a version of a resource (and the resource, when missing).")
+    async def create_version(
+        self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str, version_id: str,
+        attributes: Optional[JSON] = None, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
+        outcome = await source.put_version(group_type, group_id, resource_type, resource_id, version_id,
+                                           _object(attributes, xid), mode="create", patch=False, epoch=None)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Update a version's attributes.")
+    async def update_version(
+        self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str, version_id: str,
+        attributes: JSON, epoch: Optional[int] = None, replace: bool = False, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
+        outcome = await source.put_version(group_type, group_id, resource_type, resource_id, version_id,
+                                           _object(attributes, xid), mode="update", patch=not replace, epoch=epoch)
+        return await _result(info, source.id, xid, outcome)
+
+    @strawberry.mutation(description="Delete a group, resource or version and everything below it; `epoch` "
+                                     "(a resource's: its `meta` epoch) must match when given.")
+    async def delete_entity(
+        self, info: Info, xid: str, epoch: Optional[int] = None, registry: Optional[str] = None,
+    ) -> WriteResult:
+        source = _writable(info, registry)
+        return await _result(info, source.id, xid, await source.delete(xid, epoch=epoch))
+
+    @strawberry.mutation(description="Import an xRegistry document (older shapes are normalised unless `strict`), "
+                                     "all or nothing.")
+    async def import_document(
+        self, info: Info, document: JSON, strict: bool = False, registry: Optional[str] = None,
+    ) -> ImportResult:
+        source = _writable(info, registry)
+        outcome = await source.import_document(_object(document, "/"), strict=strict)
+        return ImportResult(
+            revision=outcome.revision, created=len(outcome.created), updated=len(outcome.updated),
+            unchanged=len(outcome.unchanged),
+            normalisations=[Normalisation(path=p, rule=r, detail=d) for p, r, d in outcome.normalisations],
+        )

@@ -1,0 +1,150 @@
+"""The query root: registries, one registry (optionally as of a revision), nodes, XID look-up,
+and collections across all registries."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Optional
+
+import strawberry
+from strawberry import ID
+from strawberry.types import Info
+
+from adapters.base import Entity as SourceEntity
+from adapters.base import SourceUnavailable
+from gateway.errors import XRegistryError
+from resolvers.connections import Connection
+from resolvers.errors import UserInputError
+from resolvers.federation import across
+from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
+from resolvers.ids import parse_global_id
+from resolvers.types import Endpoint, Group, Message, MessageGroup, Node, Registry, Resource, Schema, SchemaGroup, to_node
+
+
+async def _entity(info: Info, registry: str, xid: str, as_of: Optional[int]) -> Any:
+    entity = await info.context.loaders.entity(registry, xid, as_of)
+    return to_node(entity) if entity is not None else None
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Every registry the gateway serves, in priority order — also those that "
+                                  "cannot be read now (with their `status`, and an error naming them).")
+    async def registries(self, info: Info) -> list[Registry]:
+        async def one(rid: str) -> Any:
+            try:
+                return await _entity(info, rid, "/", None)
+            except SourceUnavailable as exc:
+                info.context.report(exc, info)
+                return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
+
+        found = await asyncio.gather(*(one(rid) for rid in info.context.sources))
+        return [r for r in found if r is not None]
+
+    @strawberry.field(description="One registry (default: the gateway's own), optionally as it was at "
+                                  "revision `asOf`; everything read through it stays at that revision.")
+    async def registry(self, info: Info, id: Optional[str] = None, as_of: Optional[int] = None) -> Optional[Registry]:
+        source = info.context.sources.get(id or info.context.default_registry)
+        if source is None:
+            return None
+        await source.check_revision(as_of)
+        return await _entity(info, source.id, "/", as_of)
+
+    @strawberry.field(description="The object with this global id (Relay).")
+    async def node(self, info: Info, id: ID) -> Optional[Node]:
+        registry, xid = parse_global_id(id)
+        return await _entity(info, registry, xid, None) if registry in info.context.sources else None
+
+    @strawberry.field(description="The objects with these global ids, in order (null where none).")
+    async def nodes(self, info: Info, ids: list[ID]) -> list[Optional[Node]]:
+        bound = info.context.settings.graphql_max_page_size
+        if len(ids) > bound:
+            raise UserInputError(f"at most {bound} ids at once, not {len(ids)}")
+        parsed = [parse_global_id(i) for i in ids]
+        known = [(r, x) for r, x in parsed if r in info.context.sources]
+        entities = iter(await info.context.loaders.entities.load_many([(r, None, x) for r, x in known]))
+        out = []
+        for registry, _ in parsed:
+            entity = next(entities) if registry in info.context.sources else None
+            out.append(to_node(entity) if entity is not None else None)
+        return out
+
+    @strawberry.field(description="An entity by XID (`/endpoints/e1`, `…/versions/v1`, `…/meta`), in the "
+                                  "gateway's own registry unless `registry` names another.")
+    async def lookup(
+        self, info: Info, xid: str, registry: Optional[str] = None, as_of: Optional[int] = None,
+    ) -> Optional[Node]:
+        source = info.context.source(registry)
+        if not xid.startswith("/"):
+            raise XRegistryError("malformed_xid", xid, xid=xid, detail="an XID starts with '/'")
+        await source.check_revision(as_of)
+        return await _entity(info, source.id, xid, as_of)
+
+    # -- across all registries ------------------------------------------------------------------
+    @strawberry.field(description="Endpoints of every registry (or of `registries`), merged in sort order.")
+    async def endpoints(
+        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[EndpointFilter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[Endpoint]:
+        return await across(info, group_type="endpoints", resource_type=None, registries=registries, filter=filter,
+                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Message groups of every registry (or of `registries`), merged in sort order.")
+    async def messagegroups(
+        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[MessageGroupFilter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[MessageGroup]:
+        return await across(info, group_type="messagegroups", resource_type=None, registries=registries,
+                            filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Schema groups of every registry (or of `registries`), merged in sort order.")
+    async def schemagroups(
+        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[SchemaFilter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[SchemaGroup]:
+        return await across(info, group_type="schemagroups", resource_type=None, registries=registries,
+                            filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Messages of every registry (or of `registries`; message groups and "
+                                  "endpoints), merged in sort order.")
+    async def messages(
+        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[MessageFilter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[Message]:
+        return await across(info, group_type=None, resource_type="messages", registries=registries, filter=filter,
+                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Schemas of every registry (or of `registries`), merged in sort order.")
+    async def schemas(
+        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[SchemaFilter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[Schema]:
+        return await across(info, group_type=None, resource_type="schemas", registries=registries, filter=filter,
+                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Groups of one type (of any registry's model) across registries.")
+    async def groups(
+        self, info: Info, group_type: str, registries: Optional[list[str]] = None, filter: Optional[Filter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[Group]:
+        return await across(info, group_type=group_type, resource_type=None, registries=registries, filter=filter,
+                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+    @strawberry.field(description="Resources of one type (of any registry's model) across registries.")
+    async def resources(
+        self, info: Info, resource_type: str, registries: Optional[list[str]] = None, filter: Optional[Filter] = None,
+        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
+        last: Optional[int] = None, before: Optional[str] = None,
+    ) -> Connection[Resource]:
+        return await across(info, group_type=None, resource_type=resource_type, registries=registries, filter=filter,
+                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+
+
+def _paging(first: Optional[int], after: Optional[str], last: Optional[int], before: Optional[str]) -> dict[str, Any]:
+    return {"first": first, "after": after, "last": last, "before": before}

@@ -1,0 +1,741 @@
+"""The GraphQL object types: registries and their entities, typed for the message, endpoint and
+schema domains, generic for group and resource types known only from a registry's model.
+
+Every object wraps one source :class:`~adapters.base.Entity` (its xRegistry view). Attributes
+resolve synchronously from that view; only navigation (nested collections, references, the
+parent, versions) awaits, through the request's loaders. Nested reads inherit the revision the
+entity was read at, so a registry read ``asOf`` a revision stays at that revision throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import Enum
+from typing import TYPE_CHECKING, Annotated, Any, NewType, Optional
+
+import strawberry
+from strawberry import ID, Private
+from strawberry.scalars import JSON
+from strawberry.types import Info
+
+from adapters.base import ChangeItem, SourceUnavailable
+from adapters.base import Entity as SourceEntity
+from adapters.effective import effective_message
+from gateway.errors import XRegistryError
+from resolvers.connections import Connection, PageInfo, connection, make_listing, page_size
+from resolvers.filters import (
+    EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy, to_filters, to_sort,
+)
+from resolvers.ids import global_id
+from resolvers.references import resolve, resolve_strict
+
+if TYPE_CHECKING:
+    from resolvers.federation import RegistryStatus
+
+Timestamp = NewType("Timestamp", str)
+#: Custom scalars, for ``StrawberryConfig.scalar_map``.
+SCALARS = {Timestamp: strawberry.scalar(name="Timestamp", description="An RFC 3339 timestamp.",
+                                        serialize=str, parse_value=str)}
+
+_NO_ATTRIBUTES: dict[str, Any] = {}
+#: View attributes that are links to collections, not attributes of the entity.
+_LINKS = ("url", "count")
+
+
+def attr(description: str | None = None) -> Any:
+    """An attribute field: read from the entity's view of the same name by :func:`read_field`
+    (a resolver-less field, the cheapest kind to resolve)."""
+    return strawberry.field(default=None, description=description)
+
+
+def read_field(obj: Any, name: str) -> Any:
+    """The default resolver: an entity's attribute fields read its view, anything else is getattr."""
+    entity = getattr(obj, "__dict__", _NO_ATTRIBUTES).get("entity")
+    if type(entity) is SourceEntity:
+        return entity.view.get(name)
+    return getattr(obj, name)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def _field_names(cls: type) -> frozenset[str]:
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        fields = cls.__strawberry_definition__.fields
+        names = _FIELD_NAMES[cls] = frozenset(n for f in fields for n in (f.python_name, f.graphql_name) if n)
+    return names
+
+
+def _is_link(key: str, view: dict[str, Any]) -> bool:
+    """``<COLLECTION>url`` / ``<COLLECTION>count`` pairs (and ``metaurl``) of a view."""
+    for suffix in _LINKS:
+        if key.endswith(suffix):
+            stem = key[: -len(suffix)]
+            other = stem + ("count" if suffix == "url" else "url")
+            if stem == "meta" or other in view:
+                return True
+    return False
+
+
+def _id_attributes(info: Info, entity: SourceEntity) -> frozenset[str]:
+    """The ``<singular>id`` attributes of an entity's view (its own, or its resource's)."""
+    model = info.context.sources[entity.registry].model
+    parts = entity.ctype.split("/") if entity.ctype else []
+    if len(parts) == 1:
+        gdef = model.group(parts[0])
+        return frozenset({gdef.id_attribute} if gdef else ())
+    rdef = model.resource(parts[0], parts[1]) if len(parts) > 1 else None
+    return frozenset({rdef.id_attribute} if rdef else ())
+
+
+def _page_args(first: int | None, after: str | None, last: int | None, before: str | None) -> dict[str, Any]:
+    return {"first": first, "after": after, "last": last, "before": before}
+
+
+async def collection(
+    info: Info, owner: SourceEntity, ctypes: tuple[str, ...], filter: Filter | None, sort: SortBy | None,
+    paging: dict[str, Any],
+) -> Connection:
+    """A connection over the ``ctypes`` collection(s) of ``owner`` (the registry: across it)."""
+    ctx = info.context
+    source = ctx.sources[owner.registry]
+    if not ctypes:
+        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
+    subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
+    listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
+                           to_sort(sort, source.model, ctypes[0], subject), as_of=owner.as_of, **paging)
+    try:
+        if owner.kind == "registry":
+            page = await source.list(listing)
+            ctx.loaders.prime(page.items)
+            return connection(page, to_node, lambda: _count(info, source, listing))
+        return connection(await ctx.loaders.children.load((owner.registry, owner.xid, listing)), to_node)
+    except SourceUnavailable as exc:  # the registry is down: no rows, and the error reported
+        ctx.report(exc, info)
+        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
+
+
+async def _count(info: Info, source: Any, listing: Any) -> int:
+    try:
+        return await source.count(listing)
+    except SourceUnavailable as exc:
+        info.context.report(exc, info)
+        return 0
+
+
+async def _load(info: Info, owner: SourceEntity, xid: str) -> Any:
+    entity = await info.context.loaders.entity(owner.registry, xid, owner.as_of)
+    return to_node(entity) if entity is not None else None
+
+
+# -- interfaces ------------------------------------------------------------------------------
+
+
+@strawberry.type(description="One label of an entity.")
+class Label:
+    key: str
+    value: str
+
+
+@strawberry.interface(description="An object with a global id (Relay): its registry and its XID.")
+class Node:
+    entity: Private[SourceEntity]
+
+    @strawberry.field(description="Opaque global id: the registry and the XID.")
+    def id(self) -> ID:
+        return ID(global_id(self.entity.registry, self.entity.xid))
+
+    @strawberry.field(description="The entity's XID inside its registry.")
+    def xid(self) -> str:
+        return self.entity.xid
+
+    @strawberry.field(description="The id of the registry the entity comes from.")
+    def registryid(self) -> str:
+        return self.entity.registry
+
+    @strawberry.field(name="self", description="The entity's URL in its registry's xRegistry HTTP API.")
+    def self_url(self) -> str | None:
+        return self.entity.view.get("self")
+
+    epoch: Optional[int] = attr("Raised by every change of the entity.")
+    createdat: Optional[Timestamp] = attr()
+    modifiedat: Optional[Timestamp] = attr()
+
+    @strawberry.field(description="Attributes without a typed field here (extension attributes).")
+    def attributes(self, info: Info) -> JSON:
+        view, known = self.entity.view, _field_names(type(self)) | _id_attributes(info, self.entity)
+        return {k: v for k, v in view.items() if k not in known and not _is_link(k, view)}
+
+    @strawberry.field(name="json", description="The entity's whole xRegistry JSON serialization.")
+    def json_view(self, info: Info) -> JSON:
+        # synchronous unless the collection counts are still to be read
+        return info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view
+
+    @strawberry.field(description="The registry the entity belongs to (at the same revision).")
+    async def registry(self, info: Info) -> Optional[Registry]:
+        return await _load(info, self.entity, "/")
+
+
+@strawberry.interface(description="Attributes of every registry, group, resource and version (core/spec.md).")
+class Entity(Node):
+    @strawberry.field(description="The entity's own id: `<singular>id`, `versionid` or `registryid`.")
+    def entityid(self) -> str:
+        return self.entity.id
+
+    name: Optional[str] = attr()
+    description: Optional[str] = attr()
+    documentation: Optional[str] = attr()
+    icon: Optional[str] = attr()
+    deprecated: Optional[JSON] = attr()
+
+    @strawberry.field(description="The entity's labels.")
+    def labels(self) -> list[Label]:
+        labels = self.entity.view.get("labels") or {}
+        return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
+
+    @strawberry.field(description="The value of one label.")
+    def label(self, key: str) -> Optional[str]:
+        labels = self.entity.view.get("labels")
+        return labels.get(key) if isinstance(labels, dict) else None
+
+
+@strawberry.interface(description="A group; its type (`endpoints`, …) comes from the registry's model.")
+class Group(Entity):
+    @strawberry.field(name="type", description="The group type (plural), e.g. `messagegroups`.")
+    def group_type(self) -> str:
+        return self.entity.ctype
+
+    @strawberry.field(description="The group's resources of one type.")
+    async def resources(
+        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Resource]:
+        gdef = info.context.sources[self.entity.registry].model.group(self.entity.ctype)
+        if gdef is None or resource_type not in gdef.resources:
+            raise XRegistryError("unknown_resource_type", self.entity.xid, name=resource_type, group=self.entity.ctype)
+        return await collection(info, self.entity, (f"{self.entity.ctype}/{resource_type}",), filter, sort,
+                                _page_args(first, after, last, before))
+
+
+@strawberry.interface(description="A resource: its default version's attributes, its `meta` and its versions.")
+class Resource(Entity):
+    @strawberry.field(name="type", description="The resource type (plural), e.g. `schemas`.")
+    def resource_type(self) -> str:
+        return self.entity.ctype.split("/")[-1]
+
+    versionid: Optional[str] = attr("The default version's id.")
+    isdefault: Optional[bool] = attr()
+    ancestorid: Optional[str] = attr("The default version's ancestor.")
+    contenttype: Optional[str] = attr()
+
+    @strawberry.field(description="The group the resource belongs to.")
+    async def group(self, info: Info) -> Optional[Group]:
+        return await _load(info, self.entity, "/".join(self.entity.xid.split("/")[:3]))
+
+    @strawberry.field(description="The resource's `meta` entity.")
+    async def meta(self, info: Info) -> Optional[Meta]:
+        e = self.entity
+        if e.meta is not None:
+            return Meta(entity=SourceEntity(e.registry, e.meta.get("xid", f"{e.xid}/meta"), "meta", e.ctype, e.meta, e.as_of))
+        return await _load(info, e, f"{e.xid}/meta")
+
+    @strawberry.field(description="The resource's versions.")
+    async def versions(
+        self, info: Info, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Version]:
+        return await collection(info, self.entity, (f"{self.entity.ctype}/versions",), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="The default version.")
+    async def defaultversion(self, info: Info) -> Optional[Version]:
+        vid = self.entity.view.get("versionid")
+        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+
+
+@strawberry.interface(description="One version of a resource.")
+class Version(Entity):
+    versionid: str = attr()
+    isdefault: Optional[bool] = attr("Whether this is the resource's default version.")
+    ancestorid: Optional[str] = attr("The version this one derives from.")
+    contenttype: Optional[str] = attr()
+
+    @strawberry.field(description="The resource the version belongs to.")
+    async def resource(self, info: Info) -> Optional[Resource]:
+        return await _load(info, self.entity, self.entity.xid.rsplit("/versions/", 1)[0])
+
+
+# -- message domain --------------------------------------------------------------------------
+
+
+@strawberry.type(description="The payload schema of a message: inline, or a reference into any registry.")
+class DataSchema:
+    message: Private[SourceEntity]
+    memo: Private[dict]
+
+    @strawberry.field(description="The message's `dataschemaformat`.")
+    def format(self) -> Optional[str]:
+        return self.message.view.get("dataschemaformat")
+
+    @strawberry.field(description="The inline schema (`dataschema`), when the message carries one.")
+    def inline(self) -> Optional[JSON]:
+        return self.message.view.get("dataschema")
+
+    @strawberry.field(description="The `dataschemauri`, as written.")
+    def uri(self) -> Optional[str]:
+        return self.message.view.get("dataschemauri")
+
+    @strawberry.field(description="The XID of the schema or schema version the reference resolves to.")
+    async def xid(self, info: Info) -> Optional[str]:
+        target = await self._resolved(info)
+        return target.xid if target is not None else None
+
+    @strawberry.field(description="The registry the referenced schema is in.")
+    async def registryid(self, info: Info) -> Optional[str]:
+        target = await self._resolved(info)
+        return target.registry if target is not None else None
+
+    @strawberry.field(description="The schema the reference points at (the resource of a version reference).")
+    async def schema(self, info: Info) -> Optional[Schema]:
+        target = await self._resolved(info)
+        if target is not None and target.kind == "version":
+            return await _load(info, target, target.xid.rsplit("/versions/", 1)[0])
+        node = to_node(target) if target is not None else None
+        return node if isinstance(node, Schema) else None
+
+    @strawberry.field(description="The version the reference points at (a schema reference: its default version).")
+    async def version(self, info: Info) -> Optional[SchemaVersion]:
+        target = await self._resolved(info)
+        if target is not None and target.kind == "resource" and target.view.get("versionid"):
+            node = await _load(info, target, f"{target.xid}/versions/{target.view['versionid']}")
+        else:
+            node = to_node(target) if target is not None else None
+        return node if isinstance(node, SchemaVersion) else None
+
+    @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
+    async def document(self, info: Info) -> Optional[JSON]:
+        inline = self.message.view.get("dataschema")
+        if inline is not None:
+            return inline
+        target = await self._resolved(info)
+        return target.view.get("schema") if target is not None else None
+
+    async def _resolved(self, info: Info) -> Optional[SourceEntity]:
+        """The referenced schema or version, resolved once for all the fields asking."""
+        if "target" not in self.memo:
+            self.memo["target"] = asyncio.ensure_future(self._resolve(info))
+        return await self.memo["target"]
+
+    async def _resolve(self, info: Info) -> Optional[SourceEntity]:
+        view = self.message.view
+        reference = view.get("dataschemaxid") or view.get("dataschemauri")
+        if not reference:
+            return None
+        if not view.get("dataschemaxid"):
+            try:
+                info.context.references.targets(reference, self.message.registry, self.message.xid)
+            except XRegistryError:
+                return None  # a schema document outside the registries: not a registry reference
+        return await resolve(info, self.message, reference, ("schemas", "schemas/versions"))
+
+
+@strawberry.interface(description="The attributes of a message definition (message domain).")
+class MessageDefinition:
+    basemessageuri: Optional[str] = attr()
+    envelope: Optional[str] = attr("e.g. `CloudEvents/1.0`.")
+    envelopemetadata: Optional[JSON] = attr()
+    envelopeoptions: Optional[JSON] = attr()
+    protocol: Optional[str] = attr("e.g. `KAFKA`, `MQTT/5.0`, `AMQP/1.0`, `HTTP`.")
+    protocoloptions: Optional[JSON] = attr()
+    dataschemaformat: Optional[str] = attr()
+    dataschemauri: Optional[str] = attr()
+    dataschemaxid: Optional[str] = attr()
+    datacontenttype: Optional[str] = attr()
+
+    @strawberry.field(description="The message this one is based on (`basemessageuri`, in any registry; a "
+                                  "version reference gives its message).")
+    async def basemessage(self, info: Info) -> Optional[Message]:
+        reference = self.entity.view.get("basemessageuri")
+        target = await resolve(info, self.entity, reference, _MESSAGES) if reference else None
+        if target is not None and target.kind == "version":
+            return await _load(info, target, target.xid.rsplit("/versions/", 1)[0])
+        node = to_node(target) if target is not None else None
+        return node if isinstance(node, Message) else None
+
+    @strawberry.field(description="The definition in effect: the `basemessageuri` chain merged, each message "
+                                  "over its base (objects merged key by key); a cycle or an unresolvable base "
+                                  "is reported and ends the chain.")
+    async def effective(self, info: Info) -> JSON:
+        async def base(reference: Any, registry: str, subject: str) -> SourceEntity:
+            owner = SourceEntity(registry, subject, "resource", "", {}, self.entity.as_of)
+            return await resolve_strict(info, owner, reference, _MESSAGES)
+
+        merged, problems = await effective_message(self.entity, base)
+        for problem in problems:
+            info.context.report(problem, info)
+        return merged
+
+    @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
+    def dataschema(self, info: Info) -> Optional[DataSchema]:
+        view = self.entity.view
+        if view.get("dataschema") is None and not view.get("dataschemauri") and not view.get("dataschemaxid"):
+            return None
+        return DataSchema(message=self.entity, memo={})
+
+
+@strawberry.type(description="A message definition.")
+class Message(Resource, MessageDefinition):
+    messageid: str = attr("The message's id.")
+
+    @strawberry.field(description="The default version.")
+    async def defaultversion(self, info: Info) -> Optional[MessageVersion]:
+        vid = self.entity.view.get("versionid")
+        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+
+
+@strawberry.type(description="A version of a message definition.")
+class MessageVersion(Version, MessageDefinition):
+    messageid: str = attr("The message's id.")
+
+
+@strawberry.type(description="A group of message definitions.")
+class MessageGroup(Group):
+    messagegroupid: str = attr("The message group's id.")
+    envelope: Optional[str] = attr()
+    protocol: Optional[str] = attr()
+
+    @strawberry.field(description="The group's messages.")
+    async def messages(
+        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Message]:
+        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
+                                _page_args(first, after, last, before))
+
+
+# -- endpoint domain -------------------------------------------------------------------------
+
+
+@strawberry.type(description="An endpoint: where messages are sent or received.")
+class Endpoint(Group):
+    endpointid: str = attr("The endpoint's id.")
+    usage: Optional[list[str]] = attr("`producer`, `consumer`, `subscriber`.")
+    channel: Optional[str] = attr()
+    envelope: Optional[str] = attr()
+    envelopeoptions: Optional[JSON] = attr()
+    protocol: Optional[str] = attr()
+    protocoloptions: Optional[JSON] = attr()
+
+    @strawberry.field(description="The message groups the endpoint references, in any registry (those that do "
+                                  "not resolve are left out and reported in `errors`).")
+    async def messagegroups(self, info: Info) -> list[MessageGroup]:
+        refs = self.entity.view.get("messagegroups") or []
+        refs = refs if isinstance(refs, list) else [refs]
+        found = await asyncio.gather(*(resolve(info, self.entity, r, ("messagegroups",)) for r in refs))
+        return [MessageGroup(entity=e) for e in found if e is not None]
+
+    @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
+    async def willmessage(self, info: Info) -> Optional[Message]:
+        options = self.entity.view.get("protocoloptions")
+        reference = options.get("willmessage") if isinstance(options, dict) else None
+        target = await resolve(info, self.entity, reference, ("messages",)) if reference else None
+        node = to_node(target) if target is not None else None
+        return node if isinstance(node, Message) else None
+
+    @strawberry.field(description="The endpoint's own messages.")
+    async def messages(
+        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Message]:
+        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
+                                _page_args(first, after, last, before))
+
+
+# -- schema domain ---------------------------------------------------------------------------
+
+
+@strawberry.interface(description="The attributes of a schema document (schema domain).")
+class SchemaDefinition:
+    format: Optional[str] = attr("e.g. `JsonSchema/draft-07`, `Avro/1.9`.")
+    schema: Optional[JSON] = attr("The schema document, when stored inline.")
+    schemauri: Optional[str] = attr()
+    schemaurl: Optional[str] = attr()
+    schemabase64: Optional[str] = attr()
+
+
+@strawberry.type(description="A schema: its default version's document, and its versions.")
+class Schema(Resource, SchemaDefinition):
+    schemaid: str = attr("The schema's id.")
+
+    @strawberry.field(description="The default version.")
+    async def defaultversion(self, info: Info) -> Optional[SchemaVersion]:
+        vid = self.entity.view.get("versionid")
+        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+
+
+@strawberry.type(description="A version of a schema.")
+class SchemaVersion(Version, SchemaDefinition):
+    schemaid: str = attr("The schema's id.")
+
+
+@strawberry.type(description="A group of schemas.")
+class SchemaGroup(Group):
+    schemagroupid: str = attr("The schema group's id.")
+    format: Optional[str] = attr()
+
+    @strawberry.field(description="The group's schemas.")
+    async def schemas(
+        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Schema]:
+        return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort,
+                                _page_args(first, after, last, before))
+
+
+# -- any other model -------------------------------------------------------------------------
+
+
+@strawberry.type(description="A group of a type this schema has no typed object for.")
+class GenericGroup(Group):
+    pass
+
+
+@strawberry.type(description="A resource of a type this schema has no typed object for.")
+class GenericResource(Resource):
+    pass
+
+
+@strawberry.type(description="A version of a resource type this schema has no typed object for.")
+class GenericVersion(Version):
+    pass
+
+
+@strawberry.type(description="A resource's `meta`: its default-version settings and references.")
+class Meta(Node):
+    readonly: Optional[bool] = attr()
+    compatibility: Optional[str] = attr()
+    defaultversionid: Optional[str] = attr()
+    defaultversionsticky: Optional[bool] = attr()
+    defaultversionurl: Optional[str] = attr()
+    xref: Optional[str] = attr("The XID of the resource this one stands for.")
+
+    @strawberry.field(description="The resource `xref` points at.")
+    async def xrefresource(self, info: Info) -> Optional[Resource]:
+        reference = self.entity.view.get("xref")
+        target = await resolve(info, self.entity, reference) if reference else None
+        node = to_node(target) if target is not None else None
+        return node if isinstance(node, Resource) else None
+
+    @strawberry.field(description="The resource this `meta` belongs to.")
+    async def resource(self, info: Info) -> Optional[Resource]:
+        return await _load(info, self.entity, self.entity.xid.rsplit("/meta", 1)[0])
+
+
+# -- the registry ----------------------------------------------------------------------------
+
+
+@strawberry.enum(description="What happened to an entity.")
+class ChangeType(Enum):
+    UPSERTED = "upserted"
+    DELETED = "deleted"
+
+
+@strawberry.type(description="An entity written after a revision: its current state, or its deletion.")
+class Change:
+    item: Private[ChangeItem]
+
+    @strawberry.field
+    def xid(self) -> str:
+        return self.item.xid
+
+    @strawberry.field(description="`group`, `resource` or `version` (or `registry`).")
+    def kind(self) -> str:
+        return self.item.kind
+
+    @strawberry.field(description="The collection type, e.g. `messagegroups/messages`.")
+    def collection(self) -> str:
+        return self.item.ctype
+
+    @strawberry.field(name="type", description="Upserted or deleted.")
+    def change_type(self) -> ChangeType:
+        return ChangeType.DELETED if self.item.deleted else ChangeType.UPSERTED
+
+    @strawberry.field(description="The revision of the change.")
+    def revision(self) -> int:
+        return self.item.revision
+
+    @strawberry.field(description="The entity as it is now (null when deleted).")
+    def node(self) -> Optional[Node]:
+        return to_node(self.item.entity) if self.item.entity is not None else None
+
+
+@strawberry.type(description="A page of changes in XID order; follow `pageInfo.endCursor` with `after`.")
+class ChangeFeed:
+    nodes: list[Change]
+    page_info: PageInfo
+
+
+@strawberry.type(description="A registry: its attributes, model, collections, history.")
+class Registry(Entity):
+    specversion: Optional[str] = attr()
+
+    @strawberry.field(description="The revision this view is at: `asOf`, or the current one (a remote "
+                                  "registry: its epoch; 0 while it cannot be read).")
+    async def revision(self, info: Info) -> int:
+        if self.entity.as_of is not None:
+            return self.entity.as_of
+        try:
+            return await info.context.sources[self.entity.registry].revision()
+        except SourceUnavailable as exc:
+            info.context.report(exc, info)
+            return 0
+
+    @strawberry.field(description="`local` (the gateway's own store), `xregistry` (a remote xRegistry API) or "
+                                  "`file` (a document served read-only).")
+    def kind(self, info: Info) -> str:
+        return info.context.sources[self.entity.registry].kind
+
+    @strawberry.field(description="The registry's health: last success and error, circuit breaker, cache.")
+    def status(self, info: Info) -> Annotated["RegistryStatus", strawberry.lazy("resolvers.federation")]:
+        from resolvers.federation import RegistryStatus
+
+        return RegistryStatus(status=info.context.sources[self.entity.registry].status())
+
+    @strawberry.field(description="The revision asked for with `registry(asOf:)`, null for the current state.")
+    def as_of(self) -> Optional[int]:
+        return self.entity.as_of
+
+    @strawberry.field(description="The registry's model (xRegistry `/model`).")
+    def model(self, info: Info) -> JSON:
+        return info.context.sources[self.entity.registry].model.to_json()
+
+    @strawberry.field(description="Endpoints.")
+    async def endpoints(
+        self, info: Info, filter: Optional[EndpointFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Endpoint]:
+        return await collection(info, self.entity, ("endpoints",), filter, sort, _page_args(first, after, last, before))
+
+    @strawberry.field(description="Message groups.")
+    async def messagegroups(
+        self, info: Info, filter: Optional[MessageGroupFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[MessageGroup]:
+        return await collection(info, self.entity, ("messagegroups",), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="Schema groups.")
+    async def schemagroups(
+        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[SchemaGroup]:
+        return await collection(info, self.entity, ("schemagroups",), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="Messages across all groups that have them (message groups and endpoints).")
+    async def messages(
+        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Message]:
+        return await collection(info, self.entity, self._across(info, "messages"), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="Schemas across all schema groups.")
+    async def schemas(
+        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Schema]:
+        return await collection(info, self.entity, self._across(info, "schemas"), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="Groups of any type of the registry's model.")
+    async def groups(
+        self, info: Info, group_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Group]:
+        if info.context.sources[self.entity.registry].model.group(group_type) is None:
+            raise XRegistryError("unknown_group_type", f"/{group_type}", name=group_type)
+        return await collection(info, self.entity, (group_type,), filter, sort, _page_args(first, after, last, before))
+
+    @strawberry.field(description="Resources of one type across all groups that have them.")
+    async def resources(
+        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Resource]:
+        return await collection(info, self.entity, self._across(info, resource_type, required=True), filter, sort,
+                                _page_args(first, after, last, before))
+
+    @strawberry.field(description="Versions of the resources of one type, across the registry.")
+    async def versions(
+        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
+        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
+        before: Optional[str] = None,
+    ) -> Connection[Version]:
+        ctypes = tuple(f"{c}/versions" for c in self._across(info, resource_type, required=True))
+        return await collection(info, self.entity, ctypes, filter, sort, _page_args(first, after, last, before))
+
+    @strawberry.field(description="One entity of this registry by XID (`…/meta` included).")
+    async def lookup(self, info: Info, xid: str) -> Optional[Node]:
+        return await _load(info, self.entity, xid)
+
+    @strawberry.field(description="Entities written after revision `since` (up to `until`, default: this "
+                                  "view's revision), in XID order; `collections` limits the collection types.")
+    async def changes(
+        self, info: Info, since: int, until: Optional[int] = None, collections: Optional[list[str]] = None,
+        first: Optional[int] = None, after: Optional[str] = None,
+    ) -> ChangeFeed:
+        limit, _ = page_size(info.context, first, None)
+        source = info.context.sources[self.entity.registry]
+        until = until if until is not None else self.entity.as_of
+        items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
+        return ChangeFeed(nodes=[Change(item=i) for i in items], page_info=PageInfo(
+            has_next_page=more, has_previous_page=after is not None, start_cursor=items[0].cursor if items else None,
+            end_cursor=items[-1].cursor if items else None))
+
+    def _across(self, info: Info, resource_type: str, *, required: bool = False) -> tuple[str, ...]:
+        model = info.context.sources[self.entity.registry].model
+        ctypes = tuple(f"{g}/{resource_type}" for g, gdef in model.groups.items() if resource_type in gdef.resources)
+        if required and not ctypes:
+            raise XRegistryError("unknown_resource_type", "/", name=resource_type, group="any")
+        return ctypes
+
+
+# -- mapping ---------------------------------------------------------------------------------
+
+#: What a message's ``basemessageuri`` may point at.
+_MESSAGES = ("messages", "messages/versions")
+
+_GROUPS: dict[str, type] = {"endpoints": Endpoint, "messagegroups": MessageGroup, "schemagroups": SchemaGroup}
+_RESOURCES: dict[str, type] = {"messages": Message, "schemas": Schema}
+_VERSIONS: dict[str, type] = {"messages": MessageVersion, "schemas": SchemaVersion}
+
+#: Every object type (some are reachable only through interfaces).
+TYPES = (Registry, Endpoint, MessageGroup, SchemaGroup, Message, MessageVersion, Schema, SchemaVersion,
+         GenericGroup, GenericResource, GenericVersion, Meta, Change)
+
+
+def to_node(entity: SourceEntity) -> Any:
+    """The GraphQL object for a source entity."""
+    kind, parts = entity.kind, entity.ctype.split("/")
+    if kind == "registry":
+        return Registry(entity=entity)
+    if kind == "group":
+        return _GROUPS.get(entity.ctype, GenericGroup)(entity=entity)
+    if kind == "resource":
+        return _RESOURCES.get(parts[-1], GenericResource)(entity=entity)
+    if kind == "version":
+        return _VERSIONS.get(parts[-2] if len(parts) > 2 else "", GenericVersion)(entity=entity)
+    return Meta(entity=entity)
