@@ -1,0 +1,207 @@
+"""Spark data source benchmark: rows/s of a snapshot of all messages through the gateway with
+1, 2 and 4 partitions, against ``spark.read.json`` of the exported document, in the same run.
+
+Two data sets: the 117-feed corpus (1,538 messages) and generated message groups (100,000
+messages by default). For each, the registry is loaded into a fresh SQLite store, exported as one
+1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--gateway-workers``
+processes). Each figure also shows the CPU time the gateway spent serving it. Spark
+runs local[2] with a 1 GB driver. Every measurement materialises every column of every row
+(``write.format("noop")``); the figure is the median of ``--repeat`` runs after one warm-up.
+
+The baseline reads the exported document with an explicit schema (groups and messages as maps,
+each message as its JSON text) and explodes it into one row per message: the same rows from a
+local file, without the gateway, GraphQL, HTTP or the data source. A multi-line JSON document is
+one split, so the baseline always runs as one task.
+
+Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gateway.documents.normalise import normalise  # noqa: E402
+from gateway.documents.reader import read_document  # noqa: E402
+from gateway.registry.service import LocalRegistry  # noqa: E402
+from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+
+CORPUS = REPO.parent / "shared" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
+REGISTRY_ID = "bench"
+PARTITIONS = (1, 2, 4)
+#: The exported document as Spark reads it: groups and their messages as maps, messages as JSON text.
+DOCUMENT_SCHEMA = ("messagegroups MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>, "
+                   "endpoints MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>")
+
+
+def generated(groups: range, per_group: int) -> dict[str, Any]:
+    """Message groups of CloudEvents messages shaped like the corpus' ones."""
+    def message(g: int, m: int) -> dict[str, Any]:
+        return {
+            "name": f"Event{m}", "description": f"generated message {m} of group {g}", "envelope": "CloudEvents/1.0",
+            "envelopemetadata": {"type": {"value": f"bench.g{g:05d}.Event{m}"},
+                                 "source": {"value": "https://example.invalid/bench"}},
+            "dataschemaformat": "JsonSchema/draft-07", "dataschemauri": f"/schemagroups/bench/schemas/Event{m}",
+        }
+
+    return {"messagegroups": {f"bench.g{g:05d}": {"description": f"generated group {g}", "messages": {
+        f"m{m:04d}": message(g, m) for m in range(per_group)}} for g in groups}}
+
+
+async def load(db: Path, export: Path, documents: Callable[[], Any]) -> int:
+    """Import the documents into a fresh store and export the registry; returns the messages."""
+    registry = LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID)
+    await registry.open()
+    try:
+        for doc in documents():
+            await registry.apply_document(doc)
+        document = await registry.export_document()
+    finally:
+        await registry.close()
+    export.write_text(json.dumps(document))
+    return sum(len(g.get("messages", {})) for t in ("messagegroups", "endpoints") for g in document.get(t, {}).values())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gateway(data_dir: Path, workers: int) -> tuple[subprocess.Popen, str]:
+    """The gateway app under uvicorn on 127.0.0.1 over ``data_dir`` (``workers`` processes);
+    returns the process and its GraphQL URL."""
+    port = free_port()
+    env = os.environ | {"XREG_DATA_DIR": str(data_dir), "XREG_REGISTRY_ID": REGISTRY_ID}
+    proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "gateway.app:create_app", "--host",
+                             "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
+                             "--no-access-log"], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return proc, f"http://127.0.0.1:{port}/graphql"
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the gateway did not start")
+        time.sleep(0.2)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    pids = [pid] + [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()] \
+        if Path(f"/proc/{pid}/task/{pid}/children").exists() else [pid]
+    for p in pids:
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def timed(action: Callable[[], Any], repeat: int, gateway_pid: int | None = None) -> tuple[float, float]:
+    """Median seconds of ``repeat`` runs of ``action`` after one warm-up run, and the median
+    CPU seconds the gateway spent meanwhile."""
+    action()
+    runs, cpu = [], []
+    for _ in range(repeat):
+        c0 = cpu_seconds(gateway_pid) if gateway_pid else 0.0
+        t0 = time.perf_counter()
+        action()
+        runs.append(time.perf_counter() - t0)
+        cpu.append((cpu_seconds(gateway_pid) - c0) if gateway_pid else 0.0)
+    return statistics.median(runs), statistics.median(cpu)
+
+
+def bench_dataset(
+    session: Any, label: str, tmp: Path, documents: Callable[[], Any], repeat: int, workers: int,
+) -> list[dict]:
+    from pyspark.sql import functions as F
+
+    data_dir, export = tmp / label, tmp / f"{label}.xreg.json"
+    data_dir.mkdir()
+    t0 = time.perf_counter()
+    messages = asyncio.run(load(data_dir / "registry.db", export, documents))
+    print(f"\n{label}: {messages} messages loaded and exported in {time.perf_counter() - t0:.1f}s "
+          f"({export.stat().st_size / 1e6:.1f} MB document)", flush=True)
+    proc, url = start_gateway(data_dir, workers)
+    results = []
+    try:
+        doc = session.read.schema(DOCUMENT_SCHEMA).option("multiLine", True).json(str(export))
+        baseline = (doc.select(F.explode("messagegroups").alias("group", "g")).unionByName(
+            doc.select(F.explode("endpoints").alias("group", "g")))
+            .select("group", F.explode("g.messages").alias("id", "message")))
+        assert baseline.count() == messages
+        seconds, _ = timed(lambda: baseline.write.format("noop").mode("overwrite").save(), repeat)
+        results.append({"dataset": label, "source": "spark.read.json (exported document)", "partitions": 1,
+                        "rows": messages, "seconds": seconds, "gateway_cpu": 0.0})
+        for n in PARTITIONS:
+            df = (session.read.format("xregistry").option("url", url).option("entity", "messages")
+                  .option("numPartitions", n).load())
+            assert df.count() == messages
+            seconds, cpu = timed(lambda: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid)
+            results.append({"dataset": label, "source": "xregistry data source", "partitions": n,
+                            "rows": messages, "seconds": seconds, "gateway_cpu": cpu})
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    base = results[0]["rows"] / results[0]["seconds"]
+    for r in results:
+        r["rows_per_s"] = r["rows"] / r["seconds"]
+        print(f"  {r['source']:38} {r['partitions']:>2} partitions  {r['rows']:>7} rows  {r['seconds']:7.2f}s  "
+              f"{r['rows_per_s']:>9.0f} rows/s  {r['rows_per_s'] / base:5.2f}x baseline  "
+              f"gateway CPU {r['gateway_cpu']:6.2f}s", flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000, help="messages of the generated data set")
+    parser.add_argument("--groups", type=int, default=1000, help="message groups they are spread over")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (median)")
+    parser.add_argument("--skip-large", action="store_true", help="only the 117-feed corpus")
+    parser.add_argument("--gateway-workers", type=int, default=1, help="uvicorn worker processes of the gateway")
+    args = parser.parse_args()
+
+    from spark.snapshot import build_session
+
+    session = build_session("local[2]", "1g")
+    session.sparkContext.setLogLevel("ERROR")
+    per_group = max(1, args.messages // args.groups)
+
+    def generated_documents():
+        step = max(1, 10_000 // per_group)
+        for start in range(0, args.groups, step):
+            yield generated(range(start, min(start + step, args.groups)), per_group)
+
+    print(f"Spark {session.version} local[2], Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+          f"gateway: {args.gateway_workers} uvicorn worker(s)")
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_dataset(session, "117-feed-corpus", Path(tmp), lambda: [normalise(read_document(CORPUS))[0]],
+                      args.repeat, args.gateway_workers)
+        if not args.skip_large:
+            bench_dataset(session, f"generated-{per_group * args.groups}", Path(tmp), generated_documents,
+                          args.repeat, args.gateway_workers)
+    session.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""The snapshot job: every entity type of the gateway's registries as Parquet, at one revision.
+
+::
+
+    python -m spark.snapshot --url http://host:8080/graphql --out DIR [--since REVISION]
+
+A snapshot writes ``DIR/<entity>/registry=<id>/*.parquet`` for each entity type and then
+``DIR/manifest.json``: the revision of each registry, and per entity type the revisions it was
+read at, its rows per registry and the time. The entity types of one run are all read at the
+same pinned revisions, so they agree with each other. Rerunning is idempotent: an entity type
+the manifest already records at the current revisions is not read again; the others are replaced
+as a whole (written aside first, then moved in, then the manifest is rewritten).
+
+``--since REVISION`` (or ``registry=REVISION,…``) writes only what changed after that revision,
+with the ``change`` column, into ``DIR/changes/<registry>@<since>-<until>/`` with its own
+manifest; rerunning it for the same revisions rewrites the same directory.
+
+The bearer token comes from ``--token`` or the environment variable ``XREG_GATEWAY_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import unquote
+
+from spark.client import ClientConfig, GatewayClient
+from spark.schemas import ENTITIES
+
+#: Environment variable holding the bearer token (keeps it off the command line).
+TOKEN_ENV = "XREG_GATEWAY_TOKEN"
+MANIFEST = "manifest.json"
+
+
+def build_session(master: str = "local[2]", driver_memory: str = "1g") -> Any:
+    """A SparkSession for the job (or the active one), with the data source registered. A local
+    master stays on the loopback interface; Python workers run this interpreter."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    import spark as xregistry
+
+    builder = (SparkSession.builder.master(master).appName("xregistry-snapshot")
+               .config("spark.driver.memory", driver_memory).config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.pyspark.python", sys.executable))
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    session = builder.getOrCreate()
+    xregistry.register(session)
+    return session
+
+
+def _pairs(revisions: dict[str, int]) -> str:
+    return ",".join(f"{r}={v}" for r, v in sorted(revisions.items()))
+
+
+def _parquet_counts(path: Path) -> dict[str, int]:
+    """Rows per registry of a ``registry=``-partitioned Parquet directory (from file footers)."""
+    import pyarrow.parquet as pq
+
+    counts: dict[str, int] = {}
+    for part in sorted(path.glob("registry=*")):
+        registry = unquote(part.name.split("=", 1)[1])
+        counts[registry] = sum(pq.ParquetFile(f).metadata.num_rows for f in part.glob("*.parquet"))
+    return counts
+
+
+def _write_json(path: Path, document: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def _parse_since(value: str | None) -> int | dict[str, int] | None:
+    from spark.source import _revisions
+
+    return _revisions("--since", value)
+
+
+def run(
+    session: Any, url: str, out: Path, *, entities: Sequence[str] = tuple(ENTITIES),
+    registries: Sequence[str] | None = None, since: int | dict[str, int] | None = None, token: str | None = None,
+    page_size: int = 500, partitions: int | None = None, timeout: float = 30.0, retries: int = 3,
+) -> dict[str, Any]:
+    """Write a snapshot (or with ``since``, the changes) under ``out``; returns the manifest."""
+    with GatewayClient(ClientConfig(url=url, token=token, timeout=timeout, retries=retries)) as gw:
+        current = gw.registries()
+    selected = sorted(registries or current)
+    unknown = [r for r in selected if r not in current]
+    if unknown:
+        raise SystemExit(f"the gateway serves no registry {unknown[0]!r} (it serves: {', '.join(current)})")
+    pins = {r: current[r] for r in selected}
+    froms = None
+    if since is not None:
+        froms = {r: since.get(r, 0) if isinstance(since, dict) else since for r in selected}
+    target = out if froms is None else out / "changes" / "+".join(f"{r}@{froms[r]}-{pins[r]}" for r in selected)
+    manifest_path = target / MANIFEST
+    previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    written = previous.get("entities", {})
+    todo = [e for e in entities if written.get(e, {}).get("revisions") != pins]
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest: dict[str, Any] = {"kind": "snapshot" if froms is None else "changes", "gateway": url,
+                                "revisions": pins, "written_at": now, "entities": written}
+    if froms is not None:
+        manifest["since"] = froms
+    if not todo:
+        return manifest | {"written_at": previous.get("written_at", now), "unchanged": True}
+
+    staging = out / ".staging"
+    shutil.rmtree(staging, ignore_errors=True)
+    options = {"url": url, "registry": ",".join(selected), "asOfRevision": _pairs(pins), "pageSize": str(page_size),
+               "timeout": str(timeout), "retries": str(retries)}
+    if froms is not None:
+        options["sinceRevision"] = _pairs(froms)
+    if token:
+        options["token"] = token
+    if partitions:
+        options["numPartitions"] = str(partitions)
+    for entity in todo:
+        df = session.read.format("xregistry").options(**options, entity=entity).load()
+        df.write.mode("overwrite").partitionBy("registry").parquet(str(staging / entity))
+    target.mkdir(parents=True, exist_ok=True)
+    for entity in todo:
+        entry = {"revisions": pins, "rows": {r: 0 for r in selected} | _parquet_counts(staging / entity),
+                 "written_at": now}
+        if froms is not None:
+            entry["changes"] = _change_counts(staging / entity)
+        shutil.rmtree(target / entity, ignore_errors=True)
+        os.replace(staging / entity, target / entity)
+        written[entity] = entry
+    shutil.rmtree(staging, ignore_errors=True)
+    manifest["entities"] = dict(sorted(written.items()))
+    _write_json(manifest_path, manifest)
+    return manifest
+
+
+def _change_counts(path: Path) -> dict[str, int]:
+    """Rows per change type of a written change feed."""
+    import pyarrow.parquet as pq
+
+    out = {"upserted": 0, "deleted": 0}
+    for f in path.glob("registry=*/*.parquet"):
+        for value in pq.read_table(f, columns=["change"]).column("change").to_pylist():
+            out[value] = out.get(value, 0) + 1
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line entry point (``python -m spark.snapshot``)."""
+    parser = argparse.ArgumentParser(prog="python -m spark.snapshot", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True, help="the gateway's GraphQL endpoint, e.g. http://host:8080/graphql")
+    parser.add_argument("--out", required=True, type=Path, help="output directory")
+    parser.add_argument("--since", help="write only the changes after REVISION (or registry=REVISION,…)")
+    parser.add_argument("--registry", action="append", help="registry id (repeatable; default: all)")
+    parser.add_argument("--entity", action="append", choices=list(ENTITIES),
+                        help="entity type (repeatable; default: all)")
+    parser.add_argument("--token", default=os.environ.get(TOKEN_ENV), help=f"bearer token (default: ${TOKEN_ENV})")
+    parser.add_argument("--page-size", type=int, default=500)
+    parser.add_argument("--partitions", type=int, help="partitions per entity type (default: by size)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    parser.add_argument("--retries", type=int, default=3)
+    parser.add_argument("--master", default="local[2]", help="Spark master (default: local[2])")
+    parser.add_argument("--driver-memory", default="1g")
+    args = parser.parse_args(argv)
+    session = build_session(args.master, args.driver_memory)
+    manifest = run(session, args.url, args.out, entities=args.entity or tuple(ENTITIES), registries=args.registry,
+                   since=_parse_since(args.since), token=args.token, page_size=args.page_size,
+                   partitions=args.partitions, timeout=args.timeout, retries=args.retries)
+    state = "unchanged" if manifest.get("unchanged") else "written"
+    print(f"{manifest['kind']} {state}: revisions {_pairs(manifest['revisions'])}")
+    for entity, entry in manifest["entities"].items():
+        print(f"  {entity:15} {sum(entry['rows'].values()):>8} rows at {_pairs(entry['revisions'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""Fixtures of the Spark tests: one live gateway loaded with the 117-feed corpus, served by
+uvicorn on 127.0.0.1 with a request log, and one local[2] SparkSession for the whole session.
+
+The gateway refuses anonymous reads, so every read of the data source carries the bearer token
+(an API key with read and write scopes, configured by its hash like any other key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+pytest.importorskip("pyspark")
+
+from gateway.app import build_registry, create_app  # noqa: E402
+from gateway.auth import hash_key  # noqa: E402
+from gateway.config import ApiKey, Settings  # noqa: E402
+from gateway.documents.normalise import normalise  # noqa: E402
+from gateway.documents.reader import read_document  # noqa: E402
+
+XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
+CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
+REGISTRY_ID = "main"
+TOKEN = "spark-tests-token"
+#: What the 117-feed corpus holds, per entity type of the data source.
+CORPUS_COUNTS = {"endpoints": 415, "messagegroups": 545, "messages": 1538, "schemagroups": 217, "schemas": 685,
+                 "schemaversions": 685}
+
+
+class RequestLog:
+    """ASGI middleware that records every ``/graphql`` request body and response body."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.entries: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] != "/graphql":
+            await self.app(scope, receive, send)
+            return
+        request, response = bytearray(), bytearray()
+
+        async def recv() -> dict[str, Any]:
+            message = await receive()
+            request.extend(message.get("body", b""))
+            return message
+
+        async def snd(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body":
+                response.extend(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, recv, snd)
+        try:
+            self.entries.append((json.loads(request or b"{}"), json.loads(response or b"{}")))
+        except ValueError:
+            pass
+
+    def clear(self) -> None:
+        """Forget what was recorded so far."""
+        self.entries.clear()
+
+    def returned(self, operation: str, segment: str) -> int:
+        """How many entity views (``json``) the gateway returned to ``query <operation>``
+        requests whose XID contains ``segment``."""
+        def walk(node: Any) -> int:
+            if isinstance(node, dict):
+                own = isinstance(node.get("json"), dict) and segment in node["json"].get("xid", "")
+                return own + sum(walk(v) for k, v in node.items() if k != "json")
+            if isinstance(node, list):
+                return sum(walk(v) for v in node)
+            return 0
+
+        return sum(walk(resp.get("data")) for req, resp in list(self.entries)
+                   if req.get("query", "").lstrip().startswith(f"query {operation}("))
+
+
+@dataclass
+class Gateway:
+    """The running gateway: its GraphQL URL, its request log, the corpus' revision."""
+
+    url: str
+    log: RequestLog
+    corpus_revision: int
+    token: str = TOKEN
+    http: httpx.Client = field(default=None)  # type: ignore[assignment]
+
+    def graphql(self, query: str, **variables: Any) -> dict[str, Any]:
+        """Run a query or mutation with the token; fails the test on errors."""
+        resp = self.http.post(self.url, json={"query": query, "variables": variables})
+        body = resp.json()
+        assert not body.get("errors"), body["errors"]
+        return body["data"]
+
+    def revision(self) -> int:
+        """The registry's current revision."""
+        return self.graphql("{ registry { revision } }")["registry"]["revision"]
+
+    def total(self, collection: str, revision: int) -> int:
+        """``totalCount`` of a registry-wide collection as of ``revision``."""
+        field_ = {"schemaversions": 'versions(resourceType: "schemas")'}.get(collection, collection)
+        data = self.graphql(f"query($v: Int) {{ registry(asOf: $v) {{ {field_} {{ totalCount }} }} }}", v=revision)
+        return next(iter(data["registry"].values()))["totalCount"]
+
+    def import_document(self, document: dict[str, Any]) -> int:
+        """Write through the gateway's API (one atomic import); returns the new revision."""
+        data = self.graphql("mutation($d: JSON!) { importDocument(document: $d) { revision } }", d=document)
+        return data["importDocument"]["revision"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """``app`` on a real uvicorn at 127.0.0.1 (a free port, its own thread); yields the base URL."""
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    """A real gateway on 127.0.0.1, loaded with the 117-feed corpus."""
+    settings = Settings(
+        data_dir=tmp_path_factory.mktemp("gateway"), registry_id=REGISTRY_ID, anonymous_read=False,
+        api_keys=[ApiKey(name="spark-tests", sha256=hash_key(TOKEN), scopes=["read", "write"])],
+        history_keep_days=None,
+    )
+
+    async def load() -> int:
+        registry = build_registry(settings)
+        await registry.open()
+        try:
+            doc, _ = normalise(read_document(CORPUS_117))
+            return (await registry.apply_document(doc, note="117-feed corpus")).revision
+        finally:
+            await registry.close()
+
+    revision = asyncio.run(load())
+    log = RequestLog(create_app(settings))
+    http = httpx.Client(timeout=30, headers={"authorization": f"Bearer {TOKEN}"})
+    with serve(log) as base:
+        try:
+            yield Gateway(f"{base}/graphql", log, revision, http=http)
+        finally:
+            http.close()
+
+
+@pytest.fixture(scope="session")
+def spark_session() -> Iterator[Any]:
+    """One local[2] SparkSession for every Spark test, with the data source registered."""
+    from spark.snapshot import build_session
+
+    session = build_session("local[2]", "1g")
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def read(spark_session: Any, gateway: Gateway):
+    """``read(entity, **options)``: a DataFrame of the data source against the live gateway."""
+    def _read(entity: str, schema: Any = None, **options: Any) -> Any:
+        reader = spark_session.read.format("xregistry").option("url", gateway.url).option("entity", entity)
+        reader = reader.option("token", gateway.token)
+        for key, value in options.items():
+            reader = reader.option(key, str(value))
+        if schema is not None:
+            reader = reader.schema(schema)
+        return reader.load()
+
+    return _read

@@ -1,0 +1,166 @@
+"""The xregistry data source in a real local[2] Spark against a live gateway (117-feed corpus)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from datetime import datetime
+
+from pyspark.sql import functions as F
+
+from spark.schemas import schema_for
+from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID
+
+MESSAGE = "/messagegroups/IO.AISstream/messages/IO.AISstream.PositionReport"
+
+
+def test_counts_equal_the_gateways(read, gateway):
+    rev = gateway.corpus_revision
+    counts = {entity: read(entity, asOfRevision=rev).count() for entity in CORPUS_COUNTS}
+    assert counts == {entity: gateway.total(entity, rev) for entity in CORPUS_COUNTS}
+    assert counts == CORPUS_COUNTS
+
+
+def test_rows_have_the_fixed_schema_and_typed_columns(read, gateway):
+    df = read("messages", asOfRevision=gateway.corpus_revision)
+    assert df.schema == schema_for("messages")
+    row = df.filter(F.col("xid") == MESSAGE).first()
+    assert (row.registry, row.group, row.id, row.grouptype) == (REGISTRY_ID, "IO.AISstream",
+                                                                "IO.AISstream.PositionReport", "messagegroups")
+    assert (row.envelope, row.dataschemaformat) == ("CloudEvents/1.0", "JsonStructure/draft-02")
+    assert row.revision == gateway.corpus_revision and row.epoch >= 1
+    assert isinstance(row.createdat, datetime)
+    entity = json.loads(row.entity)
+    assert entity["xid"] == MESSAGE and entity["envelopemetadata"]["type"]["value"] == "IO.AISstream.PositionReport"
+
+    endpoint = read("endpoints", asOfRevision=gateway.corpus_revision).filter(
+        F.col("id") == "IO.AISstream.Kafka").first()
+    assert (endpoint.usage, endpoint.protocol, endpoint.deployed) == (["producer"], "KAFKA", False)
+    assert endpoint.messagegroups == ["/messagegroups/IO.AISstream"]
+
+
+def test_a_user_supplied_schema_is_honoured(read, gateway):
+    df = read("endpoints", schema="xid STRING, epoch STRING, usage ARRAY<STRING>, protocoloptions STRING",
+              asOfRevision=gateway.corpus_revision)
+    assert df.columns == ["xid", "epoch", "usage", "protocoloptions"]
+    row = df.filter(F.col("xid") == "/endpoints/IO.AISstream.Kafka").first()
+    assert row.epoch == "1" and row.usage == ["producer"]
+    assert json.loads(row.protocoloptions)["options"]["topic"] == "aisstream"
+
+
+def test_partitions_by_group_read_every_row_once(read, gateway):
+    df = read("messages", asOfRevision=gateway.corpus_revision, numPartitions=4)
+    rows = df.select("xid", F.spark_partition_id().alias("part")).collect()
+    assert len({r.part for r in rows}) == 4
+    assert len(rows) == len({r.xid for r in rows}) == CORPUS_COUNTS["messages"]
+
+
+def _reads(gateway) -> int:
+    """Messages the gateway returned since the log was cleared."""
+    return gateway.log.returned("Resources", "/messages/") + gateway.log.returned("MoreResources", "/messages/")
+
+
+def test_pushdown_reduces_what_the_gateway_returns(read, gateway):
+    df = read("messages", asOfRevision=gateway.corpus_revision)
+    gateway.log.clear()
+    rows = df.select("group", "id", "protocol", "name").collect()
+    assert _reads(gateway) == len(rows) == CORPUS_COUNTS["messages"]
+
+    kafka = sum(r.protocol == "KAFKA" for r in rows)
+    gateway.log.clear()
+    assert df.filter(F.col("protocol") == "KAFKA").count() == kafka
+    assert _reads(gateway) == kafka < len(rows)
+
+    groups = ["IO.AISstream", "at.geosphere.tawes"]
+    expected = sum(r.group in groups for r in rows)
+    gateway.log.clear()
+    assert df.filter(F.col("group").isin(groups)).count() == expected
+    assert _reads(gateway) == expected
+
+    # the gateway matches case-insensitively; the rows Spark sees are exact
+    gateway.log.clear()
+    assert df.filter(F.col("protocol") == "kafka").count() == 0
+    assert _reads(gateway) == kafka
+
+    gateway.log.clear()
+    assert df.filter(F.col("registry") == "elsewhere").count() == 0
+    assert _reads(gateway) == 0
+
+    # anything else is left to Spark: the gateway returns everything
+    gateway.log.clear()
+    assert df.filter(F.col("name").startswith("Position")).count() == sum(
+        (r.name or "").startswith("Position") for r in rows)
+    assert _reads(gateway) == len(rows)
+
+
+def _marker_document(tick: int) -> dict:
+    """One atomic write touching a message group at each end of the key order."""
+    messages = {"marker": {"description": f"tick {tick}"}, f"m{tick}": {"description": f"added by tick {tick}"}}
+    return {"messagegroups": {gid: {"messages": messages} for gid in ("0000.spark.first", "zzzz.spark.last")}}
+
+
+def test_a_snapshot_stays_consistent_while_another_task_writes(read, gateway):
+    commits: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        tick = 0
+        while not stop.is_set() and tick < 2000:
+            commits.append((time.monotonic(), gateway.import_document(_marker_document(tick))))
+            tick += 1
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=writer, name="writer")
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(commits) < 3:
+            assert thread.is_alive() and time.monotonic() < deadline, "the writer failed"
+            time.sleep(0.05)
+        started = time.monotonic()
+        rows = read("messages", numPartitions=4, pageSize=100).select(
+            "xid", "group", "description", "revision", F.spark_partition_id().alias("part")).collect()
+        finished = time.monotonic()
+    finally:
+        stop.set()
+        thread.join()
+
+    (pinned,) = {r.revision for r in rows}
+    assert any(started < t < finished and rev > pinned for t, rev in commits), "no write landed during the read"
+    assert len(rows) == len({r.xid for r in rows}) == gateway.total("messages", pinned)
+    first = [r for r in rows if r.group == "0000.spark.first"]
+    last = [r for r in rows if r.group == "zzzz.spark.last"]
+    assert {r.part for r in first}.isdisjoint({r.part for r in last}), "the two groups should be read apart"
+    marker = {r.group: r.description for r in first + last if r.xid.endswith("/messages/marker")}
+    assert marker["0000.spark.first"] == marker["zzzz.spark.last"]
+    assert len(first) == len(last) == int(marker["0000.spark.first"].split()[1]) + 2
+
+
+def test_an_incremental_load_picks_up_exactly_the_changes(read, gateway):
+    before = gateway.revision()
+    gateway.import_document({"messagegroups": {"spark.incremental": {"messages": {
+        "a": {"name": "a"}, "b": {"name": "b"}}}}})
+    gateway.graphql('mutation($a: JSON!) { updateResource(groupType: "messagegroups", groupId: "IO.AISstream", '
+                    'resourceType: "messages", resourceId: "IO.AISstream.ShipStaticData", attributes: $a) '
+                    '{ revision } }', a={"description": "changed"})
+    gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
+                    x="/messagegroups/IO.AISstream/messages/IO.AISstream.StandardClassBPositionReport")
+    after = gateway.revision()
+
+    df = read("messages", sinceRevision=before)
+    assert df.schema == schema_for("messages", changes=True)
+    rows = {r.xid: r for r in df.collect()}
+    assert {x: r.change for x, r in rows.items()} == {
+        "/messagegroups/spark.incremental/messages/a": "upserted",
+        "/messagegroups/spark.incremental/messages/b": "upserted",
+        "/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData": "upserted",
+        "/messagegroups/IO.AISstream/messages/IO.AISstream.StandardClassBPositionReport": "deleted",
+    }
+    assert all(before < r.revision <= after for r in rows.values())
+    assert rows["/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData"].description == "changed"
+    deleted = rows["/messagegroups/IO.AISstream/messages/IO.AISstream.StandardClassBPositionReport"]
+    assert (deleted.group, deleted.id, deleted.entity) == ("IO.AISstream", "IO.AISstream.StandardClassBPositionReport",
+                                                           None)
+    assert read("messages", sinceRevision=after).count() == 0
+    assert df.filter(F.col("registry") == "elsewhere").count() == 0
