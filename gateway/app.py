@@ -1,8 +1,9 @@
 """The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app.
 
 ``app.state`` carries what handlers need: ``settings``, ``registry`` (the opened
-:class:`~gateway.registry.service.LocalRegistry`) and ``auth`` (the
-:class:`~gateway.auth.Authenticator`).
+:class:`~gateway.registry.service.LocalRegistry`), ``auth`` (the
+:class:`~gateway.auth.Authenticator`) and ``federation`` (the configured registries,
+:class:`~adapters.federation.Federation`, reloaded on SIGHUP and settings-file changes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 from typing import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -51,16 +53,22 @@ async def _health(request: Request) -> JSONResponse:
 
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
+    from adapters.caller import CallerMiddleware
+    from adapters.federation import Federation
+    from adapters.local import LocalSource
     from gateway.auth import Authenticator
     from gateway.http_api import build_routes as xregistry_routes
     from resolvers import build_routes as graphql_routes
 
     settings = settings or load_settings()
     registry = registry or build_registry(settings)
+    federation = Federation(settings, LocalSource(registry))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await registry.open()
+        await federation.open()
+        federation.watch()
 
         async def pruner() -> None:
             while True:
@@ -80,11 +88,13 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await app.state.auth.aclose()
+            await federation.close()
             await registry.close()
 
     routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
-    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug)
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=[Middleware(CallerMiddleware)])
     app.state.settings = settings
     app.state.registry = registry
+    app.state.federation = federation
     app.state.auth = Authenticator(settings)
     return app

@@ -7,10 +7,13 @@ is documented in README.md ("Configuration").
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
 
@@ -22,6 +25,183 @@ class ApiKey(BaseModel):
     name: str = Field(description="Who holds the key (appears in logs instead of the key).")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="hex SHA-256 of the key")
     scopes: list[str] = Field(default_factory=lambda: ["read"], description="read and/or write")
+
+
+class RegistryAuth(BaseModel):
+    """What the gateway sends a remote registry to authenticate (secrets never appear in logs).
+
+    A bearer token comes from ``bearer`` (inline, best set from the environment), ``bearer_file``
+    (a mounted secret, re-read on reload) or ``bearer_env`` (the name of an environment
+    variable); ``basic_username`` / ``basic_password`` give HTTP Basic; ``headers`` adds others
+    (``X-Api-Key``). ``forward`` passes the caller's own ``Authorization`` header instead, and
+    then cached answers are kept per caller.
+    """
+
+    model_config = {"extra": "forbid"}
+
+    bearer: SecretStr | None = None
+    bearer_file: Path | None = None
+    bearer_env: str | None = None
+    basic_username: str | None = None
+    basic_password: SecretStr | None = None
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    forward: bool = False
+
+    @model_validator(mode="after")
+    def _one_scheme(self) -> "RegistryAuth":
+        given = [n for n in ("bearer", "bearer_file", "bearer_env", "basic_username", "forward") if getattr(self, n)]
+        if len(given) > 1:
+            raise ValueError(f"auth: choose one of bearer, bearer_file, bearer_env, basic_username, forward (got {', '.join(given)})")
+        if (self.basic_username is None) != (self.basic_password is None):
+            raise ValueError("auth: basic_username and basic_password go together")
+        return self
+
+    def resolved_headers(self) -> dict[str, str]:
+        """The headers to send (the secret read now); ``ValueError`` when a secret is missing."""
+        import base64
+
+        out = {k: v.get_secret_value() for k, v in self.headers.items()}
+        token = self.bearer.get_secret_value() if self.bearer else None
+        if self.bearer_file is not None:
+            try:
+                token = self.bearer_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"auth.bearer_file {self.bearer_file}: {exc.strerror or exc}") from None
+        if self.bearer_env is not None:
+            token = os.environ.get(self.bearer_env)
+            if not token:
+                raise ValueError(f"auth.bearer_env: the environment variable {self.bearer_env} is not set")
+        if token:
+            out["Authorization"] = f"Bearer {token}"
+        if self.basic_username is not None and self.basic_password is not None:
+            pair = f"{self.basic_username}:{self.basic_password.get_secret_value()}".encode()
+            out["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        return out
+
+
+class RegistryTimeouts(BaseModel):
+    """Timeouts of requests to a remote registry, in seconds."""
+
+    model_config = {"extra": "forbid"}
+
+    connect: float = Field(2.0, gt=0, description="Establishing a connection.")
+    read: float = Field(10.0, gt=0, description="Waiting for each part of the answer.")
+    total: float = Field(30.0, gt=0, description="One request as a whole, body included (per attempt).")
+
+
+class BreakerSettings(BaseModel):
+    """The circuit breaker of a remote registry."""
+
+    model_config = {"extra": "forbid"}
+
+    failures: int = Field(5, ge=1, description="Consecutive failed requests that open the circuit.")
+    reset_seconds: float = Field(30.0, gt=0, description="How long it stays open before one trial request.")
+
+
+#: The gateway's own store, a remote xRegistry HTTP API, or a document served read-only.
+RegistryKind = Literal["local", "xregistry", "file"]
+
+
+class RegistryConfig(BaseModel):
+    """One registry the gateway federates (an entry of ``registries:``)."""
+
+    model_config = {"extra": "forbid"}
+
+    id: str = Field(description="The registry's id in the gateway (GraphQL registry ids, global ids).")
+    kind: RegistryKind = Field(description="local (the gateway's own store), xregistry (an HTTP API), file (a document).")
+    url: str | None = Field(None, description="xregistry: the API's root URL; file: the document's URL.")
+    path: Path | None = Field(None, description="file: the document's path (relative: to the settings file).")
+    base_url: str | None = Field(None, description="Another URL references use for this registry (its public URL).")
+    priority: int = Field(100, description="Resolution order when several registries match a reference: lower first.")
+    auth: RegistryAuth = Field(default_factory=RegistryAuth)
+    cache_ttl: float = Field(30.0, ge=0, description="Seconds an answer is fresh (0: not cached).")
+    stale_while_revalidate: float = Field(
+        30.0, ge=0, description="Seconds after cache_ttl a stale answer is served while it is fetched anew.")
+    stale_if_error: float = Field(
+        3600.0, ge=0, description="Seconds after cache_ttl a stale answer is served when the registry fails.")
+    timeouts: RegistryTimeouts = Field(default_factory=RegistryTimeouts)
+    retries: int = Field(2, ge=0, le=10, description="Retries after connection errors, 429 and 5xx.")
+    backoff_seconds: float = Field(0.2, gt=0, description="First back-off delay (doubled each retry, jittered).")
+    max_backoff_seconds: float = Field(5.0, gt=0, description="Longest delay, Retry-After included (longer: no retry).")
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    max_connections: int = Field(20, ge=1, description="Connection pool size.")
+    page_size: int = Field(500, ge=1, description="?limit asked of the remote when reading collections.")
+    max_response_bytes: int = Field(32 * 1024 * 1024, ge=1024, description="Largest answer accepted.")
+
+    @field_validator("id")
+    @classmethod
+    def _check_id(cls, value: str) -> str:
+        from gateway.registry.ids import id_problem
+
+        problem = id_problem(value)
+        if problem:
+            raise ValueError(f"registry id {value!r}: {problem}")
+        return value
+
+    @field_validator("url", "base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http(s) URL with a host")
+        if parts.query or parts.fragment:
+            raise ValueError(f"{value!r}: a registry URL has no query or fragment")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _check_kind(self) -> "RegistryConfig":
+        where = f"registry {self.id!r} (kind {self.kind})"
+        if self.kind == "local" and (self.url or self.path):
+            raise ValueError(f"{where}: the local registry takes no url or path (it is the gateway's own store)")
+        if self.kind == "xregistry" and (not self.url or self.path):
+            raise ValueError(f"{where}: needs url (the xRegistry API's root URL), and no path")
+        if self.kind == "file" and (self.url is None) == (self.path is None):
+            raise ValueError(f"{where}: needs exactly one of path or url")
+        if self.auth.forward and self.kind != "xregistry":
+            raise ValueError(f"{where}: auth.forward only applies to xregistry registries")
+        return self
+
+    @property
+    def match_urls(self) -> list[str]:
+        """The URLs that references to this registry start with."""
+        urls = [self.base_url] + ([self.url] if self.kind == "xregistry" else [])
+        return list(dict.fromkeys(u for u in urls if u))
+
+
+_ENV_REGISTRY = re.compile(r"XREG_REGISTRIES__(?P<id>[A-Z0-9_]+?)__(?P<path>[A-Z0-9_]+(?:__[A-Z0-9_]+)*)")
+
+
+def _env_key(registry_id: str) -> str:
+    """How a registry id appears in environment variable names (``team-a.prod`` → ``TEAM_A_PROD``)."""
+    return re.sub(r"[^A-Z0-9]", "_", registry_id.upper())
+
+
+def apply_registry_env(registries: list[Any], environ: dict[str, str]) -> list[Any]:
+    """Override fields of listed registries from ``XREG_REGISTRIES__<ID>__<FIELD>[__<SUBFIELD>]``
+    variables (``XREG_REGISTRIES__CONTOSO__AUTH__BEARER=…``); a variable naming no listed
+    registry is an error."""
+    entries = [dict(e) if isinstance(e, dict) else e.model_dump(exclude_unset=True) for e in registries]
+    by_key = {_env_key(str(e.get("id", ""))): e for e in entries}
+    for name, value in sorted(environ.items()):
+        m = _ENV_REGISTRY.fullmatch(name)
+        if not m:
+            continue
+        entry = by_key.get(m.group("id"))
+        if entry is None:
+            raise ValueError(f"{name} names no listed registry (listed: {', '.join(by_key) or 'none'})")
+        *heads, last = m.group("path").lower().split("__")
+        node = entry
+        for head in heads:
+            child = node.get(head)
+            if isinstance(child, BaseModel):
+                child = child.model_dump(exclude_unset=True)
+            child = dict(child) if isinstance(child, dict) else {}
+            node[head] = child
+            node = child
+        node[last] = value
+    return entries
 
 
 class Settings(BaseSettings):
@@ -66,12 +246,62 @@ class Settings(BaseSettings):
     graphql_introspection: bool = Field(True, description="Allow schema introspection.")
     graphql_max_page_size: int = Field(500, ge=1, description="Largest first/last a connection accepts.")
 
+    # -- federation -----------------------------------------------------------------------------
+    registries: list[RegistryConfig] = Field(
+        default_factory=list, description="Registries to federate; the local one is implicit when not listed.")
+    cache_url: str = Field("memory://", description="memory:// (per process) or redis://[:password@]host:port/db.")
+    config_watch_seconds: float = Field(
+        2.0, ge=0, description="How often the settings file is checked for changes (0: only on SIGHUP).")
+
     @field_validator("store_url")
     @classmethod
     def _check_store_url(cls, value: str) -> str:
         if value and not value.startswith(("sqlite:///", "mongodb://", "mongodb+srv://")):
             raise ValueError("store_url must start with sqlite:///, mongodb:// or mongodb+srv://")
         return value
+
+    @field_validator("cache_url")
+    @classmethod
+    def _check_cache_url(cls, value: str) -> str:
+        if value != "memory://" and urlsplit(value).scheme not in ("redis", "rediss"):
+            raise ValueError("cache_url must be memory:// or redis://host:port/db (rediss:// for TLS)")
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _registries_from_env(cls, data: Any) -> Any:
+        if isinstance(data, dict) and any(k.startswith("XREG_REGISTRIES__") for k in os.environ):
+            data = {**data, "registries": apply_registry_env(list(data.get("registries") or []), dict(os.environ))}
+        return data
+
+    @model_validator(mode="after")
+    def _check_registries(self) -> "Settings":
+        seen: dict[str, str] = {}
+        for entry in self.registries:
+            if entry.id.lower() in seen:
+                raise ValueError(f"registries: the id {entry.id!r} is listed twice")
+            seen[entry.id.lower()] = entry.id
+            if entry.kind == "local" and entry.id != self.registry_id:
+                raise ValueError(f"registries: the local registry is {self.registry_id!r} (registry_id), "
+                                 f"not {entry.id!r}")
+            if entry.path is not None and not entry.path.is_absolute() and self.config is not None:
+                entry.path = Path(self.config).parent / entry.path
+            if entry.path is not None and not entry.path.is_file():
+                raise ValueError(f"registries: {entry.id!r}: the file {entry.path} does not exist")
+        if self.registry_id.lower() in seen and seen[self.registry_id.lower()] != self.registry_id:
+            raise ValueError(f"registries: {seen[self.registry_id.lower()]!r} clashes with the local registry's id")
+        for entry in self.registries:
+            if entry.id.lower() == self.registry_id.lower() and entry.kind != "local":
+                raise ValueError(f"registries: {entry.id!r} is the local registry's id (registry_id); "
+                                 "give the remote another id")
+        return self
+
+    @property
+    def federated_registries(self) -> list[RegistryConfig]:
+        """Every registry served, the local one included (first unless listed elsewhere)."""
+        if any(e.kind == "local" for e in self.registries):
+            return list(self.registries)
+        return [RegistryConfig(id=self.registry_id, kind="local", base_url=self.base_url), *self.registries]
 
     @property
     def effective_store_url(self) -> str:

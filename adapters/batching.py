@@ -1,0 +1,65 @@
+"""Per-request batching of entity loads across registries (a DataLoader).
+
+Every ``load(registry, xid)`` issued while one step of a request runs — the references of a
+page of entities, the bases of a page of messages — is served together: one
+:meth:`~adapters.base.RegistrySource.get_many` per registry and revision, all registries in
+parallel. So resolving references costs one round trip per step, about the latency of the
+slowest registry, and each entity is asked for at most once per request.
+
+XIDs are matched case-insensitively but handed to the sources as written (a remote's paths are
+case-sensitive). A registry that fails fails only its own loads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from typing import Mapping
+
+from strawberry.dataloader import DataLoader
+
+from adapters.base import Entity, RegistrySource
+
+#: ``(registry, as_of, XID as written)``
+Key = tuple[str, "int | None", str]
+
+
+class EntityBatcher:
+    """Batched, cached entity loads of one request."""
+
+    def __init__(self, sources: Mapping[str, RegistrySource]) -> None:
+        self.sources = sources
+        self.loader: DataLoader[Key, Entity | None] = DataLoader(
+            self._load, cache_key_fn=lambda k: (k[0], k[1], k[2].lower()))
+
+    async def load(self, registry: str, xid: str, as_of: int | None = None) -> Entity | None:
+        """One entity (``None``: it does not exist); :class:`~adapters.base.SourceUnavailable`
+        when its registry cannot be read."""
+        return await self.loader.load((registry, as_of, xid))
+
+    def prime(self, entities: list[Entity]) -> None:
+        """Remember entities read otherwise (a page), so that loading them again is free."""
+        for e in entities:
+            self.loader.prime((e.registry, e.as_of, e.xid), e)
+
+    async def _load(self, keys: list[Key]) -> list[Entity | None | BaseException]:
+        groups: dict[tuple[str, int | None], list[str]] = defaultdict(list)
+        for registry, as_of, xid in keys:
+            groups[(registry, as_of)].append(xid)
+
+        async def one(registry: str, as_of: int | None, xids: list[str]) -> dict[str, Entity] | BaseException:
+            source = self.sources.get(registry)
+            if source is None:
+                return {}
+            try:
+                return await source.get_many(xids, as_of)
+            except Exception as exc:  # noqa: BLE001 - handed to this registry's loads only
+                return exc
+
+        found = await asyncio.gather(*(one(r, a, xs) for (r, a), xs in groups.items()))
+        by_group = dict(zip(groups, found))
+        out: list[Entity | None | BaseException] = []
+        for registry, as_of, xid in keys:
+            result = by_group[(registry, as_of)]
+            out.append(result if isinstance(result, BaseException) else result.get(xid.lower()))
+        return out

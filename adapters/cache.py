@@ -1,0 +1,216 @@
+"""The cache of remote answers (aiocache): in memory by default, Redis when ``cache_url`` is
+``redis://…`` so that replicas share it.
+
+Every entry remembers when it was stored; per registry (:class:`RegistryCache`):
+
+* younger than ``cache_ttl``: *fresh*, served as is (a hit);
+* up to ``stale_while_revalidate`` later: served at once while a background task fetches it anew
+  (a stale hit);
+* up to ``stale_if_error`` later: fetched anew, but served when the registry fails (stale on error);
+* older: gone (the backend's own expiry).
+
+Keys are ``xreg:<registry>:<fingerprint of its URL>:<caller>:<what>``; ``<caller>`` is a digest
+of the caller's credentials for registries whose answers depend on them (``auth.forward``), else
+``*``. Concurrent misses of one key in a process share one fetch. A failing backend (Redis down)
+never fails a read: it counts as a miss and in ``errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Awaitable, Callable, Iterable
+from urllib.parse import unquote, urlsplit
+
+from aiocache import RedisCache, SimpleMemoryCache
+from aiocache.base import BaseCache
+
+from adapters.base import SourceUnavailable
+
+log = logging.getLogger("xreg.cache")
+
+Fetch = Callable[[], Awaitable[Any]]
+
+
+def create_backend(url: str) -> BaseCache:
+    """The aiocache backend of ``cache_url``."""
+    if url == "memory://":
+        return SimpleMemoryCache()
+    parts = urlsplit(url)
+    db = parts.path.strip("/") or "0"
+    return RedisCache(endpoint=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=int(db),
+                      password=unquote(parts.password) if parts.password else None,
+                      ssl=parts.scheme == "rediss", timeout=2, create_connection_timeout=2)
+
+
+@dataclass
+class CacheStats:
+    """Figures of one registry's cache since the gateway started."""
+
+    hits: int = 0
+    stale_hits: int = 0
+    misses: int = 0
+    stale_on_error: int = 0
+    revalidations: int = 0
+    errors: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A cached value and whether it is still fresh (else: stale, to be revalidated)."""
+
+    value: Any
+    fresh: bool
+    revalidate: bool
+
+
+class RegistryCache:
+    """One registry's part of the cache (see the module documentation)."""
+
+    def __init__(self, backend: BaseCache, namespace: str, *, ttl: float, stale_while_revalidate: float,
+                 stale_if_error: float) -> None:
+        self.backend = backend
+        self.namespace = namespace
+        self.ttl = ttl
+        self.swr = stale_while_revalidate
+        self.sie = max(stale_if_error, stale_while_revalidate)
+        self.stats = CacheStats()
+        self._inflight: dict[str, asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return self.ttl > 0
+
+    def key(self, what: str, caller: str = "*") -> str:
+        return f"{self.namespace}:{caller}:{what}"
+
+    # -- raw entries ----------------------------------------------------------------------------
+    async def lookup(self, keys: Iterable[str]) -> dict[str, Entry]:
+        """The usable entries among ``keys`` (absent: a miss, or too old even for errors)."""
+        keys = list(keys)
+        if not self.enabled or not keys:
+            return {}
+        try:
+            raw = await self.backend.multi_get(keys)
+        except Exception as exc:  # noqa: BLE001 - the cache must never fail a read
+            self._backend_error("read", exc)
+            return {}
+        now, out = time.time(), {}
+        for key, stored in zip(keys, raw):
+            if not isinstance(stored, dict) or "at" not in stored:
+                continue
+            age = now - float(stored["at"])
+            if age <= self.ttl + self.sie:
+                out[key] = Entry(stored.get("v"), age <= self.ttl, self.ttl < age <= self.ttl + self.swr)
+        return out
+
+    async def store(self, values: dict[str, Any]) -> None:
+        """Remember ``values`` (JSON-compatible) from now on."""
+        if not self.enabled or not values:
+            return
+        now = time.time()
+        try:
+            await self.backend.multi_set([(k, {"at": now, "v": v}) for k, v in values.items()],
+                                         ttl=float(self.ttl + self.sie))
+        except Exception as exc:  # noqa: BLE001
+            self._backend_error("write", exc)
+
+    def count(self, entries: dict[str, Entry], wanted: int) -> None:
+        """Count the hits, stale hits and misses of a :meth:`lookup` of ``wanted`` keys."""
+        self.stats.hits += sum(1 for e in entries.values() if e.fresh)
+        self.stats.stale_hits += sum(1 for e in entries.values() if not e.fresh and e.revalidate)
+        self.stats.misses += wanted - sum(1 for e in entries.values() if e.fresh or e.revalidate)
+
+    # -- one value ------------------------------------------------------------------------------
+    async def get(self, key: str, fetch: Fetch) -> Any:
+        """The value of ``key``: cached (fresh, or stale while revalidating), else fetched and
+        stored; a stale value when the fetch fails with :class:`SourceUnavailable`."""
+        if not self.enabled:
+            return await fetch()
+        entry = (await self.lookup([key])).get(key)
+        self.count({key: entry} if entry else {}, 1)
+        if entry is not None and entry.fresh:
+            return entry.value
+        if entry is not None and entry.revalidate:
+            self.background(key, fetch)
+            return entry.value
+        try:
+            return await self._single_flight(key, fetch)
+        except SourceUnavailable:
+            if entry is None:
+                raise
+            self.stats.stale_on_error += 1
+            return entry.value
+
+    def background(self, key: str, fetch: Fetch) -> None:
+        """Fetch ``key`` anew in the background (once at a time), keeping the old value on failure."""
+        if key in self._inflight:
+            return
+        self.stats.revalidations += 1
+
+        async def run() -> None:
+            try:
+                await self._single_flight(key, fetch)
+            except SourceUnavailable as exc:
+                log.info("revalidating %s failed: %s", key, exc.reason)
+            except Exception:  # noqa: BLE001 - a background task must not die loudly
+                log.exception("revalidating %s failed", key)
+
+        self.spawn(run())
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        """Run ``coro`` in the background (cancelled by :meth:`close`)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _single_flight(self, key: str, fetch: Fetch) -> Any:
+        running = self._inflight.get(key)
+        if running is not None:
+            return await asyncio.shield(running)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            value = await fetch()
+            await self.store({key: value})
+            future.set_result(value)
+            return value
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: waiters re-raise it, nobody else needs to
+            raise
+        finally:
+            del self._inflight[key]
+
+    async def close(self) -> None:
+        """Stop background revalidation."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _backend_error(self, what: str, exc: Exception) -> None:
+        self.stats.errors += 1
+        if self.stats.errors == 1 or self.stats.errors % 100 == 0:
+            log.warning("cache %s failed (%d so far): %s: %s", what, self.stats.errors, type(exc).__name__, exc)
+
+
+def caller_digest(credentials: str | None) -> str:
+    """The cache-key part naming a caller: a digest of their credentials (never the credentials)."""
+    if not credentials:
+        return "anonymous"
+    return hashlib.sha256(credentials.encode()).hexdigest()[:24]
+
+
+def fingerprint(*parts: str) -> str:
+    """A short digest of a registry's identity (its URL): entries of an old URL are never reused."""
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]

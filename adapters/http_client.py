@@ -1,0 +1,226 @@
+"""The HTTP client of one remote registry: pooled connections, timeouts, retries, circuit breaker,
+and answers checked before anyone reads them.
+
+One :class:`RemoteClient` (one ``httpx.AsyncClient``) per configured remote. :meth:`RemoteClient.get`
+only ever requests URLs inside the registry's base URL — paths the gateway builds, and ``Link``
+/ redirect targets, which are refused when they point elsewhere (no request forgery through a
+remote's answers). Proxies from the environment are ignored.
+
+An answer is usable when it is ``200`` with a JSON media type, a body within
+``max_response_bytes`` that parses as JSON; ``404`` is an answer too (the entity does not
+exist). Everything else raises :class:`~adapters.base.SourceUnavailable` naming the registry and
+what went wrong, after the retries of :mod:`adapters.retry`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import posixpath
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+from urllib.parse import unquote, urljoin, urlsplit
+
+import httpx
+
+from adapters.base import SourceUnavailable
+from adapters.breaker import CircuitBreaker, CircuitOpen
+from adapters.retry import RETRY_ERRORS, RETRY_STATUSES, backoff_delay, retry_after
+from gateway.config import RegistryConfig
+
+log = logging.getLogger("xreg.remote")
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_MAX_REDIRECTS = 3
+
+
+@dataclass
+class RemoteAnswer:
+    """A usable answer: its status (200 or 404), JSON body (``None`` for 404) and ``Link`` URLs by rel."""
+
+    status: int
+    body: Any
+    url: str
+    links: dict[str, str] = field(default_factory=dict)
+
+
+class _Failure(Exception):
+    """An attempt that failed; ``retry``: worth another; ``counts``: a failure of the registry."""
+
+    def __init__(self, reason: str, *, retry: bool = False, counts: bool = True, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.retry, self.counts, self.wait = reason, retry, counts, wait
+
+
+def within(url: str, base: str) -> bool:
+    """Whether ``url`` lies inside ``base`` (same scheme, host and port; path below it, ``..``
+    segments resolved first)."""
+    u, b = urlsplit(url), urlsplit(base)
+    if (u.scheme, (u.hostname or "").lower(), u.port) != (b.scheme, (b.hostname or "").lower(), b.port):
+        return False
+    base_path = b.path.rstrip("/")
+    path = posixpath.normpath(unquote(u.path)) if u.path else ""
+    return path == base_path or path.startswith(base_path + "/")
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+class RemoteClient:
+    """Requests to one remote registry (see the module documentation)."""
+
+    def __init__(self, config: RegistryConfig, *, base_url: str | None = None,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.registry = config.id
+        self.base_url = (base_url or config.url or "").rstrip("/")
+        self.config = config
+        self.breaker = CircuitBreaker(config.breaker.failures, config.breaker.reset_seconds)
+        t = config.timeouts
+        #: The credentials sent (resolved from the secrets when the client was made).
+        self.auth_headers = config.auth.resolved_headers()
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.read, pool=t.total),
+            limits=httpx.Limits(max_connections=config.max_connections,
+                                max_keepalive_connections=config.max_connections),
+            headers={"Accept": "application/json", **self.auth_headers},
+            follow_redirects=False, trust_env=False, transport=transport,
+        )
+        #: HTTP requests sent (attempts, retries included).
+        self.requests = 0
+        self.last_success: float | None = None
+        self.last_error: str | None = None
+        self.last_error_at: float | None = None
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def url(self, path: str) -> str:
+        """The URL of an API path (``/messagegroups/g``) of this registry."""
+        return self.base_url + ("/" + path.lstrip("/") if path.strip("/") else "/")
+
+    async def get(self, url: str, params: list[tuple[str, str]] | None = None, *,
+                  headers: Mapping[str, str] | None = None, subject: str = "/") -> RemoteAnswer:
+        """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`."""
+        if not within(url, self.base_url):
+            raise SourceUnavailable(self.registry, f"refusing to fetch {url}: it is outside {self.base_url}", subject)
+        try:
+            self.breaker.before()
+        except CircuitOpen as exc:
+            raise SourceUnavailable(self.registry, str(exc), subject) from None
+        verdict = False
+        try:
+            answer = await self._with_retries(url, params, headers)
+            self.breaker.success()
+            verdict = True
+            self.last_success = time.time()
+            return answer
+        except _Failure as failure:
+            self.breaker.failure() if failure.counts else self.breaker.success()
+            verdict = True
+            self.last_error, self.last_error_at = failure.reason, time.time()
+            log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
+            raise SourceUnavailable(self.registry, failure.reason, subject) from None
+        finally:
+            if not verdict:
+                self.breaker.abandon()
+
+    async def _with_retries(self, url: str, params: list[tuple[str, str]] | None,
+                            headers: Mapping[str, str] | None) -> RemoteAnswer:
+        """Attempts until one answers, one fails for good, or the retries are used up (the
+        circuit breaker judges the request as a whole)."""
+        attempt = 0
+        while True:
+            try:
+                return await self._attempt(url, params, headers)
+            except _Failure as failure:
+                wait = failure.wait if failure.wait is not None else backoff_delay(
+                    attempt, self.config.backoff_seconds, self.config.max_backoff_seconds)
+                if not failure.retry or attempt >= self.config.retries or wait > self.config.max_backoff_seconds:
+                    raise
+            attempt += 1
+            await asyncio.sleep(wait)
+
+    async def _attempt(self, url: str, params: list[tuple[str, str]] | None,
+                       headers: Mapping[str, str] | None) -> RemoteAnswer:
+        """One request (following redirects inside the registry), its answer checked."""
+        total = self.config.timeouts.total
+        try:
+            async with asyncio.timeout(total):
+                for _ in range(_MAX_REDIRECTS + 1):
+                    self.requests += 1
+                    async with self.http.stream("GET", url, params=params, headers=headers) as response:
+                        if response.status_code not in _REDIRECTS:
+                            return await self._answer(response)
+                        target = urljoin(str(response.url), response.headers.get("location", ""))
+                    if not within(target, self.base_url):
+                        raise _Failure(f"redirected outside the registry (to {target}); not followed", counts=False)
+                    url, params = target, None
+                raise _Failure("too many redirects", counts=False)
+        except TimeoutError:
+            raise _Failure(f"no complete answer within {total:g} s") from None
+        except httpx.TimeoutException as exc:
+            raise _Failure(f"timed out ({type(exc).__name__})", retry=isinstance(exc, RETRY_ERRORS)) from None
+        except RETRY_ERRORS as exc:
+            raise _Failure(f"connection failed ({type(exc).__name__}: {exc or 'reset'})", retry=True) from None
+        except httpx.HTTPError as exc:
+            raise _Failure(f"request failed ({type(exc).__name__}: {exc})") from None
+
+    async def _answer(self, response: httpx.Response) -> RemoteAnswer:
+        status = response.status_code
+        url = str(response.url)
+        if status == 404:
+            return RemoteAnswer(404, None, url)
+        if status in RETRY_STATUSES:
+            wait = retry_after(response)
+            raise _Failure(f"answered HTTP {status}", retry=True, wait=wait)
+        if status != 200:
+            body = (await self._read(response)).decode("utf-8", "replace")
+            detail = _problem_detail(body)
+            raise _Failure(f"answered HTTP {status}{': ' + detail if detail else ''}", counts=status >= 500)
+        content_type = response.headers.get("content-type", "")
+        if not _is_json(content_type):
+            raise _Failure(f"answered {content_type or 'no content type'}, not JSON")
+        raw = await self._read(response)
+        try:
+            body = json.loads(raw)
+        except ValueError as exc:
+            raise _Failure(f"answered malformed JSON ({exc})") from None
+        if not isinstance(body, dict):
+            raise _Failure(f"answered a JSON {type(body).__name__}, not an object")
+        return RemoteAnswer(200, body, url, self._links(response))
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        limit = self.config.max_response_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _Failure(f"answer of {declared} bytes is larger than the limit of {limit} bytes")
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _Failure(f"answer is larger than the limit of {limit} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _links(self, response: httpx.Response) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for link in response.links.values():
+            rel, target = link.get("rel"), link.get("url")
+            if rel and target:
+                out[rel] = urljoin(str(response.url), target)
+        return out
+
+
+def _problem_detail(body: str) -> str:
+    """The title / detail of a problem document, or a short excerpt of the body."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return body[:200].strip()
+    if isinstance(doc, dict):
+        return str(doc.get("detail") or doc.get("title") or "")[:300]
+    return ""

@@ -1,0 +1,461 @@
+"""A remote xRegistry HTTP API (core/http.md) as a read-only source.
+
+On :meth:`RemoteSource.open` (and again while that fails) the remote's ``/capabilities``,
+``/model`` and root entity are read: the model gives its group and resource types (types the
+gateway has never seen included); the ``flags`` capability says whether ``filter`` and
+``inline`` may be sent. Then:
+
+* entities (:meth:`~RemoteSource.get_many`): one request per entity, in parallel — or, when the
+  remote filters, one request per collection for all wanted entities of that collection
+  (``?filter=<id>=a&filter=<id>=b``); resources come with their ``meta`` and document inlined;
+* collections (:meth:`~RemoteSource.list`): read whole, following ``Link: rel=next`` page by
+  page, with the ``filter`` sent when the remote supports it (otherwise evaluated here, the
+  nested collections it needs inlined), then ordered and cut into keyset pages by
+  :mod:`adapters.slicing` — so cursors stay valid whatever the remote's own paging;
+  a collection across groups (``messages`` of every message group) is one request for the
+  groups with that collection inlined;
+* nested pages of many parents (:meth:`~RemoteSource.list_children`): one request for the
+  parents' collection with the children inlined, when the remote filters and inlines.
+
+Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
+caller's credentials are forwarded. The remote has no revisions: ``asOf`` reads and the change
+feed are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Sequence
+
+import httpx
+
+from adapters.base import (
+    ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable, xid_kind,
+)
+from adapters.breaker import CLOSED
+from adapters.cache import RegistryCache, caller_digest
+from adapters.caller import current_credentials
+from adapters.http_client import RemoteAnswer, RemoteClient, within
+from adapters.slicing import cut, matches, nested_paths
+from gateway.config import RegistryConfig
+from gateway.errors import XRegistryError
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.filters import Filters
+
+log = logging.getLogger("xreg.remote")
+
+#: Parents whose children one request reads (``?filter`` values in one URL).
+BATCH_IDS = 40
+#: Most entities read for one collection.
+MAX_COLLECTION = 200_000
+#: Seconds between attempts to read the model of a remote that was unreachable.
+DISCOVERY_INTERVAL = 5.0
+_MISSING = {"$missing": True}
+
+
+class RemoteSource(RegistrySource):
+    """A remote registry over its xRegistry HTTP API (see the module documentation)."""
+
+    kind = "xregistry"
+
+    def __init__(self, config: RegistryConfig, cache: RegistryCache, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self.config = config
+        self.id = config.id
+        self.base_url = config.url or ""
+        self.client = RemoteClient(config, transport=transport)
+        self.cache = cache
+        self.model = RegistryModel.default()
+        self.capabilities: dict[str, Any] = {}
+        #: Other roots the remote's own URLs may use (its ``self``, ``base_url``): rebased onto ``url``.
+        self.aliases: list[str] = [config.base_url] if config.base_url else []
+        self._discovered = False
+        self._discovered_at = 0.0
+        self._discovering: asyncio.Lock = asyncio.Lock()
+
+    # -- life cycle -----------------------------------------------------------------------------
+    async def open(self) -> None:
+        try:
+            await self._discover()
+        except SourceUnavailable as exc:
+            log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
+
+    async def close(self) -> None:
+        await self.cache.close()
+        await self.client.aclose()
+
+    def status(self) -> SourceStatus:
+        c = self.client
+        state = c.breaker.state
+        healthy = state == CLOSED and (c.last_error_at is None or (c.last_success or 0) > c.last_error_at)
+        return SourceStatus(self.id, self.kind, self.base_url, healthy=healthy, last_success=c.last_success,
+                            last_error=c.last_error, last_error_at=c.last_error_at, breaker=state,
+                            requests=c.requests, cache=self.cache.stats.as_dict())
+
+    def supports(self, flag: str) -> bool:
+        """Whether the remote declares the request flag ``flag`` (``filter``, ``inline``, …)."""
+        return flag in (self.capabilities.get("flags") or ())
+
+    async def _discover(self) -> None:
+        """Read ``/capabilities``, ``/model`` and the root (their failures leave the defaults)."""
+        async with self._discovering:
+            if self._discovered:
+                return
+            self._discovered_at = time.monotonic()
+            caps, model, root = await _all(self._get("/capabilities"), self._get("/model"), self._get("/"))
+            if root.status != 200:
+                raise SourceUnavailable(self.id, f"{self.client.url('/')} answered 404: not an xRegistry API")
+            self.capabilities = caps.body or {}
+            if model.body:
+                try:
+                    self.model = RegistryModel.from_json(model.body)
+                except Exception as exc:  # noqa: BLE001 - a model we cannot read: keep the default
+                    log.warning("registry %s: unreadable /model (%s); using the gateway's model", self.id, exc)
+            await self.cache.store({self.cache.key("e:/", self._caller()[0]): {**root.body, "xid": "/"}})
+            own = root.body.get("self")
+            if isinstance(own, str) and own.startswith(("http://", "https://")) and not within(own, self.base_url):
+                self.aliases.append(own.rstrip("/"))
+            self._discovered = True
+
+    async def _ready(self) -> None:
+        if not self._discovered and time.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL:
+            try:
+                await self._discover()
+            except SourceUnavailable:
+                pass  # reads fail (or are served stale) on their own
+
+    # -- requests ---------------------------------------------------------------------------------
+    def _caller(self) -> tuple[str, dict[str, str] | None]:
+        """The cache-key part and extra headers of the current caller."""
+        if not self.config.auth.forward:
+            return "*", None
+        credentials = current_credentials()
+        return caller_digest(credentials), ({"Authorization": credentials} if credentials else None)
+
+    def _rebase(self, url: str) -> str:
+        """A URL of the remote's own (its ``self`` root) as a URL under the configured ``url``."""
+        if within(url, self.base_url):
+            return url
+        for alias in self.aliases:
+            if within(url, alias):
+                return self.base_url + url[len(alias):]
+        return url  # refused by the client
+
+    async def _get(self, path: str, params: list[tuple[str, str]] | None = None, *, subject: str = "/",
+                   url: str | None = None) -> RemoteAnswer:
+        return await self.client.get(url or self.client.url(path), params, headers=self._caller()[1], subject=subject)
+
+    async def _pages(self, path: str, params: list[tuple[str, str]], subject: str) -> list[dict[str, Any]] | None:
+        """Every entity of a collection (``None``: the collection does not exist), following
+        ``Link: rel=next``."""
+        if self.capabilities.get("pagination", True):
+            params = [*params, ("limit", str(self.config.page_size))]
+        answer = await self._get(path, params, subject=subject)
+        if answer.status == 404:
+            return None
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        while True:
+            out.extend(v for v in answer.body.values() if isinstance(v, dict))
+            nxt = answer.links.get("next")
+            if not nxt or len(out) > MAX_COLLECTION:
+                break
+            nxt = self._rebase(nxt)
+            if nxt in seen:
+                raise SourceUnavailable(self.id, "its pages link back to an earlier page", subject)
+            seen.add(nxt)
+            answer = await self._get("", subject=subject, url=nxt)
+            if answer.status == 404:
+                raise SourceUnavailable(self.id, f"a next page vanished ({nxt})", subject)
+        if len(out) > MAX_COLLECTION:
+            raise SourceUnavailable(self.id, f"{path} has more than {MAX_COLLECTION} entities", subject)
+        return out
+
+    # -- entities ---------------------------------------------------------------------------------
+    def _inline_for(self, kind: str, ctype: str, prefix: str = "") -> list[str]:
+        """``inline`` values that bring a resource's ``meta`` and a document along."""
+        if not self.supports("inline") or kind not in ("resource", "version"):
+            return []
+        parts = ctype.split("/")
+        rdef = self.model.resource(parts[0], parts[1]) if len(parts) > 1 else None
+        names = (["meta"] if kind == "resource" else []) + ([rdef.singular] if rdef and rdef.hasdocument else [])
+        return [prefix + n for n in names]
+
+    def _entity_path(self, xid: str, kind: str, ctype: str) -> str:
+        parts = ctype.split("/")
+        rdef = self.model.resource(parts[0], parts[1]) if len(parts) > 1 else None
+        details = kind in ("resource", "version") and rdef is not None and rdef.hasdocument
+        return xid + ("$details" if details else "")
+
+    def _entity(self, view: dict[str, Any], subject: str = "/") -> Entity:
+        xid = view.get("xid")
+        if not isinstance(xid, str):
+            raise SourceUnavailable(self.id, "answered an entity without an xid", subject)
+        try:
+            kind, ctype = xid_kind(xid)
+        except ValueError:
+            raise SourceUnavailable(self.id, f"answered an entity with a malformed xid {xid!r}", subject) from None
+        meta = view.get("meta") if kind == "resource" and isinstance(view.get("meta"), dict) else None
+        drop = set(self._child_names(kind, ctype)) | ({"meta"} if meta is not None else set())
+        clean = {k: v for k, v in view.items() if not (k in drop and isinstance(v, dict))}
+        return Entity(self.id, xid, kind, ctype, clean, None, meta)
+
+    def _child_names(self, kind: str, ctype: str) -> list[str]:
+        if kind == "registry":
+            return list(self.model.groups)
+        if kind == "group":
+            gdef = self.model.group(ctype)
+            return list(gdef.resources) if gdef else []
+        return ["versions"] if kind == "resource" else []
+
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        await self.check_revision(as_of)
+        await self._ready()
+        spelled: dict[str, str] = {}  # the remote's paths are case-sensitive: ask as the reference spells it
+        for x in xids:
+            spelled.setdefault(x.lower(), x)
+        wanted = list(spelled)
+        if not wanted:
+            return {}
+        caller, _ = self._caller()
+        keys = {x: self.cache.key("e:" + x, caller) for x in wanted}
+        entries = await self.cache.lookup(keys.values())
+        self.cache.count(entries, len(keys))
+        found: dict[str, Any] = {}
+        stale: dict[str, Any] = {}
+        for x, k in keys.items():
+            entry = entries.get(k)
+            if entry is not None and (entry.fresh or entry.revalidate):
+                found[x] = entry.value
+            elif entry is not None:
+                stale[x] = entry.value
+        revalidate = [spelled[x] for x, k in keys.items() if k in entries and entries[k].revalidate]
+        if revalidate:
+            self.cache.spawn(self._refresh(revalidate, keys))
+        missing = [x for x in wanted if x not in found]
+        if missing:
+            fetched, failure = await self._fetch_entities([spelled[x] for x in missing])
+            await self.cache.store({keys[x]: v for x, v in fetched.items()})
+            found.update(fetched)
+            unserved = [x for x in missing if x not in fetched]
+            if unserved and failure is not None:
+                if any(x not in stale for x in unserved):
+                    raise failure
+                self.cache.stats.stale_on_error += len(unserved)
+                found.update({x: stale[x] for x in unserved})
+        return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
+
+    async def _refresh(self, xids: list[str], keys: dict[str, str]) -> None:
+        """Fetch ``xids`` anew (stale entries being served meanwhile)."""
+        self.cache.stats.revalidations += 1
+        fetched, failure = await self._fetch_entities(xids)
+        await self.cache.store({keys[x]: v for x, v in fetched.items()})
+        if failure is not None:
+            log.info("revalidating %d entities of %s failed: %s", len(xids) - len(fetched), self.id, failure.reason)
+
+    async def _fetch_entities(self, xids: list[str]) -> tuple[dict[str, Any], SourceUnavailable | None]:
+        """Views by lower-cased XID (``_MISSING`` for those that do not exist), and the first failure."""
+        by_collection: dict[str, list[str]] = {}
+        for x in xids:
+            kind, _ = xid_kind(x)
+            if kind in ("group", "resource", "version"):
+                by_collection.setdefault(x.rsplit("/", 1)[0], []).append(x)
+            else:
+                by_collection.setdefault(x, []).append(x)
+        jobs = []
+        for collection, members in by_collection.items():
+            if len(members) > 1 and self.supports("filter"):
+                for i in range(0, len(members), BATCH_IDS):
+                    jobs.append(self._fetch_from_collection(collection, members[i:i + BATCH_IDS]))
+            else:
+                jobs.extend(self._fetch_one(x) for x in members)
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+        found: dict[str, Any] = {}
+        failure: SourceUnavailable | None = None
+        for result in results:
+            if isinstance(result, SourceUnavailable):
+                failure = failure or result
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                found.update(result)
+        return found, failure
+
+    async def _fetch_one(self, xid: str) -> dict[str, Any]:
+        kind, ctype = xid_kind(xid)
+        params = [("inline", v) for v in self._inline_for(kind, ctype)]
+        answer = await self._get(self._entity_path(xid, kind, ctype), params, subject=xid)
+        if answer.status == 404:
+            return {xid.lower(): _MISSING}
+        view = answer.body
+        if kind == "registry" and "xid" not in view:
+            view = {**view, "xid": "/"}
+        if not isinstance(view.get("xid"), str) or view["xid"].lower() != xid.lower():
+            raise SourceUnavailable(self.id, f"asked for {xid}, answered {view.get('xid')!r}", xid)
+        return {xid.lower(): view}
+
+    async def _fetch_from_collection(self, collection: str, xids: list[str]) -> dict[str, Any]:
+        kind, ctype = xid_kind(xids[0])
+        attr = self._id_attribute(kind, ctype)
+        params = [("filter", f"{attr}={x.rsplit('/', 1)[1]}") for x in xids]
+        params += [("inline", v) for v in self._inline_for(kind, ctype)]
+        views = await self._pages(collection, params, collection)
+        by_xid = {str(v.get("xid", "")).lower(): v for v in views or ()}
+        return {x.lower(): by_xid.get(x.lower(), _MISSING) for x in xids}
+
+    def _id_attribute(self, kind: str, ctype: str) -> str:
+        parts = ctype.split("/")
+        if kind == "group":
+            gdef = self.model.group(parts[0])
+            return gdef.id_attribute if gdef else f"{parts[0].rstrip('s')}id"
+        if kind == "resource":
+            rdef = self.model.resource(parts[0], parts[1])
+            return rdef.id_attribute if rdef else f"{parts[1].rstrip('s')}id"
+        return "versionid"
+
+    # -- collections ------------------------------------------------------------------------------
+    async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
+        entities = await self._entities_of(listing, parent)
+        return cut(entities, listing)
+
+    async def count(self, listing: Listing, parent: str | None = None) -> int:
+        return len(await self._entities_of(listing, parent))
+
+    async def _entities_of(self, listing: Listing, parent: str | None) -> list[Entity]:
+        await self.check_revision(listing.as_of)
+        await self._ready()
+        found = await _all(*(self._collection(ctype, parent, listing.filters) for ctype in listing.ctypes))
+        return [e for batch in found for e in batch]
+
+    async def _collection(self, ctype: str, parent: str | None, filters: Filters | None) -> list[Entity]:
+        """Every entity of ``ctype`` (under ``parent``) that satisfies ``filters``."""
+        if filters is not None and filters.exclude_all:
+            return []
+        names = ctype.split("/")
+        above = 0 if parent in (None, "/") else len([s for s in parent.split("/") if s]) // 2
+        top = names[above]
+        path = (parent.rstrip("/") if parent not in (None, "/") else "") + "/" + top
+        below = names[above + 1:]
+        leaf_kind = ("group", "resource", "version")[len(names) - 1]
+        remote_filter = self.supports("filter") and filters is not None and bool(filters.branches)
+        params: list[tuple[str, str]] = []
+        if below:
+            params.append(("inline", ".".join(below)))
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype, ".".join(below) + ".")]
+        else:
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype)]
+        if remote_filter:  # relative to the collection asked for: every term prefixed with the inlined path
+            prefix = "".join(f"{name}." for name in below)
+            params += [("filter", ",".join(prefix + str(term) for term in branch.terms)) for branch in filters.branches]
+        elif filters is not None and filters.nested:
+            if not self.supports("inline"):
+                raise XRegistryError("bad_filter", path, value=";".join(filters.params), detail=(
+                    f"registry {self.id!r} neither filters nor inlines, so filters on nested collections "
+                    "cannot be evaluated"))
+            params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
+        caller, _ = self._caller()
+        key = self.cache.key("c:" + path.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
+
+        async def fetch() -> list[dict[str, Any]]:
+            views = await self._pages(path, params, path)
+            return [leaf for v in views or () for leaf in _leaves(v, below)]
+
+        trees = await self.cache.get(key, fetch)
+        if not remote_filter:  # evaluated here, nested collections inlined for it
+            trees = [t for t in trees if matches(t, filters)]
+        elif below:  # the remote chose the groups; their inlined entities are checked here
+            own = _own_only(filters)
+            trees = [t for t in trees if matches(t, own)]
+        return [self._entity(t, path) for t in trees]
+
+    async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        await self.check_revision(listing.as_of)
+        await self._ready()
+        (ctype,) = listing.ctypes
+        spelled: dict[str, str] = {}
+        for p in parents:
+            spelled.setdefault(p.lower(), p)
+        by_parent: dict[str, list[Entity]] = {}
+        if len(spelled) > 1 and self.supports("filter") and self.supports("inline") and not (
+                listing.filters is not None and listing.filters.nested):
+            by_parent = await self._children_batched(list(spelled.values()), ctype, listing.filters)
+        rest = [k for k in spelled if k not in by_parent]
+        found = await _all(*(self._collection(ctype, spelled[k], listing.filters) for k in rest))
+        by_parent.update(zip(rest, found))
+        return {k: cut(by_parent[k], listing) for k in spelled}
+
+    async def _children_batched(self, parents: list[str], ctype: str, filters: Filters | None) -> dict[str, list[Entity]]:
+        """The children of many parents, one request per parent collection (and batch of ids)."""
+        child = ctype.split("/")[-1]
+        leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]
+        by_collection: dict[str, list[str]] = {}
+        for p in parents:
+            by_collection.setdefault(p.rsplit("/", 1)[0], []).append(p)
+        caller, _ = self._caller()
+        out: dict[str, list[Entity]] = {}
+
+        async def one(collection: str, members: list[str]) -> None:
+            kind, pctype = xid_kind(members[0])
+            attr = self._id_attribute(kind, pctype)
+            params = [("filter", f"{attr}={m.rsplit('/', 1)[1]}") for m in members]
+            params += [("inline", child)] + [("inline", v) for v in self._inline_for(leaf_kind, ctype, child + ".")]
+            key = self.cache.key("k:" + collection.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
+
+            async def fetch() -> dict[str, list[dict[str, Any]]]:
+                views = await self._pages(collection or "/", params, collection)
+                got = {str(v.get("xid", "")).lower(): _leaves(v, [child]) for v in views or ()}
+                return {m.lower(): got.get(m.lower(), []) for m in members}
+
+            for parent, trees in (await self.cache.get(key, fetch)).items():
+                out[parent] = [self._entity(t, parent) for t in trees if matches(t, filters)]
+
+        jobs = [one(c, ms[i:i + BATCH_IDS]) for c, ms in by_collection.items() for i in range(0, len(ms), BATCH_IDS)]
+        await _all(*jobs)
+        return out
+
+    # -- no history -------------------------------------------------------------------------------
+    async def revision(self) -> int:
+        root = (await self.get_many(["/"])).get("/")
+        epoch = root.view.get("epoch") if root else None
+        return epoch if isinstance(epoch, int) else 0
+
+    async def check_revision(self, as_of: int | None) -> None:
+        if as_of is not None:
+            raise XRegistryError("bad_request", "/", detail=f"registry {self.id!r} is a remote xRegistry API "
+                                 "without revisions; it cannot be read as of one")
+
+    async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+                      limit: int = 100, after: str | None = None) -> tuple[list[ChangeItem], bool]:
+        raise XRegistryError("action_not_supported", "/", action="changes",
+                             detail=f"registry {self.id!r} is a remote xRegistry API; it has no change feed")
+
+
+async def _all(*aws: Any) -> list[Any]:
+    """``asyncio.gather`` that lets every request finish before raising the first failure
+    (none is left running unobserved)."""
+    results = await asyncio.gather(*aws, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
+
+
+def _leaves(view: dict[str, Any], below: Sequence[str]) -> list[dict[str, Any]]:
+    """The entities at the end of the inlined collections ``below`` of ``view`` (``[]``: itself)."""
+    level = [view]
+    for name in below:
+        level = [c for v in level for c in ((v.get(name) or {}).values() if isinstance(v.get(name), dict) else ())
+                 if isinstance(c, dict)]
+    return level
+
+
+def _own_only(filters: Filters | None) -> Filters | None:
+    """``filters`` without the terms on nested collections (which the remote evaluated)."""
+    if filters is None:
+        return None
+    from gateway.registry.filters import FilterExpression
+
+    return Filters(tuple(FilterExpression(tuple(t for t in b.terms if not t.collections), b.exclude_all)
+                         for b in filters.branches))

@@ -1,0 +1,179 @@
+"""Federation benchmark: one GraphQL query resolving references across three remote registries,
+cold and warm cache, with the remote requests it made, against baselines measured in the same run.
+
+Three remotes — gateways of our own, each in its own process on 127.0.0.1, serving real documents
+(contoso ERP; Sparkplug B + inkjet + lightbulb; GTFS) and adding ``--delay`` to every request
+to stand for the network — and the gateway under test (in this process, queried through ASGI).
+Its local registry holds one message group per remote whose messages name a base message in
+that remote (``basemessageuri`` as absolute URLs), a schema reference into the ERP remote, and an
+endpoint referencing every remote message group. The query reads them all: endpoint → message
+groups, messages → base message, effective definition, data schema.
+
+Baselines: **local** — the same query on a gateway whose own registry holds the three documents
+and the same entities with relative references (no federation at all); **round trip** — one
+plain GET of one entity from a remote (the network floor per remote request).
+
+Usage: python bench/bench_federation.py [--delay 0.02] [--runs 7] [--messages 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+
+from gateway.app import create_app  # noqa: E402
+from gateway.config import Settings  # noqa: E402
+from gateway.documents.normalise import normalise  # noqa: E402
+from gateway.documents.reader import read_document  # noqa: E402
+from tests.federation.servers import XREG_DATA, GatewayServer  # noqa: E402
+
+REMOTES = {
+    "erp": ["contoso-erp-jsons07.xreg.json"],
+    "iot": ["mqtt-sparkplugB.xreg.json", "inkjet-proto3.xreg.json", "lightbulb-avro.xreg.json"],
+    "transit": ["rts__gtfs.xreg.json"],
+}
+SCHEMA = "/schemagroups/Contoso.ERP/schemas/Contoso.ERP.EmployeeData/versions/1"
+QUERY = """{ registry {
+  endpoints { nodes { xid messagegroups { registryid xid description } } }
+  messagegroups(filter: {raw: ["messagegroupid=fan-*"]}) { nodes { xid messages(first: 100) { nodes {
+    xid basemessage { registryid xid protocol } effective
+    dataschema { registryid schema { xid format } document } } } } } } }"""
+
+
+def referring_document(bases: dict[str, list[str]], groups: dict[str, list[str]], root: dict[str, str]) -> dict[str, Any]:
+    """The local entities: per remote a group of messages based on that remote's messages, one
+    message with a data schema in the ERP remote, an endpoint referencing every remote group.
+    ``root`` gives each remote's root URL (``""``: the references are relative XIDs)."""
+    doc: dict[str, Any] = {"messagegroups": {}, "endpoints": {"everything": {
+        "usage": ["consumer"], "protocol": "HTTP",
+        "messagegroups": [root[rid] + g for rid, gs in groups.items() for g in gs]}}}
+    for rid, xids in bases.items():
+        doc["messagegroups"][f"fan-{rid}"] = {"messages": {
+            f"m{i:03d}": {"basemessageuri": root[rid] + x} for i, x in enumerate(xids)}}
+    doc["messagegroups"]["fan-erp"]["messages"]["m000"].update(
+        dataschemaformat="JsonSchema/draft-07", dataschemauri=root["erp"] + SCHEMA)
+    return doc
+
+
+async def gateway(tmp: Path, registries: list[dict], documents: list[dict]):
+    settings = Settings(data_dir=tmp, registry_id="bench", base_url="http://gw.bench/registry",
+                        config_watch_seconds=0, registries=registries)
+    app = create_app(settings)
+    lifespan = app.router.lifespan_context(app)
+    await lifespan.__aenter__()
+    for doc in documents:
+        await app.state.registry.apply_document(doc)
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gw.bench", timeout=60)
+    return app, client, lifespan
+
+
+async def run_query(client: httpx.AsyncClient) -> tuple[float, dict]:
+    started = time.perf_counter()
+    response = await client.post("/graphql", json={"query": QUERY})
+    elapsed = time.perf_counter() - started
+    body = response.json()
+    if body.get("errors"):
+        raise SystemExit(f"the query failed: {body['errors'][:2]}")
+    return elapsed, body["data"]
+
+
+def resolved(data: dict) -> int:
+    groups = data["registry"]["messagegroups"]["nodes"]
+    refs = sum(1 for g in groups for m in g["messages"]["nodes"] if m["basemessage"])
+    refs += sum(1 for m in (m for g in groups for m in g["messages"]["nodes"]) if (m["dataschema"] or {}).get("schema"))
+    return refs + sum(len(e["messagegroups"]) for e in data["registry"]["endpoints"]["nodes"])
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--delay", type=float, default=0.02, help="seconds each remote adds to every request")
+    parser.add_argument("--runs", type=int, default=7, help="repetitions per figure (the median is shown)")
+    parser.add_argument("--messages", type=int, default=50, help="referring messages in all (spread over the remotes)")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    tmp = Path(tempfile.mkdtemp(prefix="xreg-bench-fed-"))
+    servers = {rid: GatewayServer(rid, docs, tmp / rid) for rid, docs in REMOTES.items()
+               if (tmp / rid).mkdir() is None}
+    try:
+        for server in servers.values():
+            server.start()
+        bases, groups = {}, {}
+        share = [args.messages // 3 + (1 if i < args.messages % 3 else 0) for i in range(3)]
+        async with httpx.AsyncClient(trust_env=False) as c:
+            for (rid, server), count in zip(servers.items(), share):
+                found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
+                groups[rid] = [g["xid"] for g in found.values()]
+                bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
+            for server in servers.values():
+                server.wrapper.reset()
+                server.wrapper.delay = args.delay
+            trips = []
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                await c.get(servers["erp"].base_url + SCHEMA.rsplit("/versions", 1)[0] + "$details")
+                trips.append(time.perf_counter() - started)
+
+        roots = {rid: s.base_url for rid, s in servers.items()}
+        registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
+        app, client, lifespan = await gateway(tmp / "federated", registries, [referring_document(bases, groups, roots)])
+        federation = app.state.federation
+        cold, warm, asked_cold, asked_warm = [], [], [], []
+        for _ in range(args.runs):
+            await federation.backend.clear()
+            for server in servers.values():
+                server.wrapper.clear()
+            elapsed, data = await run_query(client)
+            cold.append(elapsed)
+            per_remote = {rid: s.wrapper.requests for rid, s in servers.items()}
+            asked_cold.append(sum(per_remote.values()))
+            for server in servers.values():
+                server.wrapper.clear()
+            elapsed, _ = await run_query(client)
+            warm.append(elapsed)
+            asked_warm.append(sum(s.wrapper.requests for s in servers.values()))
+        refs = resolved(data)
+        await client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+        local_docs = [normalise(read_document(XREG_DATA / name), strict=False)[0]
+                      for names in REMOTES.values() for name in names]
+        local_docs.append(referring_document(bases, groups, {rid: "" for rid in roots}))
+        _, client, lifespan = await gateway(tmp / "local", [], local_docs)
+        local = [(await run_query(client))[0] for _ in range(args.runs)]
+        await client.aclose()
+        await lifespan.__aexit__(None, None, None)
+    finally:
+        for server in servers.values():
+            server.stop()
+
+    ms = lambda xs: f"{statistics.median(xs) * 1000:8.1f}"  # noqa: E731
+    print(f"{refs} references resolved ({args.messages} base messages, 1 data schema, the endpoint's message groups) "
+          f"over 3 remotes adding {args.delay * 1000:.0f} ms per request; median of {args.runs} runs; "
+          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs")
+    print()
+    print(f"{'target':38} {'ms':>8} {'remote requests':>16}")
+    print(f"{'federated, cold cache':38} {ms(cold)} {statistics.median(asked_cold):>16.0f}")
+    print(f"{'federated, warm cache':38} {ms(warm)} {statistics.median(asked_warm):>16.0f}")
+    print(f"{'baseline: all local, no federation':38} {ms(local)} {0:>16}")
+    print(f"{'baseline: one remote round trip':38} {ms(trips)} {1:>16}")
+    print()
+    print("cold − local = " + f"{(statistics.median(cold) - statistics.median(local)) * 1000:.1f} ms "
+          f"≈ {(statistics.median(cold) - statistics.median(local)) / statistics.median(trips):.1f} round trips; "
+          "requests of the last cold run per remote: "
+          + ", ".join(f"{rid} {n}" for rid, n in per_remote.items()))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

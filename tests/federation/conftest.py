@@ -1,0 +1,108 @@
+"""Fixtures of the federation tests: three gateways of our own serving different real documents
+(the remotes), the faulty registry, the canary, the resetting socket — started once per session
+on 127.0.0.1 — and remote sources over them with an in-memory cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from adapters.cache import RegistryCache, create_backend
+from adapters.remote import RemoteSource
+from gateway.config import RegistryConfig
+from tests.federation.servers import GatewayServer, ResettingServer, Served, canary_app, faulty_app, free_socket
+
+#: The remotes: registry id → the documents it serves.
+REMOTES = {
+    "erp": ["contoso-erp-jsons07.xreg.json"],
+    "iot": ["mqtt-sparkplugB.xreg.json", "inkjet-proto3.xreg.json", "lightbulb-avro.xreg.json"],
+    "transit": ["rts__gtfs.xreg.json"],
+}
+
+
+@pytest.fixture(scope="session")
+def remotes(tmp_path_factory) -> Iterator[dict[str, GatewayServer]]:
+    servers = {rid: GatewayServer(rid, docs, tmp_path_factory.mktemp(rid)) for rid, docs in REMOTES.items()}
+    try:
+        for server in servers.values():
+            server.start()
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_remotes(request) -> None:
+    """Every test starts with remotes that count from zero, without delay, with all capabilities."""
+    if "remotes" in request.fixturenames:
+        for server in request.getfixturevalue("remotes").values():
+            server.wrapper.reset()
+
+
+@pytest.fixture(scope="session")
+def canary() -> Iterator[tuple[Served, Any]]:
+    app, hits = canary_app()
+    served = Served(app, free_socket()).start()
+    try:
+        yield served, hits
+    finally:
+        served.stop()
+
+
+@pytest.fixture(scope="session")
+def faulty(canary) -> Iterator[tuple[Served, Any]]:
+    app, hits = faulty_app(canary[0].origin)
+    served = Served(app, free_socket()).start()
+    try:
+        yield served, hits
+    finally:
+        served.stop()
+
+
+@pytest.fixture(scope="session")
+def resetting() -> Iterator[ResettingServer]:
+    server = ResettingServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def remote_config(rid: str, url: str, **overrides: Any) -> RegistryConfig:
+    """A remote's settings with test-sized timeouts and back-off."""
+    values: dict[str, Any] = dict(id=rid, kind="xregistry", url=url, backoff_seconds=0.01, max_backoff_seconds=2.0,
+                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0})
+    values.update(overrides)
+    return RegistryConfig(**values)
+
+
+def make_remote(config: RegistryConfig, backend=None) -> RemoteSource:
+    """A remote source with its own in-memory cache (or a share of ``backend``)."""
+    cache = RegistryCache(backend or create_backend("memory://"), f"xreg:{config.id}:test", ttl=config.cache_ttl,
+                          stale_while_revalidate=config.stale_while_revalidate, stale_if_error=config.stale_if_error)
+    return RemoteSource(config, cache)
+
+
+@pytest.fixture
+async def open_remote():
+    """``await open_remote(config)``: an opened remote source, closed after the test."""
+    opened: list[RemoteSource] = []
+
+    async def make(config: RegistryConfig, backend=None) -> RemoteSource:
+        source = make_remote(config, backend)
+        await source.open()
+        opened.append(source)
+        return source
+
+    yield make
+    for source in opened:
+        await source.close()
+
+
+def data_file(name: str) -> Path:
+    from tests.federation.servers import XREG_DATA
+
+    return XREG_DATA / name

@@ -1,0 +1,417 @@
+"""Real servers for the federation tests, all on 127.0.0.1 (free ports): gateways of our own
+serving real documents over the xRegistry HTTP API (each in a process of its own), a
+deliberately faulty registry, a socket that resets connections, a canary that must never be
+called (threads of the test process), and Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+
+XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
+
+
+def free_socket() -> socket.socket:
+    """A TCP socket bound to a free port of 127.0.0.1 (``IPPROTO_TCP``: asyncio then sets
+    TCP_NODELAY on accepted connections — no Nagle delays)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+class Served:
+    """uvicorn serving an ASGI app on a socket already bound to 127.0.0.1."""
+
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        self.sock = sock
+        self.port = sock.getsockname()[1]
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+    def start(self) -> "Served":
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(20)
+        self.sock.close()
+
+
+class Instrumented:
+    """ASGI wrapper of a remote: counts requests by path, adds a delay, can hide capabilities;
+    controlled over HTTP at ``/_test/state`` (GET) and ``/_test/configure`` (POST)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.delay = 0.0
+        self.hits: Counter[str] = Counter()
+        self.log: list[str] = []
+        self.hide_flags: set[str] = set()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        if path.startswith("/_test/"):
+            response = await self._control(Request(scope, receive))
+            await response(scope, receive, send)
+            return
+        self.hits[path] += 1
+        query = scope.get("query_string", b"").decode()
+        self.log.append(path + ("?" + query if query else ""))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.hide_flags and any(f"{flag}=" in query for flag in self.hide_flags):
+            await JSONResponse({"title": "unsupported flag"}, 400)(scope, receive, send)
+            return
+        if self.hide_flags and path.endswith("/capabilities"):
+            from gateway.http_api.capabilities import capabilities
+
+            caps = capabilities()
+            caps["flags"] = [f for f in caps["flags"] if f not in self.hide_flags]
+            await JSONResponse(caps)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _control(self, request: Request) -> Response:
+        if request.url.path == "/_test/configure":
+            body = await request.json()
+            if body.get("reset"):
+                self.hits.clear()
+                self.log.clear()
+                self.delay, self.hide_flags = 0.0, set()
+            if "delay" in body:
+                self.delay = float(body["delay"])
+            if "hide_flags" in body:
+                self.hide_flags = set(body["hide_flags"])
+            if body.get("clear"):
+                self.hits.clear()
+                self.log.clear()
+        return JSONResponse({"hits": dict(self.hits), "log": self.log, "delay": self.delay})
+
+
+class RemoteControl:
+    """The test's handle on a remote's :class:`Instrumented` wrapper (in another process)."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def _call(self, **body: Any) -> dict[str, Any]:
+        import httpx
+
+        if body:
+            return httpx.post(self.origin + "/_test/configure", json=body, timeout=10, trust_env=False).json()
+        return httpx.get(self.origin + "/_test/state", timeout=10, trust_env=False).json()
+
+    def reset(self) -> None:
+        """Zero the counters, no delay, every capability."""
+        self._call(reset=True)
+
+    def clear(self) -> None:
+        """Zero the counters only."""
+        self._call(clear=True)
+
+    @property
+    def delay(self) -> float:
+        return self._call()["delay"]
+
+    @delay.setter
+    def delay(self, seconds: float) -> None:
+        self._call(delay=seconds)
+
+    @property
+    def hide_flags(self) -> set[str]:
+        raise AttributeError("write-only")
+
+    @hide_flags.setter
+    def hide_flags(self, flags: set[str]) -> None:
+        self._call(hide_flags=sorted(flags))
+
+    @property
+    def hits(self) -> Counter[str]:
+        return Counter(self._call()["hits"])
+
+    @property
+    def log(self) -> list[str]:
+        return self._call()["log"]
+
+    @property
+    def requests(self) -> int:
+        return sum(self.hits.values())
+
+
+class GatewayServer:
+    """A gateway of our own in a process of its own, serving ``documents`` (file names under the
+    shared data directory) on a free port of 127.0.0.1 (see ``remote_main.py``)."""
+
+    def __init__(self, registry_id: str, documents: list[str], tmp: Path, **settings: Any) -> None:
+        import json
+        import sys
+
+        repo = Path(__file__).resolve().parents[2]
+        env = {**os.environ, "PYTHONPATH": str(repo)}
+        env.pop("XREG_CONFIG", None)
+        self.errors = tmp / "remote.log"
+        with open(self.errors, "w") as errors:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.federation.remote_main", registry_id, str(tmp), json.dumps(documents),
+                 json.dumps(settings, default=_jsonable)],
+                cwd=repo, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True)
+        self.registry_id = registry_id
+
+    def start(self) -> "GatewayServer":
+        """Wait until it serves (several remotes start in parallel: spawn them all first)."""
+        line = self.process.stdout.readline()
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"the remote {self.registry_id} did not start: {line}{self.errors.read_text()}")
+        self.origin = f"http://127.0.0.1:{int(line.split()[1])}"
+        self.base_url = self.origin + "/registry"
+        self.wrapper = RemoteControl(self.origin)
+        return self
+
+    def stop(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    raise TypeError(type(value).__name__)
+
+
+# -- the faulty registry -----------------------------------------------------------------------
+
+_CAPS = {"flags": ["filter", "inline"], "pagination": True, "specversions": ["1.0-rc4"]}
+_MODEL = {"groups": {"messagegroups": {"plural": "messagegroups", "singular": "messagegroup",
+                                       "resources": {"messages": {"plural": "messages", "singular": "message",
+                                                                  "hasdocument": False}}}}}
+
+
+def faulty_app(canary_url: str) -> tuple[Starlette, Counter]:
+    """A registry misbehaving per path prefix (``/<mode>/registry/...``):
+
+    ``slow`` (answers after 3 s), ``500`` (always), ``malformed`` (invalid JSON), ``html`` (wrong
+    content type), ``huge`` (4 MiB), ``flaky`` (503 twice with ``Retry-After: 0``, then fine),
+    ``ratelimit`` (429 with ``Retry-After: 1`` once per entity or collection path, then fine), ``badlink`` (its next
+    page points at the canary), ``ok`` (a tiny healthy registry), ``exotic`` (a healthy registry
+    whose model has group types the gateway has never seen: ``devices`` with ``firmwares``).
+    """
+    hits: Counter = Counter()
+    seen: Counter = Counter()
+
+    def registry_body(request: Request, mode: str) -> dict[str, Any]:
+        base = f"{request.base_url}{mode}/registry"
+        return {"specversion": "1.0-rc4", "registryid": f"faulty-{mode}", "xid": "/", "self": base + "/",
+                "epoch": 1, "messagegroupsurl": base + "/messagegroups", "messagegroupscount": 1}
+
+    async def endpoint(request: Request) -> Response:
+        mode, rest = request.path_params["mode"], "/" + request.path_params.get("rest", "")
+        hits[mode] += 1
+        seen[(mode, rest)] += 1
+        if mode == "slow":
+            await asyncio.sleep(3)
+        elif mode == "500":
+            return PlainTextResponse("boom", 500)
+        elif mode == "malformed" and rest not in ("/capabilities", "/model"):
+            return Response(b'{"xid": "/", "unterminated', media_type="application/json")
+        elif mode == "html":
+            return Response(b"<html><body>maintenance</body></html>", media_type="text/html")
+        elif mode == "huge" and rest not in ("/capabilities", "/model"):
+            chunk = b" " * 65536
+
+            async def body():
+                yield b'{"pad": "'
+                for _ in range(64):
+                    yield chunk
+                yield b'"}'
+
+            return StreamingResponse(body(), media_type="application/json")
+        elif mode == "flaky" and seen[(mode, rest)] <= 2:
+            return PlainTextResponse("try again", 503, headers={"Retry-After": "0"})
+        elif mode == "ratelimit" and rest not in ("/capabilities", "/model", "/") and seen[(mode, rest)] <= 1:
+            return PlainTextResponse("slow down", 429, headers={"Retry-After": "1"})
+        if mode == "exotic":
+            return exotic(request, rest)
+        if rest == "/capabilities":
+            return JSONResponse(_CAPS)
+        if rest == "/model":
+            return JSONResponse(_MODEL)
+        if rest in ("/", ""):
+            return JSONResponse(registry_body(request, mode))
+        base = registry_body(request, mode)["self"].rstrip("/")
+        if rest == "/messagegroups":
+            headers = {}
+            if mode == "badlink":
+                headers["Link"] = f'<{canary_url}/registry/messagegroups?page=2>;rel=next'
+            return JSONResponse({"g1": {"messagegroupid": "g1", "xid": "/messagegroups/g1", "self": base + "/messagegroups/g1",
+                                        "epoch": 1, "messagesurl": base + "/messagegroups/g1/messages", "messagescount": 0}},
+                                headers=headers)
+        if rest == "/messagegroups/g1":
+            return JSONResponse({"messagegroupid": "g1", "xid": "/messagegroups/g1", "self": base + "/messagegroups/g1",
+                                 "epoch": 1, "name": f"group of {mode}"})
+        return JSONResponse({"title": "not found"}, 404)
+
+    def exotic(request: Request, rest: str) -> Response:
+        base = f"{request.base_url}exotic/registry"
+        device = {"deviceid": "d1", "xid": "/devices/d1", "self": base + "/devices/d1", "epoch": 1, "name": "Thermostat",
+                  "vendor": "Acme", "firmwaresurl": base + "/devices/d1/firmwares", "firmwarescount": 1}
+        firmware = {"firmwareid": "f1", "versionid": "2.1", "xid": "/devices/d1/firmwares/f1", "epoch": 3,
+                    "self": base + "/devices/d1/firmwares/f1", "channel": "stable", "isdefault": True}
+        answers = {
+            "/capabilities": {"flags": ["filter", "inline"], "pagination": True},
+            "/model": {"groups": {"devices": {"plural": "devices", "singular": "device", "resources": {
+                "firmwares": {"plural": "firmwares", "singular": "firmware", "hasdocument": False}}}}},
+            "/": {"specversion": "1.0-rc4", "registryid": "exotic", "xid": "/", "self": base + "/", "epoch": 7,
+                  "devicesurl": base + "/devices", "devicescount": 1},
+            "/devices": {"d1": device},
+            "/devices/d1": device,
+            "/devices/d1/firmwares": {"f1": firmware},
+            "/devices/d1/firmwares/f1": firmware,
+        }
+        if rest == "/devices" and "inline" in request.query_params:
+            return JSONResponse({"d1": {**device, "firmwares": {"f1": firmware}}})
+        if rest in answers:
+            return JSONResponse(answers[rest])
+        return JSONResponse({"title": "not found"}, 404)
+
+    app = Starlette(routes=[Route("/{mode}/registry/{rest:path}", endpoint), Route("/{mode}/registry", endpoint)])
+    return app, hits
+
+
+def canary_app() -> tuple[Starlette, Counter]:
+    """A server no test may ever reach: it counts every request."""
+    hits: Counter = Counter()
+
+    async def endpoint(request: Request) -> Response:
+        hits[request.url.path] += 1
+        return JSONResponse({"xid": "/messagegroups/stolen", "messagegroupid": "stolen"})
+
+    return Starlette(routes=[Route("/{rest:path}", endpoint)]), hits
+
+
+class ResettingServer:
+    """Accepts connections, reads the request and resets the connection (TCP RST)."""
+
+    def __init__(self) -> None:
+        self.sock = free_socket()
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.accepted = 0
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import struct
+
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            self.accepted += 1
+            try:
+                conn.settimeout(1)
+                conn.recv(65536)
+            except OSError:
+                pass
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    def start(self) -> "ResettingServer":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(5)
+        self.sock.close()
+
+
+# -- Redis ---------------------------------------------------------------------------------------
+
+
+class RedisServer:
+    """Debian's redis-server on a free port, with a temporary directory, no persistence."""
+
+    def __init__(self) -> None:
+        self.binary = shutil.which("redis-server")
+        self.dir = tempfile.mkdtemp(prefix="xreg-redis-")
+        with free_socket() as sock:
+            self.port = sock.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "RedisServer":
+        assert self.binary
+        self.process = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+             "--appendonly", "no", "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            self.process = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def redis_or_skip() -> RedisServer:
+    """A started Redis; skipped with the reason when the binary is missing, except in CI."""
+    server = RedisServer()
+    if server.binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing (CI needs the Debian package redis-server)")
+        pytest.skip("redis-server is not installed (apt-get install redis-server)")
+    return server.start()

@@ -1,0 +1,124 @@
+"""Caching remote answers: hits and misses, stale-while-revalidate, stale-if-error, a Redis
+shared by replicas, and answers kept per caller when the caller's credentials are forwarded."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.base import Listing, SourceUnavailable
+from adapters.cache import create_backend
+from adapters.caller import acting_for
+from gateway.auth import hash_key
+from gateway.config import ApiKey
+from tests.federation.conftest import remote_config
+from tests.federation.servers import GatewayServer, redis_or_skip
+
+GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
+
+
+@pytest.fixture(scope="module")
+def redis():
+    server = redis_or_skip()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_hits_and_misses(remotes, open_remote):
+    erp = remotes["erp"]
+    source = await open_remote(remote_config("erp", erp.base_url))
+    erp.wrapper.reset()
+    await source.get_many([GROUP])
+    await source.get_many([GROUP])
+    await source.list(Listing(ctypes=("endpoints",)))
+    await source.list(Listing(ctypes=("endpoints",), limit=2))
+    assert erp.wrapper.requests == 2
+    stats = source.status().cache
+    assert stats["hits"] == 2 and stats["misses"] == 2
+
+
+async def test_stale_answers_are_served_while_revalidated(remotes, open_remote):
+    erp = remotes["erp"]
+    source = await open_remote(remote_config("erp", erp.base_url, cache_ttl=0.2, stale_while_revalidate=30))
+    await source.get_many([GROUP])
+    await asyncio.sleep(0.25)
+    erp.wrapper.reset()
+    erp.wrapper.delay = 0.3  # the revalidation is slow; the read must not wait for it
+    started = asyncio.get_running_loop().time()
+    found = await source.get_many([GROUP])
+    assert GROUP.lower() in found and asyncio.get_running_loop().time() - started < 0.2
+    await asyncio.sleep(0.5)
+    assert erp.wrapper.requests == 1  # revalidated in the background
+    stats = source.status().cache
+    assert stats["stale_hits"] == 1 and stats["revalidations"] == 1
+    erp.wrapper.delay = 0
+    await source.get_many([GROUP])
+    assert erp.wrapper.requests == 1  # fresh again
+
+
+async def test_stale_answers_are_served_when_the_remote_is_down(tmp_path, open_remote):
+    server = GatewayServer("wind", ["windgenerator-kafka-avro.xreg.json"], tmp_path).start()
+    try:
+        source = await open_remote(remote_config("wind", server.base_url, cache_ttl=0.2, stale_while_revalidate=0,
+                                                 stale_if_error=60, retries=0))
+        groups = await source.list(Listing(ctypes=("messagegroups",)))
+        xids = [g.xid for g in groups.items]
+        assert xids and await source.get_many(xids)
+    finally:
+        server.stop()
+    await asyncio.sleep(0.25)  # everything is stale now, and the remote gone
+    assert [g.xid for g in (await source.list(Listing(ctypes=("messagegroups",)))).items] == xids
+    assert sorted(await source.get_many(xids)) == sorted(x.lower() for x in xids)
+    with pytest.raises(SourceUnavailable):
+        await source.get_many(["/messagegroups/never-seen"])
+    stats = source.status().cache
+    assert stats["stale_on_error"] == 2 and not source.status().healthy, stats
+
+
+async def test_replicas_share_a_redis_cache(remotes, open_remote, redis):
+    erp = remotes["erp"]
+    config = remote_config("erp", erp.base_url, cache_ttl=60)
+    first = await open_remote(config, create_backend(redis.url))
+    second = await open_remote(config, create_backend(redis.url))  # another gateway process
+    erp.wrapper.reset()
+    page = await first.list(Listing(ctypes=("messagegroups/messages",), limit=5))
+    entities = await first.get_many([GROUP])
+    assert erp.wrapper.requests == 2
+    assert [e.xid for e in (await second.list(Listing(ctypes=("messagegroups/messages",), limit=5))).items] == \
+        [e.xid for e in page.items]
+    assert (await second.get_many([GROUP]))[GROUP.lower()].view == entities[GROUP.lower()].view
+    assert erp.wrapper.requests == 2  # the second replica asked Redis, not the remote
+    assert second.status().cache["hits"] == 2
+
+
+async def test_a_failing_redis_never_fails_a_read(remotes, open_remote):
+    erp = remotes["erp"]
+    source = await open_remote(remote_config("erp", erp.base_url), create_backend("redis://127.0.0.1:9/0"))
+    found = await source.get_many([GROUP])
+    assert GROUP.lower() in found and source.status().cache["errors"] >= 1
+
+
+async def test_forwarded_credentials_are_part_of_the_cache_key(tmp_path, open_remote, redis):
+    keys = {"alice": "alice-key-" + "a" * 24, "bob": "bob-key-" + "b" * 24}
+    server = GatewayServer("private", ["windgenerator-kafka-avro.xreg.json"], tmp_path, anonymous_read=False,
+                           api_keys=[ApiKey(name=n, sha256=hash_key(k), scopes=["read"]) for n, k in keys.items()]).start()
+    try:
+        config = remote_config("private", server.base_url, auth={"forward": True}, breaker={"failures": 50})
+        source = await open_remote(config, create_backend(redis.url))
+        listing = Listing(ctypes=("messagegroups",))
+        server.wrapper.reset()
+        with acting_for(f"Bearer {keys['alice']}"):
+            assert (await source.list(listing)).items
+            assert (await source.list(listing)).items
+        assert server.wrapper.requests == 1
+        with acting_for(f"Bearer {keys['bob']}"):
+            assert (await source.list(listing)).items
+        assert server.wrapper.requests == 2  # bob's answer is his own
+        with acting_for(None), pytest.raises(SourceUnavailable) as exc:
+            await source.list(listing)
+        assert "HTTP 401" in exc.value.reason
+    finally:
+        server.stop()

@@ -1,0 +1,178 @@
+"""References across registries: parsing rules, resolution through batching loaders, the
+effective message, no request forgery, and concurrent fan-out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from adapters.base import Listing
+from adapters.effective import effective_message
+from adapters.federation import Federation
+from adapters.local import LocalSource
+from adapters.references import References, Target
+from gateway.config import Settings
+from gateway.errors import XRegistryError
+from adapters.batching import EntityBatcher
+from tests.federation.test_federation import remote_entry
+
+ERP_GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
+EDGE_NODE = "/messagegroups/Eclipse.SparkplugB.EdgeNode"
+
+
+@pytest.fixture
+async def fed(registry, remotes, tmp_path):
+    settings = Settings(data_dir=tmp_path, registry_id="test", config_watch_seconds=0,
+                        registries=[remote_entry(rid, s.base_url) for rid, s in remotes.items()])
+    federation = Federation(settings, LocalSource(registry))
+    await federation.open()
+    try:
+        yield federation
+    finally:
+        await federation.close()
+
+
+def loader(fed: Federation):
+    """The request's batching loader."""
+    return EntityBatcher(fed.sources).load
+
+
+def test_reference_forms(fed, remotes):
+    refs = fed.references()
+    erp = remotes["erp"].base_url
+    assert refs.targets("/messagegroups/g", "iot") == [Target("iot", "/messagegroups/g")]
+    assert refs.targets("#/messagegroups/g/messages/m", "iot") == [Target("iot", "/messagegroups/g/messages/m")]
+    assert refs.targets(f"{erp}/messagegroups/g/", "test") == [Target("erp", "/messagegroups/g")]
+    assert refs.targets(f"{erp.replace('http://', 'HTTP://')}/schemagroups/s/schemas/x$details", "test") == \
+        [Target("erp", "/schemagroups/s/schemas/x")]
+    assert refs.targets(f"{erp}#/messagegroups/g", "test") == [Target("erp", "/messagegroups/g")]
+    assert refs.targets(f"{erp}/messagegroups/a%40b", "test") == [Target("erp", "/messagegroups/a@b")]
+    assert refs.targets(erp, "test") == [Target("erp", "/")]
+    for bad, needle in [
+        ("messagegroups/g", "only XIDs"), ("urn:uuid:1234", "only XIDs"), ("ftp://x/y", "only XIDs"),
+        ("file:///etc/passwd", "only XIDs"), ("http://169.254.169.254/latest/meta-data", "not inside"),
+        (erp.replace("/registry", "/other") + "/messagegroups/g", "not inside"),
+        ("/messagegroups", "is not an XID"), ("", "non-empty"), (42, "non-empty"),
+        (f"{erp}/messagegroups/../../admin", "is not an XID"), ("/messagegroups/a%2Fb", "is not an XID"),
+    ]:
+        with pytest.raises(XRegistryError) as exc:
+            refs.targets(bad, "test", "/endpoints/e")
+        assert exc.value.type == "unresolved_reference" and needle in exc.value.detail, bad
+        assert exc.value.args_map["registry"] == "test" and exc.value.subject == "/endpoints/e"
+
+
+def test_longest_root_and_priority_decide_between_registries(fed):
+    class S:
+        def __init__(self, rid):
+            self.id = rid
+
+    refs = References([S("a"), S("b"), S("c")], {
+        "a": ["https://reg.example/api"], "b": ["https://reg.example/api/v2"], "c": ["https://REG.example:443/api"]})
+    assert refs.targets("https://reg.example/api/v2/endpoints/e", "x") == [Target("b", "/endpoints/e")]
+    assert refs.targets("https://reg.example/api/endpoints/e", "x") == [Target("a", "/endpoints/e"), Target("c", "/endpoints/e")]
+
+
+async def test_references_resolve_across_registries(fed, remotes, registry, canary):
+    erp, iot, transit = (remotes[r].base_url for r in ("erp", "iot", "transit"))
+    _, canary_hits = canary
+    before = sum(canary_hits.values())
+    await registry.apply_document({
+        "messagegroups": {"local": {"messages": {"vehicle": {
+            "basemessageuri": f"{transit}/messagegroups/GeneralTransitFeedRealTime.Vehicle.VehiclePosition/messages/"
+                              "GeneralTransitFeedRealTime.Vehicle.VehiclePosition",
+            "description": "our vehicle position", "envelope": "CloudEvents/1.0",
+            "envelopemetadata": {"source": {"value": "/ours"}},
+        }}}},
+        "endpoints": {"fleet": {"usage": ["consumer"], "protocol": "HTTP", "messagegroups": [
+            f"{erp}{ERP_GROUP}", "#/messagegroups/local", f"{iot}{EDGE_NODE}",
+            f"{canary[0].origin}/registry/messagegroups/stolen", f"{erp}/messagegroups/missing"]}},
+    })
+    refs, load = fed.references(), loader(fed)
+    fleet = (await fed.sources["test"].get_many(["/endpoints/fleet"]))["/endpoints/fleet"]
+    resolved, errors = [], []
+    for ref in fleet.view["messagegroups"]:
+        try:
+            resolved.append(await refs.resolve(ref, "test", load, fleet.xid, expect=("messagegroups",)))
+        except XRegistryError as exc:
+            errors.append(exc)
+    assert [(e.registry, e.xid) for e in resolved] == [("erp", ERP_GROUP), ("test", "/messagegroups/local"),
+                                                       ("iot", EDGE_NODE)]
+    assert [e.args_map["reference"].rsplit("/", 1)[-1] for e in errors] == ["stolen", "missing"]
+    assert "not inside any configured registry" in errors[0].detail and "has no /messagegroups/missing" in errors[1].detail
+    assert sum(canary_hits.values()) == before  # never fetched
+
+
+async def test_relative_references_of_a_remote_stay_in_that_registry(fed):
+    refs, load = fed.references(), loader(fed)
+    iot = fed.sources["iot"]
+    producer = (await iot.get_many(["/endpoints/Eclipse.SparkplugBv10EdgeNodeProducer"]))[
+        "/endpoints/eclipse.sparkplugbv10edgenodeproducer"]
+    will = await refs.resolve(producer.view["protocoloptions"]["willmessage"], "iot", load, producer.xid,
+                              expect=("messages",))
+    assert will.registry == "iot" and will.xid.endswith("/messages/NDEATH")
+
+
+async def test_the_effective_message_merges_its_chain(fed, remotes, registry):
+    transit = remotes["transit"].base_url
+    middle = "/messagegroups/GeneralTransitFeedRealTime.mqtt/messages/GeneralTransitFeedRealTime.Vehicle.VehiclePosition.mqtt"
+    base_xid = "/messagegroups/GeneralTransitFeedRealTime/messages/GeneralTransitFeedRealTime.Vehicle.VehiclePosition"
+    await registry.apply_document({"messagegroups": {"local": {"messages": {
+        "vehicle": {"basemessageuri": transit + middle,
+                    "description": "ours", "envelope": "CloudEvents/1.0",
+                    "envelopemetadata": {"source": {"value": "/ours"}}},
+        "a": {"basemessageuri": "/messagegroups/local/messages/b"},
+        "b": {"basemessageuri": "/messagegroups/local/messages/a"},
+    }}}})
+    refs, load = fed.references(), loader(fed)
+
+    async def resolve(ref, registry_id, subject):
+        return await refs.resolve(ref, registry_id, load, subject, expect=("messages", "messages/versions"))
+
+    found = await fed.sources["test"].get_many(["/messagegroups/local/messages/vehicle", "/messagegroups/local/messages/a"])
+    vehicle = found["/messagegroups/local/messages/vehicle"]
+    merged, problems = await effective_message(vehicle, resolve)
+    base_view = (await fed.sources["transit"].get_many([base_xid]))[base_xid.lower()].view
+    assert not problems
+    assert merged["description"] == "ours" and merged["messageid"] == "vehicle" and merged["xid"] == vehicle.xid
+    assert merged["envelopemetadata"]["source"]["value"] == "/ours"  # overridden
+    assert merged["envelopemetadata"]["type"] == base_view["envelopemetadata"]["type"]  # from the base's base
+    assert merged["protocol"] == "MQTT/5.0"  # from the base
+    _, problems = await effective_message(found["/messagegroups/local/messages/a"], resolve)
+    assert len(problems) == 1 and "cycle" in problems[0].detail and problems[0].args_map["registry"] == "test"
+
+
+async def test_fifty_references_over_three_slow_remotes_fan_out(fed, remotes):
+    """Every remote adds 50 ms to each request. Resolving 50 references spread over the three
+    asks at most once per entity (here: once per collection), all remotes at once: the total is
+    close to the slowest remote's share, far from the sum of the three (measured in this run)."""
+    refs_by_remote: dict[str, list[str]] = {}
+    for rid, count in (("erp", 17), ("iot", 16), ("transit", 17)):
+        messages = (await fed.sources[rid].list(Listing(ctypes=("messagegroups/messages",), limit=500))).items
+        refs_by_remote[rid] = [remotes[rid].base_url + m.xid for m in messages][:count]
+    refs = [r for rs in refs_by_remote.values() for r in rs]
+    assert len(set(refs)) == 50
+    for server in remotes.values():
+        server.wrapper.delay = 0.05
+
+    async def resolve_all(references: list[str]) -> tuple[float, list]:
+        for rid in remotes:
+            await fed.sources[rid].cache.backend.clear()
+        for server in remotes.values():
+            server.wrapper.clear()
+        rules, load = fed.references(), loader(fed)
+        started = time.perf_counter()
+        found = await asyncio.gather(*(rules.resolve(r, "test", load) for r in references))
+        return time.perf_counter() - started, found
+
+    # the best of three runs each: a busy machine only ever makes a run slower
+    alone = {rid: min([(await resolve_all(rs))[0] for _ in range(3)]) for rid, rs in refs_by_remote.items()}
+    runs = [await resolve_all(refs) for _ in range(3)]
+    elapsed, found = min(runs, key=lambda r: r[0])
+    assert [e.xid for e in found] == [r.split("/registry", 1)[1] for r in refs]
+    collections = {r.split("/registry", 1)[1].rsplit("/", 1)[0] for r in refs}
+    asked = {rid: remotes[rid].wrapper.requests for rid in remotes}
+    assert sum(asked.values()) == len(collections) < 50, asked
+    slowest, total = max(alone.values()), sum(alone.values())
+    assert elapsed < slowest + 0.6 * (total - slowest), (elapsed, alone)
