@@ -194,13 +194,23 @@ def serve_cmd(
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
     config: ConfigOption = None,
 ) -> None:
-    """Serve the gateway (xRegistry HTTP API under /registry)."""
+    """Serve the gateway: GraphQL at /graphql, GraphiQL at /graphiql, the xRegistry HTTP API under /registry."""
     import uvicorn
 
     from gateway.app import create_app
 
-    settings = _settings(config)
+    settings = served_settings(_settings(config), host, port)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+
+
+def served_settings(settings: Settings, host: str, port: int) -> Settings:
+    """``settings`` with ``self`` URLs pointing at where ``serve`` listens, unless the public
+    base URL was configured (``XREG_BASE_URL``, e.g. behind a proxy)."""
+    if "base_url" in settings.model_fields_set:
+        return settings
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return settings.model_copy(update={"base_url": f"http://{shown}:{port}{settings.registry_prefix}"})
 
 
 def main() -> None:

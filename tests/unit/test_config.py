@@ -66,3 +66,13 @@ def test_missing_yaml_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("XREG_CONFIG", str(tmp_path / "nope.yaml"))
     with pytest.raises(FileNotFoundError, match="nope.yaml"):
         load_settings()
+
+
+def test_serve_points_self_urls_at_its_own_port_unless_configured(monkeypatch):
+    from gateway.cli import served_settings
+
+    monkeypatch.delenv("XREG_BASE_URL", raising=False)
+    assert served_settings(load_settings(), "127.0.0.1", 8091).base_url == "http://127.0.0.1:8091/registry"
+    assert served_settings(load_settings(), "0.0.0.0", 9000).base_url == "http://127.0.0.1:9000/registry"
+    monkeypatch.setenv("XREG_BASE_URL", "https://registry.example.com/registry")
+    assert served_settings(load_settings(), "0.0.0.0", 9000).base_url == "https://registry.example.com/registry"
