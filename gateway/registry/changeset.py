@@ -667,11 +667,8 @@ class Changeset:
 
     def writes(self) -> list[Write]:
         """The store writes this changeset amounts to (after validation)."""
-        out = []
-        for key, what in self._dirty.items():
-            s = self._states[key]
-            out.append(Write(xid=s.xid, kind=s.kind, ctype=s.ctype, doc=s.doc, expect=s.stored_rev))
-        return out
+        states = [self._states[key] for key in self._dirty]
+        return [Write(xid=s.xid, kind=s.kind, ctype=s.ctype, doc=s.doc, expect=s.stored_rev) for s in states]
 
     async def commit(self, note: str = "") -> Outcome:
         """Validate, then write everything in one store revision. Raises on any violation."""

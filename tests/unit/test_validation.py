@@ -9,7 +9,7 @@ import pytest
 
 from gateway.documents.normalise import normalise
 from gateway.errors import ValidationErrors, XRegistryError
-from gateway.model.registry_model import DEFINITION_FILES, AttributeDef, RegistryModel, load_definition
+from gateway.model.registry_model import AttributeDef, RegistryModel
 from gateway.registry.ids import build_xid
 from gateway.registry.validation import validate_attributes, validate_entity
 
