@@ -91,7 +91,8 @@ class Entity:
     resource's ``meta`` view when the source read it along. ``as_of`` is the revision it was
     read at (``None``: current), which nested reads inherit. ``partial``: the view's
     ``<COLLECTION>count`` values are placeholders, which :meth:`RegistrySource.complete` fills
-    (counting costs store calls that most queries do not need).
+    (counting costs store calls that most queries do not need). ``revision`` is the revision
+    that wrote the entity's state (``None`` where the source has no revisions: remotes).
     """
 
     registry: str
@@ -102,6 +103,7 @@ class Entity:
     as_of: int | None = None
     meta: dict[str, Any] | None = None
     partial: bool = False
+    revision: int | None = None
 
     @property
     def id(self) -> str:

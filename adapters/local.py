@@ -63,7 +63,7 @@ class LocalSource(RegistrySource):
             rec = found.get(key[: -len("/meta")])
             if rec is not None and rec.kind == "resource":
                 view = meta_view(rec, self.base_url)
-                out[key] = Entity(self.id, view["xid"], "meta", rec.ctype, view, as_of)
+                out[key] = Entity(self.id, view["xid"], "meta", rec.ctype, view, as_of, revision=rec.revision)
         return out
 
     async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
@@ -149,7 +149,8 @@ class LocalSource(RegistrySource):
         out = []
         for rec, view in zip(records, views):
             meta = view.pop("meta", None) if rec.kind == "resource" else None
-            out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True))
+            out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
+                              revision=rec.revision))
         return out
 
     async def complete(self, entities: Sequence[Entity]) -> list[dict[str, Any]]:

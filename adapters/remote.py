@@ -18,8 +18,17 @@ gateway has never seen included); the ``flags`` capability says whether ``filter
   parents' collection with the children inlined, when the remote filters and inlines.
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
-caller's credentials are forwarded. The remote has no revisions: ``asOf`` reads and the change
-feed are refused.
+caller's credentials are forwarded. The remote has no revisions and no change feed; instead
+:meth:`~RemoteSource.revision` mints a *snapshot* (see :class:`Snapshot`): a number, increasing
+per source from 1, naming a holding area in this process. Reads ``as_of`` that number are
+answered from what was fetched under it: the first touch of a collection fetches it whole from
+the remote (every page, no ``filter`` sent — filters are evaluated here) and keeps it; later
+reads (other pages, other parents, other Spark partitions) cut the held copy and never ask the
+remote again, so all of them see one state. Entities by XID are fetched once per snapshot and
+held likewise. A snapshot lives ``snapshot_ttl`` seconds after its last use; at most
+``snapshot_max`` live per remote (the least recently used goes first); reading an unknown or
+expired one is a ``bad_request``. Memory: at most ``snapshot_max`` snapshots, each holding the
+collections read under it (each at most :data:`MAX_COLLECTION` entities).
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import httpx
@@ -55,6 +66,20 @@ DISCOVERY_INTERVAL = 5.0
 _MISSING = {"$missing": True}
 
 
+@dataclass
+class Snapshot:
+    """What the gateway fetched from a remote under one minted revision (see the module doc).
+
+    ``collections``: whole collections (raw entity trees), by caller and request; ``entities``:
+    views by caller and lower-cased XID (``_MISSING`` for absent ones); ``used``: monotonic
+    time of the last read."""
+
+    number: int
+    used: float
+    collections: dict[str, "asyncio.Future[list[dict[str, Any]]]"] = field(default_factory=dict)
+    entities: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
 class RemoteSource(RegistrySource):
     """A remote registry over its xRegistry HTTP API (see the module documentation)."""
 
@@ -74,6 +99,9 @@ class RemoteSource(RegistrySource):
         self._discovered = False
         self._discovered_at = 0.0
         self._discovering: asyncio.Lock = asyncio.Lock()
+        #: Live snapshots, least recently used first; the last number minted.
+        self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
+        self._minted = 0
 
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -83,6 +111,7 @@ class RemoteSource(RegistrySource):
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
 
     async def close(self) -> None:
+        self._snapshots.clear()
         await self.cache.close()
         await self.client.aclose()
 
@@ -189,7 +218,7 @@ class RemoteSource(RegistrySource):
         details = kind in ("resource", "version") and rdef is not None and rdef.hasdocument
         return xid + ("$details" if details else "")
 
-    def _entity(self, view: dict[str, Any], subject: str = "/") -> Entity:
+    def _entity(self, view: dict[str, Any], subject: str = "/", as_of: int | None = None) -> Entity:
         xid = view.get("xid")
         if not isinstance(xid, str):
             raise SourceUnavailable(self.id, "answered an entity without an xid", subject)
@@ -200,7 +229,7 @@ class RemoteSource(RegistrySource):
         meta = view.get("meta") if kind == "resource" and isinstance(view.get("meta"), dict) else None
         drop = set(self._child_names(kind, ctype)) | ({"meta"} if meta is not None else set())
         clean = {k: v for k, v in view.items() if not (k in drop and isinstance(v, dict))}
-        return Entity(self.id, xid, kind, ctype, clean, None, meta)
+        return Entity(self.id, xid, kind, ctype, clean, as_of, meta)
 
     def _child_names(self, kind: str, ctype: str) -> list[str]:
         if kind == "registry":
@@ -211,7 +240,7 @@ class RemoteSource(RegistrySource):
         return ["versions"] if kind == "resource" else []
 
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
-        await self.check_revision(as_of)
+        snap = self._snapshot(as_of)
         await self._ready()
         spelled: dict[str, str] = {}  # the remote's paths are case-sensitive: ask as the reference spells it
         for x in xids:
@@ -219,6 +248,8 @@ class RemoteSource(RegistrySource):
         wanted = list(spelled)
         if not wanted:
             return {}
+        if snap is not None:
+            return await self._held_entities(snap, spelled)
         caller, _ = self._caller()
         keys = {x: self.cache.key("e:" + x, caller) for x in wanted}
         entries = await self.cache.lookup(keys.values())
@@ -246,6 +277,20 @@ class RemoteSource(RegistrySource):
                 self.cache.stats.stale_on_error += len(unserved)
                 found.update({x: stale[x] for x in unserved})
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
+
+    async def _held_entities(self, snap: Snapshot, spelled: dict[str, str]) -> dict[str, Entity]:
+        """Entities as the snapshot holds them; those it does not hold yet are fetched (not from
+        the cache) and held from now on."""
+        caller, _ = self._caller()
+        missing = [x for x in spelled if (caller, x) not in snap.entities]
+        if missing:
+            fetched, failure = await self._fetch_entities([spelled[x] for x in missing])
+            if failure is not None:
+                raise failure
+            for x, view in fetched.items():
+                snap.entities.setdefault((caller, x), view)
+        views = {x: snap.entities[(caller, x)] for x in spelled}
+        return {x: self._entity(view, x, snap.number) for x, view in views.items() if view != _MISSING}
 
     async def _refresh(self, xids: list[str], keys: dict[str, str]) -> None:
         """Fetch ``xids`` anew (stale entries being served meanwhile)."""
@@ -324,8 +369,12 @@ class RemoteSource(RegistrySource):
         return len(await self._entities_of(listing, parent))
 
     async def _entities_of(self, listing: Listing, parent: str | None) -> list[Entity]:
-        await self.check_revision(listing.as_of)
+        snap = self._snapshot(listing.as_of)
         await self._ready()
+        if snap is not None:
+            prefix = parent.lower().rstrip("/") + "/" if parent not in (None, "/") else ""
+            found = await _all(*(self._held(snap, ctype, listing.filters) for ctype in listing.ctypes))
+            return [e for batch in found for e in batch if e.xid.lower().startswith(prefix)]
         found = await _all(*(self._collection(ctype, parent, listing.filters) for ctype in listing.ctypes))
         return [e for batch in found for e in batch]
 
@@ -370,13 +419,58 @@ class RemoteSource(RegistrySource):
             trees = [t for t in trees if matches(t, own)]
         return [self._entity(t, path) for t in trees]
 
+    async def _held(self, snap: Snapshot, ctype: str, filters: Filters | None) -> list[Entity]:
+        """Every entity of ``ctype`` across the registry that satisfies ``filters``, as the
+        snapshot holds it: fetched whole (no filter sent) on the first touch, held from then on."""
+        if filters is not None and filters.exclude_all:
+            return []
+        names = ctype.split("/")
+        path, below = "/" + names[0], names[1:]
+        leaf_kind = ("group", "resource", "version")[len(names) - 1]
+        params: list[tuple[str, str]] = []
+        if below:
+            params.append(("inline", ".".join(below)))
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype, ".".join(below) + ".")]
+        else:
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype)]
+        if filters is not None and filters.nested:
+            if not self.supports("inline"):
+                raise XRegistryError("bad_filter", path, value=";".join(filters.params), detail=(
+                    f"registry {self.id!r} does not inline, so filters on nested collections cannot be "
+                    "evaluated"))
+            params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
+        caller, _ = self._caller()
+        key = caller + ":" + path + "?" + "&".join(f"{k}={v}" for k, v in sorted(params))
+
+        async def fetch() -> list[dict[str, Any]]:
+            views = await self._pages(path, params, path)
+            return [leaf for v in views or () for leaf in _leaves(v, below)]
+
+        held = snap.collections.get(key)
+        if held is None:
+            held = snap.collections[key] = asyncio.ensure_future(fetch())
+        try:
+            trees = await asyncio.shield(held)
+        except Exception:
+            if snap.collections.get(key) is held:  # a failed fetch is not held: the next read tries again
+                del snap.collections[key]
+            raise
+        return [self._entity(t, path, snap.number) for t in trees if matches(t, filters)]
+
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
-        await self.check_revision(listing.as_of)
+        snap = self._snapshot(listing.as_of)
         await self._ready()
         (ctype,) = listing.ctypes
         spelled: dict[str, str] = {}
         for p in parents:
             spelled.setdefault(p.lower(), p)
+        if snap is not None:  # one held copy of the collection across the registry, grouped by parent
+            grouped: dict[str, list[Entity]] = {k: [] for k in spelled}
+            for e in await self._held(snap, ctype, listing.filters):
+                owned = grouped.get(e.xid.lower().rsplit("/", 2)[0])
+                if owned is not None:
+                    owned.append(e)
+            return {k: cut(grouped[k], listing) for k in spelled}
         by_parent: dict[str, list[Entity]] = {}
         if len(spelled) > 1 and self.supports("filter") and self.supports("inline") and not (
                 listing.filters is not None and listing.filters.nested):
@@ -415,16 +509,39 @@ class RemoteSource(RegistrySource):
         await _all(*jobs)
         return out
 
-    # -- no history -------------------------------------------------------------------------------
+    # -- snapshots instead of history ----------------------------------------------------------------
     async def revision(self) -> int:
-        root = (await self.get_many(["/"])).get("/")
-        epoch = root.view.get("epoch") if root else None
-        return epoch if isinstance(epoch, int) else 0
+        """Mint a snapshot: a new number (1, 2, …) whose reads are held (see the module doc)."""
+        self._expire()
+        self._minted += 1
+        self._snapshots[self._minted] = Snapshot(self._minted, time.monotonic())
+        while len(self._snapshots) > self.config.snapshot_max:
+            self._snapshots.popitem(last=False)  # the least recently used
+        return self._minted
 
     async def check_revision(self, as_of: int | None) -> None:
-        if as_of is not None:
-            raise XRegistryError("bad_request", "/", detail=f"registry {self.id!r} is a remote xRegistry API "
-                                 "without revisions; it cannot be read as of one")
+        self._snapshot(as_of)
+
+    def _snapshot(self, as_of: int | None) -> Snapshot | None:
+        """The live snapshot ``as_of`` names (``None``: read the current state), marked used;
+        ``bad_request`` when it is unknown or expired."""
+        if as_of is None:
+            return None
+        self._expire()
+        snap = self._snapshots.get(as_of)
+        if snap is None:
+            raise XRegistryError("bad_request", "/", detail=(
+                f"registry {self.id!r} is a remote xRegistry API without revisions, and {as_of} is not a live "
+                f"snapshot of it (snapshots are minted by reading its revision and expire "
+                f"{self.config.snapshot_ttl:g} s after their last use); read its revision again"))
+        snap.used = time.monotonic()
+        self._snapshots.move_to_end(as_of)
+        return snap
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for number in [n for n, s in self._snapshots.items() if now - s.used > self.config.snapshot_ttl]:
+            del self._snapshots[number]
 
     async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
                       limit: int = 100, after: str | None = None) -> tuple[list[ChangeItem], bool]:

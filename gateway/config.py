@@ -126,6 +126,9 @@ class RegistryConfig(BaseModel):
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     max_connections: int = Field(20, ge=1, description="Connection pool size.")
     page_size: int = Field(500, ge=1, description="?limit asked of the remote when reading collections.")
+    snapshot_ttl: float = Field(
+        3600.0, gt=0, description="Seconds a snapshot (a revision minted for this remote) lives after its last use.")
+    snapshot_max: int = Field(16, ge=1, description="Most live snapshots; the least recently used is dropped first.")
     max_response_bytes: int = Field(32 * 1024 * 1024, ge=1024, description="Largest answer accepted.")
 
     @field_validator("id")

@@ -189,6 +189,11 @@ class Entity(Node):
     icon: Optional[str] = attr()
     deprecated: Optional[JSON] = attr()
 
+    @strawberry.field(description="The revision that wrote the entity's state (null for a remote registry's "
+                                  "entities, which have no revisions).")
+    def revision(self) -> Optional[int]:
+        return self.entity.revision
+
     @strawberry.field(description="The entity's labels.")
     def labels(self) -> list[Label]:
         labels = self.entity.view.get("labels") or {}
@@ -586,7 +591,7 @@ class Registry(Entity):
     specversion: Optional[str] = attr()
 
     @strawberry.field(description="The revision this view is at: `asOf`, or the current one (a remote "
-                                  "registry: its epoch; 0 while it cannot be read).")
+                                  "registry: a newly minted snapshot number, readable with `asOf` while it lives).")
     async def revision(self, info: Info) -> int:
         if self.entity.as_of is not None:
             return self.entity.as_of

@@ -119,7 +119,7 @@ query GroupCursors($r: String!, $v: Int!, $t: String!, $f: Filter, $n: Int!, $a:
 GROUPS = """
 query Groups($r: String!, $v: Int!, $t: String!, $f: Filter, $n: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
-    groups(groupType: $t, filter: $f, first: $n, after: $a) { nodes { json } %s }
+    groups(groupType: $t, filter: $f, first: $n, after: $a) { nodes { json revision } %s }
   }
 }""" % _PAGE_INFO
 
@@ -129,7 +129,7 @@ query Resources($r: String!, $v: Int!, $t: String!, $gf: Filter, $n: Int!, $a: S
                 $rt: String!, $f: Filter, $p: Int!) {
   registry(id: $r, asOf: $v) {
     groups(groupType: $t, filter: $gf, first: $n, after: $a) {
-      nodes { xid resources(resourceType: $rt, filter: $f, first: $p) { nodes { json } %s } }
+      nodes { xid resources(resourceType: $rt, filter: $f, first: $p) { nodes { json revision } %s } }
     }
   }
 }""" % _PAGE_INFO
@@ -139,7 +139,7 @@ MORE_RESOURCES = """
 query MoreResources($r: String!, $v: Int!, $x: String!, $rt: String!, $f: Filter, $p: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
     lookup(xid: $x) {
-      ... on Group { resources(resourceType: $rt, filter: $f, first: $p, after: $a) { nodes { json } %s } }
+      ... on Group { resources(resourceType: $rt, filter: $f, first: $p, after: $a) { nodes { json revision } %s } }
     }
   }
 }""" % _PAGE_INFO
@@ -151,7 +151,7 @@ query Versions($r: String!, $v: Int!, $t: String!, $gf: Filter, $n: Int!, $a: St
   registry(id: $r, asOf: $v) {
     groups(groupType: $t, filter: $gf, first: $n, after: $a) {
       nodes { xid resources(resourceType: $rt, first: $p) {
-        nodes { xid versions(filter: $f, first: $p) { nodes { json } %s } } %s } }
+        nodes { xid versions(filter: $f, first: $p) { nodes { json revision } %s } } %s } }
     }
   }
 }""" % (_PAGE_INFO, _PAGE_INFO)
@@ -162,7 +162,7 @@ query MoreVersionedResources($r: String!, $v: Int!, $x: String!, $rt: String!, $
   registry(id: $r, asOf: $v) {
     lookup(xid: $x) {
       ... on Group { resources(resourceType: $rt, first: $p, after: $a) {
-        nodes { xid versions(filter: $f, first: $p) { nodes { json } %s } } %s } }
+        nodes { xid versions(filter: $f, first: $p) { nodes { json revision } %s } } %s } }
     }
   }
 }""" % (_PAGE_INFO, _PAGE_INFO)
@@ -171,7 +171,7 @@ query MoreVersionedResources($r: String!, $v: Int!, $x: String!, $rt: String!, $
 MORE_VERSIONS = """
 query MoreVersions($r: String!, $v: Int!, $x: String!, $f: Filter, $p: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
-    lookup(xid: $x) { ... on Resource { versions(filter: $f, first: $p, after: $a) { nodes { json } %s } } }
+    lookup(xid: $x) { ... on Resource { versions(filter: $f, first: $p, after: $a) { nodes { json revision } %s } } }
   }
 }""" % _PAGE_INFO
 
@@ -206,13 +206,21 @@ class ChangeRow:
     view: dict[str, Any] | None
 
 
+#: An entity as read: its xRegistry JSON view and the revision that wrote it (``None``: a remote's).
+Node = tuple[dict[str, Any], "int | None"]
+
+
+def _nodes(conn: dict[str, Any]) -> list[Node]:
+    return [(n["json"], n.get("revision")) for n in conn["nodes"]]
+
+
 def _filter(raw: list[str] | None) -> dict[str, Any] | None:
     return {"raw": raw} if raw else None
 
 
 class GatewayClient:
-    """The gateway's GraphQL API as the data source needs it. Entities come back as their
-    xRegistry JSON views (plain dicts)."""
+    """The gateway's GraphQL API as the data source needs it. Entities come back as :data:`Node`
+    pairs: their xRegistry JSON views (plain dicts) and the revisions that wrote them."""
 
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
@@ -261,34 +269,34 @@ class GatewayClient:
 
     def groups(
         self, registry: str, revision: int, gtype: str, *, raw: list[str] | None, after: str | None, count: int,
-    ) -> list[dict[str, Any]]:
-        """The views of ``count`` groups from ``after`` on."""
+    ) -> list[Node]:
+        """The views (and revisions) of ``count`` groups from ``after`` on."""
         conn = self._registry(GROUPS, {"r": registry, "v": revision, "t": gtype, "f": _filter(raw), "n": count,
                                        "a": after})["groups"]
-        return [n["json"] for n in conn["nodes"]]
+        return _nodes(conn)
 
     def resources(
         self, registry: str, revision: int, gtype: str, rtype: str, *, group_raw: list[str] | None,
         after: str | None, count: int, raw: list[str] | None,
-    ) -> Iterator[list[dict[str, Any]]]:
-        """Pages of the views of the ``rtype`` resources of ``count`` groups from ``after`` on."""
+    ) -> Iterator[list[Node]]:
+        """Pages of the views (and revisions) of the ``rtype`` resources of ``count`` groups from ``after`` on."""
         p, f = self.config.page_size, _filter(raw)
         conn = self._registry(RESOURCES, {"r": registry, "v": revision, "t": gtype, "gf": _filter(group_raw),
                                           "n": count, "a": after, "rt": rtype, "f": f, "p": p})["groups"]
         for group in conn["nodes"]:
             page = group["resources"]
-            yield [n["json"] for n in page["nodes"]]
+            yield _nodes(page)
             while page["pageInfo"]["hasNextPage"]:
                 page = self._registry(MORE_RESOURCES, {"r": registry, "v": revision, "x": group["xid"], "rt": rtype,
                                                        "f": f, "p": p, "a": page["pageInfo"]["endCursor"]})
                 page = page["lookup"]["resources"]
-                yield [n["json"] for n in page["nodes"]]
+                yield _nodes(page)
 
     def versions(
         self, registry: str, revision: int, gtype: str, rtype: str, *, group_raw: list[str] | None,
         after: str | None, count: int, raw: list[str] | None,
-    ) -> Iterator[list[dict[str, Any]]]:
-        """Pages of the views of the versions of the ``rtype`` resources of ``count`` groups."""
+    ) -> Iterator[list[Node]]:
+        """Pages of the views (and revisions) of the versions of the ``rtype`` resources of ``count`` groups."""
         p, f = self.config.page_size, _filter(raw)
         conn = self._registry(VERSIONS, {"r": registry, "v": revision, "t": gtype, "gf": _filter(group_raw),
                                          "n": count, "a": after, "rt": rtype, "f": f, "p": p})["groups"]
@@ -297,12 +305,12 @@ class GatewayClient:
             while True:
                 for resource in resources["nodes"]:
                     page = resource["versions"]
-                    yield [n["json"] for n in page["nodes"]]
+                    yield _nodes(page)
                     while page["pageInfo"]["hasNextPage"]:
                         page = self._registry(MORE_VERSIONS, {"r": registry, "v": revision, "x": resource["xid"],
                                                               "f": f, "p": p, "a": page["pageInfo"]["endCursor"]})
                         page = page["lookup"]["versions"]
-                        yield [n["json"] for n in page["nodes"]]
+                        yield _nodes(page)
                 if not resources["pageInfo"]["hasNextPage"]:
                     break
                 resources = self._registry(MORE_VERSIONED_RESOURCES, {

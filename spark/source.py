@@ -28,7 +28,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef
+from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef, Node
 from spark.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
 
 #: The format name: ``spark.read.format("xregistry")``.
@@ -352,14 +352,14 @@ class XRegistryReader(DataSourceReader):
         for c in partition.chunks:
             group_raw = plan.group_filter(self.pushed, c.gtype)
             if plan.rtype is None:
-                pages: Iterable[list[dict[str, Any]]] = [
+                pages: Iterable[list[Node]] = [
                     gw.groups(c.registry, c.revision, c.gtype, raw=group_raw, after=c.after, count=c.count)]
             else:
                 read = gw.versions if plan.versions else gw.resources
                 pages = read(c.registry, c.revision, c.gtype, plan.rtype, group_raw=group_raw, after=c.after,
                              count=c.count, raw=plan.entity_filter(self.pushed, c.gtype))
-            for views in pages:
-                yield [_row(entity, c.registry, v, c.revision) for v in views]
+            for nodes in pages:  # each row's own revision; the pinned one where the registry has none
+                yield [_row(entity, c.registry, v, c.revision if rev is None else rev) for v, rev in nodes]
 
     def _changes(self, gw: GatewayClient, partition: ChangesPartition) -> Iterator[list[dict[str, Any]]]:
         entity = self.options.entity
