@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any, Awaitable, Callable, Sequence
 
-from adapters.base import ChangeItem, Entity, InvalidCursor, Listing, RegistrySource, SourcePage, WriteOutcome
+from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, WriteOutcome
+from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import XRegistryError
 from gateway.registry.changeset import Changeset, Outcome
@@ -67,7 +68,7 @@ class LocalSource(RegistrySource):
         return out
 
     async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
-        after, before = _decode(listing.after), _decode(listing.before)
+        after, before = decode_cursor(listing.after), decode_cursor(listing.before)
         if listing.backward and before is None:
             before = _end_cursor(listing.sort)
         pages = []
@@ -107,7 +108,7 @@ class LocalSource(RegistrySource):
             if owned is not None:
                 owned.append(rec)
         sort = store_sort(ctype, listing.sort)
-        after, before = _decode(listing.after), _decode(listing.before)
+        after, before = decode_cursor(listing.after), decode_cursor(listing.before)
         cut = {k: _cut(recs, sort, listing, after, before) for k, recs in by_parent.items()}
         rendered = iter(await self._entities([r for rows, *_ in cut.values() for r in rows], listing.as_of))
         out = {}
@@ -126,7 +127,7 @@ class LocalSource(RegistrySource):
         if until is not None and until < since:
             raise XRegistryError("bad_request", "/", detail=f"until ({until}) is before since ({since})")
         await self.check_revision(until)
-        after_key = _decode(after).key if after else None
+        after_key = decode_cursor(after).key if after else None
         try:
             found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key)
         except RevisionGone as exc:
@@ -276,15 +277,6 @@ def _busy(subject: str) -> XRegistryError:
 def _outcome(outcome: Outcome) -> WriteOutcome:
     return WriteOutcome(created=list(outcome.created), updated=list(outcome.updated),
                         unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision)
-
-
-def _decode(token: str | None) -> Cursor | None:
-    if token is None:
-        return None
-    try:
-        return Cursor.decode(token)
-    except ValueError as exc:
-        raise InvalidCursor(str(exc)) from None
 
 
 def _end_cursor(sort: Sort | None) -> Cursor:
