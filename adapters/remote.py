@@ -378,6 +378,27 @@ class RemoteSource(RegistrySource):
         found = await _all(*(self._collection(ctype, parent, listing.filters) for ctype in listing.ctypes))
         return [e for batch in found for e in batch]
 
+    def _inline_params(
+        self, ctype: str, path: str, below: list[str], filters: Filters | None,
+    ) -> list[tuple[str, str]]:
+        """The ``inline`` parameters that bring the entities of ``ctype`` (``below`` the fetched
+        ``path``) with what their views need, plus the nested collections ``filters`` (evaluated
+        in the gateway) reach into."""
+        leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]
+        params: list[tuple[str, str]] = []
+        if below:
+            params.append(("inline", ".".join(below)))
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype, ".".join(below) + ".")]
+        else:
+            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype)]
+        if filters is not None and filters.nested:
+            if not self.supports("inline"):
+                raise XRegistryError("bad_filter", path, value=";".join(filters.params), detail=(
+                    f"registry {self.id!r} neither filters nor inlines, so filters on nested collections "
+                    "cannot be evaluated"))
+            params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
+        return params
+
     async def _collection(self, ctype: str, parent: str | None, filters: Filters | None) -> list[Entity]:
         """Every entity of ``ctype`` (under ``parent``) that satisfies ``filters``."""
         if filters is not None and filters.exclude_all:
@@ -387,23 +408,11 @@ class RemoteSource(RegistrySource):
         top = names[above]
         path = (parent.rstrip("/") if parent not in (None, "/") else "") + "/" + top
         below = names[above + 1:]
-        leaf_kind = ("group", "resource", "version")[len(names) - 1]
         remote_filter = self.supports("filter") and filters is not None and bool(filters.branches)
-        params: list[tuple[str, str]] = []
-        if below:
-            params.append(("inline", ".".join(below)))
-            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype, ".".join(below) + ".")]
-        else:
-            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype)]
+        params = self._inline_params(ctype, path, below, None if remote_filter else filters)
         if remote_filter:  # relative to the collection asked for: every term prefixed with the inlined path
             prefix = "".join(f"{name}." for name in below)
             params += [("filter", ",".join(prefix + str(term) for term in branch.terms)) for branch in filters.branches]
-        elif filters is not None and filters.nested:
-            if not self.supports("inline"):
-                raise XRegistryError("bad_filter", path, value=";".join(filters.params), detail=(
-                    f"registry {self.id!r} neither filters nor inlines, so filters on nested collections "
-                    "cannot be evaluated"))
-            params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
         caller, _ = self._caller()
         key = self.cache.key("c:" + path.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
 
@@ -426,19 +435,7 @@ class RemoteSource(RegistrySource):
             return []
         names = ctype.split("/")
         path, below = "/" + names[0], names[1:]
-        leaf_kind = ("group", "resource", "version")[len(names) - 1]
-        params: list[tuple[str, str]] = []
-        if below:
-            params.append(("inline", ".".join(below)))
-            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype, ".".join(below) + ".")]
-        else:
-            params += [("inline", v) for v in self._inline_for(leaf_kind, ctype)]
-        if filters is not None and filters.nested:
-            if not self.supports("inline"):
-                raise XRegistryError("bad_filter", path, value=";".join(filters.params), detail=(
-                    f"registry {self.id!r} does not inline, so filters on nested collections cannot be "
-                    "evaluated"))
-            params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
+        params = self._inline_params(ctype, path, below, filters)
         caller, _ = self._caller()
         key = caller + ":" + path + "?" + "&".join(f"{k}={v}" for k, v in sorted(params))
 
