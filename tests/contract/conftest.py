@@ -1,35 +1,52 @@
 """The ``store`` fixture: every contract test runs once per storage backend.
 
 * ``sqlite``: :class:`~gateway.storage.sqlite.SQLiteStore` on a fresh file under ``tmp_path``.
-* ``mongomock``: ``gateway.storage.mongo.MongoStore`` on an in-memory ``mongomock_motor`` client
-  (skipped while that module does not exist).
+* ``mongomock``: :class:`~gateway.storage.mongo.MongoStore` on an in-memory ``mongomock_motor``
+  client.
 * ``mongo``: ``MongoStore`` on the live server at ``XREG_TEST_MONGODB_URL`` (skipped when the
   variable is unset), in a database of its own that is dropped afterwards.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+import contextlib
 import os
 import uuid
 from pathlib import Path
+from typing import AsyncIterator
 
 import pytest
+from mongomock_motor import AsyncMongoMockClient
 
+from gateway.storage.mongo import MongoStore
 from gateway.storage.sqlite import SQLiteStore
 
 MONGO_URL_ENV = "XREG_TEST_MONGODB_URL"
 
 
-def _mongo_module():
-    if importlib.util.find_spec("gateway.storage.mongo") is None:
-        pytest.skip("gateway.storage.mongo does not exist yet (MongoStore not implemented)")
-    return importlib.import_module("gateway.storage.mongo")
+def _database_name(prefix: str = "xreg_contract") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-def _database_name() -> str:
-    return f"xreg_contract_{uuid.uuid4().hex[:12]}"
+@contextlib.asynccontextmanager
+async def live_mongo_store(prefix: str = "xreg_contract") -> AsyncIterator[MongoStore]:
+    """A MongoStore on the live server at ``XREG_TEST_MONGODB_URL`` in a database of its own,
+    dropped afterwards; skips the test when the variable is unset."""
+    url = os.environ.get(MONGO_URL_ENV)
+    if not url:
+        pytest.skip(f"{MONGO_URL_ENV} is not set (no live MongoDB to test against)")
+    name = _database_name(prefix)
+    try:
+        async with MongoStore(url, database=name) as s:
+            yield s
+    finally:
+        from pymongo import AsyncMongoClient
+
+        client = AsyncMongoClient(url)
+        try:
+            await client.drop_database(name)
+        finally:
+            await client.close()
 
 
 @pytest.fixture(params=["sqlite", "mongomock", pytest.param("mongo", marks=pytest.mark.mongo_live)])
@@ -46,25 +63,8 @@ async def store(backend: str, tmp_path: Path):
             yield s
         return
     if backend == "mongomock":
-        mongo = _mongo_module()
-        from mongomock_motor import AsyncMongoMockClient
-
-        async with mongo.MongoStore(client=AsyncMongoMockClient(), database=_database_name()) as s:
+        async with MongoStore(client=AsyncMongoMockClient(), database=_database_name()) as s:
             yield s
         return
-    url = os.environ.get(MONGO_URL_ENV)
-    if not url:
-        pytest.skip(f"{MONGO_URL_ENV} is not set (no live MongoDB to test against)")
-    mongo = _mongo_module()
-    name = _database_name()
-    try:
-        async with mongo.MongoStore(url, database=name) as s:
-            yield s
-    finally:
-        from pymongo import AsyncMongoClient
-
-        client = AsyncMongoClient(url)
-        try:
-            await client.drop_database(name)
-        finally:
-            await client.close()
+    async with live_mongo_store() as s:
+        yield s

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
-import uuid
 from dataclasses import replace
 
 import pytest
@@ -16,12 +14,12 @@ from pymongo.errors import OperationFailure
 
 from gateway.storage.base import Condition, Conflict, Cursor, Query, Sort, Write, cursor_for
 from gateway.storage.sqlite import SQLiteStore
+from tests.contract.conftest import live_mongo_store
 
 mongo = pytest.importorskip("gateway.storage.mongo")
 from mongomock_motor import AsyncMongoMockClient  # noqa: E402
 
 MESSAGES = "messagegroups/messages"
-MONGO_URL_ENV = "XREG_TEST_MONGODB_URL"
 
 
 def msg(gid: str, mid: str, doc: dict | None = None, **kw) -> Write:
@@ -36,22 +34,8 @@ async def store():
 
 @pytest.fixture
 async def live_store():
-    url = os.environ.get(MONGO_URL_ENV)
-    if not url:
-        pytest.skip(f"{MONGO_URL_ENV} is not set (no live MongoDB to test against)")
-    name = f"xreg_specific_{uuid.uuid4().hex[:12]}"
-    s = mongo.MongoStore(url, database=name)
-    try:
-        async with s:
-            yield s
-    finally:
-        from pymongo import AsyncMongoClient
-
-        client = AsyncMongoClient(url)
-        try:
-            await client.drop_database(name)
-        finally:
-            await client.close()
+    async with live_mongo_store("xreg_specific") as s:
+        yield s
 
 
 async def test_indexes_exist_after_open(store):
