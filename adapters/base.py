@@ -16,8 +16,9 @@ others raise ``action_not_supported``.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel

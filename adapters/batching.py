@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Mapping
+from collections.abc import Mapping
 
 from strawberry.dataloader import DataLoader
 
@@ -42,7 +42,7 @@ class EntityBatcher:
         for e in entities:
             self.loader.prime((e.registry, e.as_of, e.xid), e)
 
-    async def _load(self, keys: list[Key]) -> list[Entity | None | BaseException]:
+    async def _load(self, keys: list[Key]) -> list[Entity | BaseException | None]:
         groups: dict[tuple[str, int | None], list[str]] = defaultdict(list)
         for registry, as_of, xid in keys:
             groups[(registry, as_of)].append(xid)
@@ -53,12 +53,12 @@ class EntityBatcher:
                 return {}
             try:
                 return await source.get_many(xids, as_of)
-            except Exception as exc:  # noqa: BLE001 - handed to this registry's loads only
+            except Exception as exc:
                 return exc
 
         found = await asyncio.gather(*(one(r, a, xs) for (r, a), xs in groups.items()))
         by_group = dict(zip(groups, found))
-        out: list[Entity | None | BaseException] = []
+        out: list[Entity | BaseException | None] = []
         for registry, as_of, xid in keys:
             result = by_group[(registry, as_of)]
             out.append(result if isinstance(result, BaseException) else result.get(xid.lower()))

@@ -21,8 +21,9 @@ import asyncio
 import hashlib
 import logging
 import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from aiocache import RedisCache, SimpleMemoryCache
@@ -99,7 +100,7 @@ class RegistryCache:
             return {}
         try:
             raw = await self.backend.multi_get(keys)
-        except Exception as exc:  # noqa: BLE001 - the cache must never fail a read
+        except Exception as exc:
             self._backend_error("read", exc)
             return {}
         now, out = time.time(), {}
@@ -119,7 +120,7 @@ class RegistryCache:
         try:
             await self.backend.multi_set([(k, {"at": now, "v": v}) for k, v in values.items()],
                                          ttl=float(self.ttl + self.sie))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._backend_error("write", exc)
 
     def count(self, entries: dict[str, Entry], wanted: int) -> None:
@@ -160,7 +161,7 @@ class RegistryCache:
                 await self._single_flight(key, fetch)
             except SourceUnavailable as exc:
                 log.info("revalidating %s failed: %s", key, exc.reason)
-            except Exception:  # noqa: BLE001 - a background task must not die loudly
+            except Exception:
                 log.exception("revalidating %s failed", key)
 
         self.spawn(run())

@@ -8,8 +8,8 @@ context variable; tasks started while serving the request (batched loads, fan-ou
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Iterator
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 

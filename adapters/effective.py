@@ -12,7 +12,8 @@ one batch per registry per step.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from adapters.base import Entity
 from gateway.errors import XRegistryError

@@ -19,8 +19,8 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Iterator, Mapping, Sequence
 
 import httpx
 
@@ -42,7 +42,7 @@ class ConfigError(ValueError):
 class SourcesView(Mapping[str, RegistrySource]):
     """The federation's current sources by id, in priority order (a live view)."""
 
-    def __init__(self, federation: "Federation") -> None:
+    def __init__(self, federation: Federation) -> None:
         self._federation = federation
 
     def __getitem__(self, key: str) -> RegistrySource:
@@ -127,7 +127,7 @@ class Federation:
             if settings is None:
                 try:
                     settings = load_settings(config=self.settings.config)
-                except Exception as exc:  # noqa: BLE001 - pydantic, YAML and file errors alike
+                except Exception as exc:
                     raise ConfigError(f"settings not reloaded: {exc}") from exc
             if settings.registry_id != self.settings.registry_id:
                 raise ConfigError("settings not reloaded: registry_id changed (that needs a restart)")

@@ -17,8 +17,9 @@ import logging
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from adapters.base import RegistrySource, SourceStatus, SourceUnavailable
 from adapters.http_client import RemoteClient
@@ -40,7 +41,7 @@ class FileSource(LocalSource):
     kind = "file"
     writable = False
 
-    def __init__(self, config: RegistryConfig) -> None:  # noqa: D107 - LocalSource's set-up happens on load
+    def __init__(self, config: RegistryConfig) -> None:
         self.config = config
         self.id = config.id
         self.base_url = config.base_url or ""
@@ -125,19 +126,19 @@ class FileSource(LocalSource):
             raise
         return registry, directory
 
-    async def get_many(self, xids: Sequence[str], as_of: int | None = None):  # noqa: D102
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None):
         self._require()
         return await super().get_many(xids, as_of)
 
-    async def list(self, listing, parent=None):  # noqa: D102
+    async def list(self, listing, parent=None):
         self._require()
         return await super().list(listing, parent)
 
-    async def count(self, listing, parent=None):  # noqa: D102
+    async def count(self, listing, parent=None):
         self._require()
         return await super().count(listing, parent)
 
-    async def list_children(self, parents, listing):  # noqa: D102
+    async def list_children(self, parents, listing):
         self._require()
         return await super().list_children(parents, listing)
 
@@ -165,7 +166,7 @@ async def _dispose(registry: LocalRegistry | None, directory: str | None) -> Non
     if registry is not None:
         try:
             await registry.close()
-        except Exception:  # noqa: BLE001 - closing a copy that is being replaced
+        except Exception:
             log.exception("closing a document copy failed")
     if directory is not None:
         shutil.rmtree(directory, ignore_errors=True)

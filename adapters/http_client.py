@@ -19,8 +19,9 @@ import json
 import logging
 import posixpath
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx

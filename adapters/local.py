@@ -11,7 +11,8 @@ their resources costs the same number of store calls as a page of 10.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, WriteOutcome
 from adapters.slicing import decode as decode_cursor

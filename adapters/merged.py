@@ -15,8 +15,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
 
 from adapters.base import Entity, InvalidCursor, Listing, RegistrySource, SourceUnavailable
 from adapters.slicing import KEY_END, order_key
@@ -39,7 +39,7 @@ class Position:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, token: str) -> "Position":
+    def decode(cls, token: str) -> Position:
         try:
             tag, registry, key, value = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
             if tag != "m" or not isinstance(registry, str) or not isinstance(key, str) or not key:

@@ -23,8 +23,9 @@ loader — so the references of one level of a query become one batch per regist
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from adapters.base import Entity, RegistrySource, SourceUnavailable, xid_kind

@@ -37,13 +37,21 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import httpx
 
 from adapters.base import (
-    ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable, xid_kind,
+    ChangeItem,
+    Entity,
+    Listing,
+    RegistrySource,
+    SourcePage,
+    SourceStatus,
+    SourceUnavailable,
+    xid_kind,
 )
 from adapters.breaker import CLOSED
 from adapters.cache import RegistryCache, caller_digest
@@ -76,7 +84,7 @@ class Snapshot:
 
     number: int
     used: float
-    collections: dict[str, "asyncio.Future[list[dict[str, Any]]]"] = field(default_factory=dict)
+    collections: dict[str, asyncio.Future[list[dict[str, Any]]]] = field(default_factory=dict)
     entities: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
@@ -140,7 +148,7 @@ class RemoteSource(RegistrySource):
             if model.body:
                 try:
                     self.model = RegistryModel.from_json(model.body)
-                except Exception as exc:  # noqa: BLE001 - a model we cannot read: keep the default
+                except Exception as exc:
                     log.warning("registry %s: unreadable /model (%s); using the gateway's model", self.id, exc)
             await self.cache.store({self.cache.key("e:/", self._caller()[0]): {**root.body, "xid": "/"}})
             own = root.body.get("self")

@@ -8,7 +8,8 @@ pages of any other source.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from adapters.base import Entity, InvalidCursor, Listing, SourcePage
 from gateway.registry.filters import FilterExpression, Filters, compare_key, matches_condition

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                     dropped = await prune_history(registry, settings)
                     if dropped:
                         log.info("history retention dropped %d superseded states", dropped)
-                except Exception:  # noqa: BLE001 - retention must never stop the server
+                except Exception:
                     log.exception("history retention failed")
                 await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
 

@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -25,7 +25,7 @@ err = Console(stderr=True)
 def _settings(config: Path | None) -> Settings:
     try:
         return load_settings(config=config)
-    except Exception as exc:  # noqa: BLE001 - any settings error ends the command with its message
+    except Exception as exc:
         err.print(f"[red]invalid settings:[/red] {exc}")
         raise typer.Exit(2) from exc
 
@@ -41,7 +41,7 @@ def open_registry(settings: Settings):
     )
 
 
-ConfigOption = Annotated[Optional[Path], typer.Option("--config", "-c", help="YAML settings file (or XREG_CONFIG).")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="YAML settings file (or XREG_CONFIG).")]
 
 
 @dataclass
@@ -138,8 +138,8 @@ def import_cmd(
 
 @app.command("export")
 def export_cmd(
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,
-    as_of: Annotated[Optional[int], typer.Option("--as-of", help="Export the registry as of this revision.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,
+    as_of: Annotated[int | None, typer.Option("--as-of", help="Export the registry as of this revision.")] = None,
     config: ConfigOption = None,
 ) -> None:
     """Write the local registry as one xRegistry 1.0-rc4 document."""

@@ -48,7 +48,7 @@ class RegistryAuth(BaseModel):
     forward: bool = False
 
     @model_validator(mode="after")
-    def _one_scheme(self) -> "RegistryAuth":
+    def _one_scheme(self) -> RegistryAuth:
         given = [n for n in ("bearer", "bearer_file", "bearer_env", "basic_username", "forward") if getattr(self, n)]
         if len(given) > 1:
             raise ValueError(f"auth: choose one of bearer, bearer_file, bearer_env, basic_username, forward (got {', '.join(given)})")
@@ -154,7 +154,7 @@ class RegistryConfig(BaseModel):
         return value.rstrip("/")
 
     @model_validator(mode="after")
-    def _check_kind(self) -> "RegistryConfig":
+    def _check_kind(self) -> RegistryConfig:
         where = f"registry {self.id!r} (kind {self.kind})"
         if self.kind == "local" and (self.url or self.path):
             raise ValueError(f"{where}: the local registry takes no url or path (it is the gateway's own store)")
@@ -278,7 +278,7 @@ class Settings(BaseSettings):
         return data
 
     @model_validator(mode="after")
-    def _check_registries(self) -> "Settings":
+    def _check_registries(self) -> Settings:
         seen: dict[str, str] = {}
         for entry in self.registries:
             if entry.id.lower() in seen:

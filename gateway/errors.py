@@ -159,7 +159,7 @@ class XRegistryError(Exception):
 
         return _PLACEHOLDER.sub(fill, template)
 
-    def with_prefix(self, where: str) -> "XRegistryError":
+    def with_prefix(self, where: str) -> XRegistryError:
         """The same error, its detail prefixed with where it happened (a file, a document)."""
         err = XRegistryError(
             self.type, self.subject, detail=self.detail, path=self.path, source=where, **self.args_map

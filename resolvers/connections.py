@@ -7,7 +7,8 @@ the registry source; a cursor is only meaningful with the sort it was issued und
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 import strawberry
 from strawberry import Private

@@ -3,9 +3,10 @@ reference rules, and the errors reported without failing a field."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any
 
 from graphql import GraphQLError
 from strawberry.types import Info

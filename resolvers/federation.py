@@ -8,7 +8,9 @@ registry that fails is left out and reported in ``errors``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from datetime import UTC
+from typing import Any
 
 import strawberry
 from strawberry.types import Info
@@ -33,12 +35,12 @@ class CacheStatistics:
     errors: int = strawberry.field(description="Failed cache reads and writes (counted as misses).")
 
 
-def _timestamp(seconds: float | None) -> Optional[Timestamp]:
+def _timestamp(seconds: float | None) -> Timestamp | None:
     if seconds is None:
         return None
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return Timestamp(datetime.fromtimestamp(seconds, timezone.utc).isoformat().replace("+00:00", "Z"))
+    return Timestamp(datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z"))
 
 
 @strawberry.type(description="The health of a registry source.")
@@ -50,7 +52,7 @@ class RegistryStatus:
         return self.status.kind
 
     @strawberry.field(description="The remote's API URL, or the document's path or URL.")
-    def url(self) -> Optional[str]:
+    def url(self) -> str | None:
         return self.status.url
 
     @strawberry.field(description="Whether its last request succeeded and its circuit is closed.")
@@ -58,19 +60,19 @@ class RegistryStatus:
         return self.status.healthy
 
     @strawberry.field(description="When it last answered (a document: when it was loaded).")
-    def last_success(self) -> Optional[Timestamp]:
+    def last_success(self) -> Timestamp | None:
         return _timestamp(self.status.last_success)
 
     @strawberry.field(description="What went wrong last.")
-    def last_error(self) -> Optional[str]:
+    def last_error(self) -> str | None:
         return self.status.last_error
 
     @strawberry.field(description="When it went wrong last.")
-    def last_error_at(self) -> Optional[Timestamp]:
+    def last_error_at(self) -> Timestamp | None:
         return _timestamp(self.status.last_error_at)
 
     @strawberry.field(description="The circuit breaker: `closed`, `open` or `half_open` (null: none).")
-    def breaker(self) -> Optional[str]:
+    def breaker(self) -> str | None:
         return self.status.breaker
 
     @strawberry.field(description="HTTP requests sent to it (retries included).")
@@ -78,7 +80,7 @@ class RegistryStatus:
         return self.status.requests
 
     @strawberry.field(description="Its cache figures (null: not cached).")
-    def cache(self) -> Optional[CacheStatistics]:
+    def cache(self) -> CacheStatistics | None:
         return CacheStatistics(**self.status.cache) if self.status.cache else None
 
 
@@ -90,7 +92,7 @@ def ctypes_of(model: RegistryModel, group_type: str | None, resource_type: str |
                  if resource_type in gdef.resources and (group_type is None or g == group_type))
 
 
-def chosen(info: Info, registries: Optional[list[str]]) -> list[RegistrySource]:
+def chosen(info: Info, registries: list[str] | None) -> list[RegistrySource]:
     """The sources a cross-registry collection reads, in priority order."""
     sources = info.context.sources
     unknown = [r for r in registries or () if r not in sources]
@@ -102,7 +104,7 @@ def chosen(info: Info, registries: Optional[list[str]]) -> list[RegistrySource]:
 
 
 async def across(
-    info: Info, *, group_type: str | None, resource_type: str | None, registries: Optional[list[str]],
+    info: Info, *, group_type: str | None, resource_type: str | None, registries: list[str] | None,
     filter: Filter | None, sort: SortBy | None, paging: dict[str, Any], wrap: Callable[[Any], Any],
 ) -> Connection:
     """A connection over one kind of entity across registries."""

@@ -17,7 +17,7 @@ from typing import Any
 import strawberry
 
 from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import Filters, FilterExpression, Term, parse_filters, parse_sort
+from gateway.registry.filters import FilterExpression, Filters, Term, parse_filters, parse_sort
 from gateway.registry.reads import collection_tree
 from gateway.storage.base import Condition, Sort
 

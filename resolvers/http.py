@@ -10,12 +10,13 @@ query gets GraphiQL, when ``gateway.graphiql`` provides it.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-from strawberry.types.graphql import OperationType
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types.graphql import OperationType
 
 from gateway.auth import AuthError, principal_of
 from gateway.config import Settings

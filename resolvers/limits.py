@@ -15,13 +15,21 @@ introspection query nests it nine times.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
 
 from graphql import (
-    DocumentNode, FieldNode, FragmentDefinitionNode, FragmentSpreadNode, GraphQLError, GraphQLSchema,
-    InlineFragmentNode, OperationDefinitionNode, SelectionSetNode, parse,
+    DocumentNode,
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    GraphQLSchema,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    parse,
 )
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from typing import Mapping
+from collections.abc import Mapping
 
 from strawberry.dataloader import DataLoader
 

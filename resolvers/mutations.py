@@ -10,7 +10,7 @@ nothing is written.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -23,11 +23,11 @@ from resolvers.types import Node, to_node
 
 @strawberry.type(description="What a write did.")
 class WriteResult:
-    revision: Optional[int] = strawberry.field(description="The new revision; null when nothing changed.")
+    revision: int | None = strawberry.field(description="The new revision; null when nothing changed.")
     created: list[str]
     updated: list[str]
     deleted: list[str]
-    node: Optional[Node] = strawberry.field(description="The written entity as it is now; null after a delete.")
+    node: Node | None = strawberry.field(description="The written entity as it is now; null after a delete.")
 
 
 @strawberry.type(description="One rewrite of an older document shape during an import.")
@@ -39,7 +39,7 @@ class Normalisation:
 
 @strawberry.type(description="What an import did, in numbers.")
 class ImportResult:
-    revision: Optional[int] = strawberry.field(description="The new revision; null when nothing changed.")
+    revision: int | None = strawberry.field(description="The new revision; null when nothing changed.")
     created: int
     updated: int
     unchanged: int
@@ -64,7 +64,7 @@ async def _result(info: Info, registry: str, xid: str, outcome: WriteOutcome) ->
                        deleted=outcome.deleted, node=node)
 
 
-def _writable(info: Info, registry: Optional[str]):
+def _writable(info: Info, registry: str | None):
     info.context.require("write")
     return info.context.source(registry)
 
@@ -73,8 +73,8 @@ def _writable(info: Info, registry: Optional[str]):
 class Mutation:
     @strawberry.mutation(description="Create a group.")
     async def create_group(
-        self, info: Info, group_type: str, group_id: str, attributes: Optional[JSON] = None,
-        registry: Optional[str] = None,
+        self, info: Info, group_type: str, group_id: str, attributes: JSON | None = None,
+        registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}"
@@ -84,8 +84,8 @@ class Mutation:
 
     @strawberry.mutation(description="Update a group's attributes (its collections are not touched).")
     async def update_group(
-        self, info: Info, group_type: str, group_id: str, attributes: JSON, epoch: Optional[int] = None,
-        replace: bool = False, registry: Optional[str] = None,
+        self, info: Info, group_type: str, group_id: str, attributes: JSON, epoch: int | None = None,
+        replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}"
@@ -96,7 +96,7 @@ class Mutation:
     @strawberry.mutation(description="Create a resource (and its group, when missing).")
     async def create_resource(
         self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str,
-        attributes: Optional[JSON] = None, registry: Optional[str] = None,
+        attributes: JSON | None = None, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
@@ -108,7 +108,7 @@ class Mutation:
                                      "`epoch` is the default version's.")
     async def update_resource(
         self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str,
-        attributes: JSON, epoch: Optional[int] = None, replace: bool = False, registry: Optional[str] = None,
+        attributes: JSON, epoch: int | None = None, replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
@@ -119,7 +119,7 @@ class Mutation:
     @strawberry.mutation(description="Create a version of a resource (and the resource, when missing).")
     async def create_version(
         self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str, version_id: str,
-        attributes: Optional[JSON] = None, registry: Optional[str] = None,
+        attributes: JSON | None = None, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
@@ -130,7 +130,7 @@ class Mutation:
     @strawberry.mutation(description="Update a version's attributes.")
     async def update_version(
         self, info: Info, group_type: str, group_id: str, resource_type: str, resource_id: str, version_id: str,
-        attributes: JSON, epoch: Optional[int] = None, replace: bool = False, registry: Optional[str] = None,
+        attributes: JSON, epoch: int | None = None, replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
@@ -141,7 +141,7 @@ class Mutation:
     @strawberry.mutation(description="Delete a group, resource or version and everything below it; `epoch` "
                                      "(a resource's: its `meta` epoch) must match when given.")
     async def delete_entity(
-        self, info: Info, xid: str, epoch: Optional[int] = None, registry: Optional[str] = None,
+        self, info: Info, xid: str, epoch: int | None = None, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
         return await _result(info, source.id, xid, await source.delete(xid, epoch=epoch))
@@ -149,7 +149,7 @@ class Mutation:
     @strawberry.mutation(description="Import an xRegistry document (older shapes are normalised unless `strict`), "
                                      "all or nothing.")
     async def import_document(
-        self, info: Info, document: JSON, strict: bool = False, registry: Optional[str] = None,
+        self, info: Info, document: JSON, strict: bool = False, registry: str | None = None,
     ) -> ImportResult:
         source = _writable(info, registry)
         outcome = await source.import_document(_object(document, "/"), strict=strict)

@@ -4,7 +4,7 @@ and collections across all registries."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any
 
 import strawberry
 from strawberry import ID
@@ -18,10 +18,21 @@ from resolvers.errors import UserInputError
 from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
 from resolvers.ids import parse_global_id
-from resolvers.types import Endpoint, Group, Message, MessageGroup, Node, Registry, Resource, Schema, SchemaGroup, to_node
+from resolvers.types import (
+    Endpoint,
+    Group,
+    Message,
+    MessageGroup,
+    Node,
+    Registry,
+    Resource,
+    Schema,
+    SchemaGroup,
+    to_node,
+)
 
 
-async def _entity(info: Info, registry: str, xid: str, as_of: Optional[int]) -> Any:
+async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any:
     entity = await info.context.loaders.entity(registry, xid, as_of)
     return to_node(entity) if entity is not None else None
 
@@ -43,7 +54,7 @@ class Query:
 
     @strawberry.field(description="One registry (default: the gateway's own), optionally as it was at "
                                   "revision `asOf`; everything read through it stays at that revision.")
-    async def registry(self, info: Info, id: Optional[str] = None, as_of: Optional[int] = None) -> Optional[Registry]:
+    async def registry(self, info: Info, id: str | None = None, as_of: int | None = None) -> Registry | None:
         source = info.context.sources.get(id or info.context.default_registry)
         if source is None:
             return None
@@ -51,12 +62,12 @@ class Query:
         return await _entity(info, source.id, "/", as_of)
 
     @strawberry.field(description="The object with this global id (Relay).")
-    async def node(self, info: Info, id: ID) -> Optional[Node]:
+    async def node(self, info: Info, id: ID) -> Node | None:
         registry, xid = parse_global_id(id)
         return await _entity(info, registry, xid, None) if registry in info.context.sources else None
 
     @strawberry.field(description="The objects with these global ids, in order (null where none).")
-    async def nodes(self, info: Info, ids: list[ID]) -> list[Optional[Node]]:
+    async def nodes(self, info: Info, ids: list[ID]) -> list[Node | None]:
         bound = info.context.settings.graphql_max_page_size
         if len(ids) > bound:
             raise UserInputError(f"at most {bound} ids at once, not {len(ids)}")
@@ -72,8 +83,8 @@ class Query:
     @strawberry.field(description="An entity by XID (`/endpoints/e1`, `…/versions/v1`, `…/meta`), in the "
                                   "gateway's own registry unless `registry` names another.")
     async def lookup(
-        self, info: Info, xid: str, registry: Optional[str] = None, as_of: Optional[int] = None,
-    ) -> Optional[Node]:
+        self, info: Info, xid: str, registry: str | None = None, as_of: int | None = None,
+    ) -> Node | None:
         source = info.context.source(registry)
         if not xid.startswith("/"):
             raise XRegistryError("malformed_xid", xid, xid=xid, detail="an XID starts with '/'")
@@ -83,27 +94,27 @@ class Query:
     # -- across all registries ------------------------------------------------------------------
     @strawberry.field(description="Endpoints of every registry (or of `registries`), merged in sort order.")
     async def endpoints(
-        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[EndpointFilter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, registries: list[str] | None = None, filter: EndpointFilter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[Endpoint]:
         return await across(info, group_type="endpoints", resource_type=None, registries=registries, filter=filter,
                             sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
     @strawberry.field(description="Message groups of every registry (or of `registries`), merged in sort order.")
     async def messagegroups(
-        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[MessageGroupFilter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, registries: list[str] | None = None, filter: MessageGroupFilter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[MessageGroup]:
         return await across(info, group_type="messagegroups", resource_type=None, registries=registries,
                             filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
     @strawberry.field(description="Schema groups of every registry (or of `registries`), merged in sort order.")
     async def schemagroups(
-        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[SchemaFilter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[SchemaGroup]:
         return await across(info, group_type="schemagroups", resource_type=None, registries=registries,
                             filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
@@ -111,40 +122,40 @@ class Query:
     @strawberry.field(description="Messages of every registry (or of `registries`; message groups and "
                                   "endpoints), merged in sort order.")
     async def messages(
-        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[MessageFilter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, registries: list[str] | None = None, filter: MessageFilter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[Message]:
         return await across(info, group_type=None, resource_type="messages", registries=registries, filter=filter,
                             sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
     @strawberry.field(description="Schemas of every registry (or of `registries`), merged in sort order.")
     async def schemas(
-        self, info: Info, registries: Optional[list[str]] = None, filter: Optional[SchemaFilter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[Schema]:
         return await across(info, group_type=None, resource_type="schemas", registries=registries, filter=filter,
                             sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
     @strawberry.field(description="Groups of one type (of any registry's model) across registries.")
     async def groups(
-        self, info: Info, group_type: str, registries: Optional[list[str]] = None, filter: Optional[Filter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, group_type: str, registries: list[str] | None = None, filter: Filter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[Group]:
         return await across(info, group_type=group_type, resource_type=None, registries=registries, filter=filter,
                             sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
     @strawberry.field(description="Resources of one type (of any registry's model) across registries.")
     async def resources(
-        self, info: Info, resource_type: str, registries: Optional[list[str]] = None, filter: Optional[Filter] = None,
-        sort: Optional[SortBy] = None, first: Optional[int] = None, after: Optional[str] = None,
-        last: Optional[int] = None, before: Optional[str] = None,
+        self, info: Info, resource_type: str, registries: list[str] | None = None, filter: Filter | None = None,
+        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
+        last: int | None = None, before: str | None = None,
     ) -> Connection[Resource]:
         return await across(info, group_type=None, resource_type=resource_type, registries=registries, filter=filter,
                             sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
 
 
-def _paging(first: Optional[int], after: Optional[str], last: Optional[int], before: Optional[str]) -> dict[str, Any]:
+def _paging(first: int | None, after: str | None, last: int | None, before: str | None) -> dict[str, Any]:
     return {"first": first, "after": after, "last": last, "before": before}

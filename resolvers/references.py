@@ -8,7 +8,8 @@ a query are one batch per registry. A reference that does not resolve gives ``No
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from strawberry.types import Info
 

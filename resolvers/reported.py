@@ -4,7 +4,7 @@ have; :class:`ReportedErrors` adds them to the response's ``errors`` (with the f
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from strawberry.extensions import SchemaExtension
 

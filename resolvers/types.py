@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NewType, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NewType
 
 import strawberry
 from strawberry import ID, Private
@@ -24,7 +24,14 @@ from adapters.effective import effective_message
 from gateway.errors import XRegistryError
 from resolvers.connections import Connection, PageInfo, connection, make_listing, page_size
 from resolvers.filters import (
-    EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy, to_filters, to_sort,
+    EndpointFilter,
+    Filter,
+    MessageFilter,
+    MessageGroupFilter,
+    SchemaFilter,
+    SortBy,
+    to_filters,
+    to_sort,
 )
 from resolvers.ids import global_id
 from resolvers.references import resolve, resolve_strict
@@ -158,9 +165,9 @@ class Node:
     def self_url(self) -> str | None:
         return self.entity.view.get("self")
 
-    epoch: Optional[int] = attr("Raised by every change of the entity.")
-    createdat: Optional[Timestamp] = attr()
-    modifiedat: Optional[Timestamp] = attr()
+    epoch: int | None = attr("Raised by every change of the entity.")
+    createdat: Timestamp | None = attr()
+    modifiedat: Timestamp | None = attr()
 
     @strawberry.field(description="Attributes without a typed field here (extension attributes).")
     def attributes(self, info: Info) -> JSON:
@@ -173,7 +180,7 @@ class Node:
         return info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view
 
     @strawberry.field(description="The registry the entity belongs to (at the same revision).")
-    async def registry(self, info: Info) -> Optional[Registry]:
+    async def registry(self, info: Info) -> Registry | None:
         return await _load(info, self.entity, "/")
 
 
@@ -183,15 +190,15 @@ class Entity(Node):
     def entityid(self) -> str:
         return self.entity.id
 
-    name: Optional[str] = attr()
-    description: Optional[str] = attr()
-    documentation: Optional[str] = attr()
-    icon: Optional[str] = attr()
-    deprecated: Optional[JSON] = attr()
+    name: str | None = attr()
+    description: str | None = attr()
+    documentation: str | None = attr()
+    icon: str | None = attr()
+    deprecated: JSON | None = attr()
 
     @strawberry.field(description="The revision that wrote the entity's state (null for a remote registry's "
                                   "entities, which have no revisions).")
-    def revision(self) -> Optional[int]:
+    def revision(self) -> int | None:
         return self.entity.revision
 
     @strawberry.field(description="The entity's labels.")
@@ -200,7 +207,7 @@ class Entity(Node):
         return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
 
     @strawberry.field(description="The value of one label.")
-    def label(self, key: str) -> Optional[str]:
+    def label(self, key: str) -> str | None:
         labels = self.entity.view.get("labels")
         return labels.get(key) if isinstance(labels, dict) else None
 
@@ -213,9 +220,9 @@ class Group(Entity):
 
     @strawberry.field(description="The group's resources of one type.")
     async def resources(
-        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Resource]:
         gdef = info.context.sources[self.entity.registry].model.group(self.entity.ctype)
         if gdef is None or resource_type not in gdef.resources:
@@ -230,17 +237,17 @@ class Resource(Entity):
     def resource_type(self) -> str:
         return self.entity.ctype.split("/")[-1]
 
-    versionid: Optional[str] = attr("The default version's id.")
-    isdefault: Optional[bool] = attr()
-    ancestorid: Optional[str] = attr("The default version's ancestor.")
-    contenttype: Optional[str] = attr()
+    versionid: str | None = attr("The default version's id.")
+    isdefault: bool | None = attr()
+    ancestorid: str | None = attr("The default version's ancestor.")
+    contenttype: str | None = attr()
 
     @strawberry.field(description="The group the resource belongs to.")
-    async def group(self, info: Info) -> Optional[Group]:
+    async def group(self, info: Info) -> Group | None:
         return await _load(info, self.entity, "/".join(self.entity.xid.split("/")[:3]))
 
     @strawberry.field(description="The resource's `meta` entity.")
-    async def meta(self, info: Info) -> Optional[Meta]:
+    async def meta(self, info: Info) -> Meta | None:
         e = self.entity
         if e.meta is not None:
             return Meta(entity=SourceEntity(e.registry, e.meta.get("xid", f"{e.xid}/meta"), "meta", e.ctype, e.meta, e.as_of))
@@ -248,15 +255,15 @@ class Resource(Entity):
 
     @strawberry.field(description="The resource's versions.")
     async def versions(
-        self, info: Info, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: Filter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Version]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/versions",), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="The default version.")
-    async def defaultversion(self, info: Info) -> Optional[Version]:
+    async def defaultversion(self, info: Info) -> Version | None:
         vid = self.entity.view.get("versionid")
         return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
 
@@ -264,12 +271,12 @@ class Resource(Entity):
 @strawberry.interface(description="One version of a resource.")
 class Version(Entity):
     versionid: str = attr()
-    isdefault: Optional[bool] = attr("Whether this is the resource's default version.")
-    ancestorid: Optional[str] = attr("The version this one derives from.")
-    contenttype: Optional[str] = attr()
+    isdefault: bool | None = attr("Whether this is the resource's default version.")
+    ancestorid: str | None = attr("The version this one derives from.")
+    contenttype: str | None = attr()
 
     @strawberry.field(description="The resource the version belongs to.")
-    async def resource(self, info: Info) -> Optional[Resource]:
+    async def resource(self, info: Info) -> Resource | None:
         return await _load(info, self.entity, self.entity.xid.rsplit("/versions/", 1)[0])
 
 
@@ -282,29 +289,29 @@ class DataSchema:
     memo: Private[dict]
 
     @strawberry.field(description="The message's `dataschemaformat`.")
-    def format(self) -> Optional[str]:
+    def format(self) -> str | None:
         return self.message.view.get("dataschemaformat")
 
     @strawberry.field(description="The inline schema (`dataschema`), when the message carries one.")
-    def inline(self) -> Optional[JSON]:
+    def inline(self) -> JSON | None:
         return self.message.view.get("dataschema")
 
     @strawberry.field(description="The `dataschemauri`, as written.")
-    def uri(self) -> Optional[str]:
+    def uri(self) -> str | None:
         return self.message.view.get("dataschemauri")
 
     @strawberry.field(description="The XID of the schema or schema version the reference resolves to.")
-    async def xid(self, info: Info) -> Optional[str]:
+    async def xid(self, info: Info) -> str | None:
         target = await self._resolved(info)
         return target.xid if target is not None else None
 
     @strawberry.field(description="The registry the referenced schema is in.")
-    async def registryid(self, info: Info) -> Optional[str]:
+    async def registryid(self, info: Info) -> str | None:
         target = await self._resolved(info)
         return target.registry if target is not None else None
 
     @strawberry.field(description="The schema the reference points at (the resource of a version reference).")
-    async def schema(self, info: Info) -> Optional[Schema]:
+    async def schema(self, info: Info) -> Schema | None:
         target = await self._resolved(info)
         if target is not None and target.kind == "version":
             return await _load(info, target, target.xid.rsplit("/versions/", 1)[0])
@@ -312,7 +319,7 @@ class DataSchema:
         return node if isinstance(node, Schema) else None
 
     @strawberry.field(description="The version the reference points at (a schema reference: its default version).")
-    async def version(self, info: Info) -> Optional[SchemaVersion]:
+    async def version(self, info: Info) -> SchemaVersion | None:
         target = await self._resolved(info)
         if target is not None and target.kind == "resource" and target.view.get("versionid"):
             node = await _load(info, target, f"{target.xid}/versions/{target.view['versionid']}")
@@ -321,20 +328,20 @@ class DataSchema:
         return node if isinstance(node, SchemaVersion) else None
 
     @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
-    async def document(self, info: Info) -> Optional[JSON]:
+    async def document(self, info: Info) -> JSON | None:
         inline = self.message.view.get("dataschema")
         if inline is not None:
             return inline
         target = await self._resolved(info)
         return target.view.get("schema") if target is not None else None
 
-    async def _resolved(self, info: Info) -> Optional[SourceEntity]:
+    async def _resolved(self, info: Info) -> SourceEntity | None:
         """The referenced schema or version, resolved once for all the fields asking."""
         if "target" not in self.memo:
             self.memo["target"] = asyncio.ensure_future(self._resolve(info))
         return await self.memo["target"]
 
-    async def _resolve(self, info: Info) -> Optional[SourceEntity]:
+    async def _resolve(self, info: Info) -> SourceEntity | None:
         view = self.message.view
         reference = view.get("dataschemaxid") or view.get("dataschemauri")
         if not reference:
@@ -349,20 +356,20 @@ class DataSchema:
 
 @strawberry.interface(description="The attributes of a message definition (message domain).")
 class MessageDefinition:
-    basemessageuri: Optional[str] = attr()
-    envelope: Optional[str] = attr("e.g. `CloudEvents/1.0`.")
-    envelopemetadata: Optional[JSON] = attr()
-    envelopeoptions: Optional[JSON] = attr()
-    protocol: Optional[str] = attr("e.g. `KAFKA`, `MQTT/5.0`, `AMQP/1.0`, `HTTP`.")
-    protocoloptions: Optional[JSON] = attr()
-    dataschemaformat: Optional[str] = attr()
-    dataschemauri: Optional[str] = attr()
-    dataschemaxid: Optional[str] = attr()
-    datacontenttype: Optional[str] = attr()
+    basemessageuri: str | None = attr()
+    envelope: str | None = attr("e.g. `CloudEvents/1.0`.")
+    envelopemetadata: JSON | None = attr()
+    envelopeoptions: JSON | None = attr()
+    protocol: str | None = attr("e.g. `KAFKA`, `MQTT/5.0`, `AMQP/1.0`, `HTTP`.")
+    protocoloptions: JSON | None = attr()
+    dataschemaformat: str | None = attr()
+    dataschemauri: str | None = attr()
+    dataschemaxid: str | None = attr()
+    datacontenttype: str | None = attr()
 
     @strawberry.field(description="The message this one is based on (`basemessageuri`, in any registry; a "
                                   "version reference gives its message).")
-    async def basemessage(self, info: Info) -> Optional[Message]:
+    async def basemessage(self, info: Info) -> Message | None:
         reference = self.entity.view.get("basemessageuri")
         target = await resolve(info, self.entity, reference, _MESSAGES) if reference else None
         if target is not None and target.kind == "version":
@@ -384,7 +391,7 @@ class MessageDefinition:
         return merged
 
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
-    def dataschema(self, info: Info) -> Optional[DataSchema]:
+    def dataschema(self, info: Info) -> DataSchema | None:
         view = self.entity.view
         if view.get("dataschema") is None and not view.get("dataschemauri") and not view.get("dataschemaxid"):
             return None
@@ -396,7 +403,7 @@ class Message(Resource, MessageDefinition):
     messageid: str = attr("The message's id.")
 
     @strawberry.field(description="The default version.")
-    async def defaultversion(self, info: Info) -> Optional[MessageVersion]:
+    async def defaultversion(self, info: Info) -> MessageVersion | None:
         vid = self.entity.view.get("versionid")
         return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
 
@@ -409,14 +416,14 @@ class MessageVersion(Version, MessageDefinition):
 @strawberry.type(description="A group of message definitions.")
 class MessageGroup(Group):
     messagegroupid: str = attr("The message group's id.")
-    envelope: Optional[str] = attr()
-    protocol: Optional[str] = attr()
+    envelope: str | None = attr()
+    protocol: str | None = attr()
 
     @strawberry.field(description="The group's messages.")
     async def messages(
-        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Message]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
                                 _page_args(first, after, last, before))
@@ -428,12 +435,12 @@ class MessageGroup(Group):
 @strawberry.type(description="An endpoint: where messages are sent or received.")
 class Endpoint(Group):
     endpointid: str = attr("The endpoint's id.")
-    usage: Optional[list[str]] = attr("`producer`, `consumer`, `subscriber`.")
-    channel: Optional[str] = attr()
-    envelope: Optional[str] = attr()
-    envelopeoptions: Optional[JSON] = attr()
-    protocol: Optional[str] = attr()
-    protocoloptions: Optional[JSON] = attr()
+    usage: list[str] | None = attr("`producer`, `consumer`, `subscriber`.")
+    channel: str | None = attr()
+    envelope: str | None = attr()
+    envelopeoptions: JSON | None = attr()
+    protocol: str | None = attr()
+    protocoloptions: JSON | None = attr()
 
     @strawberry.field(description="The message groups the endpoint references, in any registry (those that do "
                                   "not resolve are left out and reported in `errors`).")
@@ -444,7 +451,7 @@ class Endpoint(Group):
         return [MessageGroup(entity=e) for e in found if e is not None]
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
-    async def willmessage(self, info: Info) -> Optional[Message]:
+    async def willmessage(self, info: Info) -> Message | None:
         options = self.entity.view.get("protocoloptions")
         reference = options.get("willmessage") if isinstance(options, dict) else None
         target = await resolve(info, self.entity, reference, ("messages",)) if reference else None
@@ -453,9 +460,9 @@ class Endpoint(Group):
 
     @strawberry.field(description="The endpoint's own messages.")
     async def messages(
-        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Message]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
                                 _page_args(first, after, last, before))
@@ -466,11 +473,11 @@ class Endpoint(Group):
 
 @strawberry.interface(description="The attributes of a schema document (schema domain).")
 class SchemaDefinition:
-    format: Optional[str] = attr("e.g. `JsonSchema/draft-07`, `Avro/1.9`.")
-    schema: Optional[JSON] = attr("The schema document, when stored inline.")
-    schemauri: Optional[str] = attr()
-    schemaurl: Optional[str] = attr()
-    schemabase64: Optional[str] = attr()
+    format: str | None = attr("e.g. `JsonSchema/draft-07`, `Avro/1.9`.")
+    schema: JSON | None = attr("The schema document, when stored inline.")
+    schemauri: str | None = attr()
+    schemaurl: str | None = attr()
+    schemabase64: str | None = attr()
 
 
 @strawberry.type(description="A schema: its default version's document, and its versions.")
@@ -478,7 +485,7 @@ class Schema(Resource, SchemaDefinition):
     schemaid: str = attr("The schema's id.")
 
     @strawberry.field(description="The default version.")
-    async def defaultversion(self, info: Info) -> Optional[SchemaVersion]:
+    async def defaultversion(self, info: Info) -> SchemaVersion | None:
         vid = self.entity.view.get("versionid")
         return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
 
@@ -491,13 +498,13 @@ class SchemaVersion(Version, SchemaDefinition):
 @strawberry.type(description="A group of schemas.")
 class SchemaGroup(Group):
     schemagroupid: str = attr("The schema group's id.")
-    format: Optional[str] = attr()
+    format: str | None = attr()
 
     @strawberry.field(description="The group's schemas.")
     async def schemas(
-        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Schema]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort,
                                 _page_args(first, after, last, before))
@@ -523,22 +530,22 @@ class GenericVersion(Version):
 
 @strawberry.type(description="A resource's `meta`: its default-version settings and references.")
 class Meta(Node):
-    readonly: Optional[bool] = attr()
-    compatibility: Optional[str] = attr()
-    defaultversionid: Optional[str] = attr()
-    defaultversionsticky: Optional[bool] = attr()
-    defaultversionurl: Optional[str] = attr()
-    xref: Optional[str] = attr("The XID of the resource this one stands for.")
+    readonly: bool | None = attr()
+    compatibility: str | None = attr()
+    defaultversionid: str | None = attr()
+    defaultversionsticky: bool | None = attr()
+    defaultversionurl: str | None = attr()
+    xref: str | None = attr("The XID of the resource this one stands for.")
 
     @strawberry.field(description="The resource `xref` points at.")
-    async def xrefresource(self, info: Info) -> Optional[Resource]:
+    async def xrefresource(self, info: Info) -> Resource | None:
         reference = self.entity.view.get("xref")
         target = await resolve(info, self.entity, reference) if reference else None
         node = to_node(target) if target is not None else None
         return node if isinstance(node, Resource) else None
 
     @strawberry.field(description="The resource this `meta` belongs to.")
-    async def resource(self, info: Info) -> Optional[Resource]:
+    async def resource(self, info: Info) -> Resource | None:
         return await _load(info, self.entity, self.entity.xid.rsplit("/meta", 1)[0])
 
 
@@ -576,7 +583,7 @@ class Change:
         return self.item.revision
 
     @strawberry.field(description="The entity as it is now (null when deleted).")
-    def node(self) -> Optional[Node]:
+    def node(self) -> Node | None:
         return to_node(self.item.entity) if self.item.entity is not None else None
 
 
@@ -588,7 +595,7 @@ class ChangeFeed:
 
 @strawberry.type(description="A registry: its attributes, model, collections, history.")
 class Registry(Entity):
-    specversion: Optional[str] = attr()
+    specversion: str | None = attr()
 
     @strawberry.field(description="The revision this view is at: `asOf`, or the current one (a remote "
                                   "registry: a newly minted snapshot number, readable with `asOf` while it lives).")
@@ -607,13 +614,13 @@ class Registry(Entity):
         return info.context.sources[self.entity.registry].kind
 
     @strawberry.field(description="The registry's health: last success and error, circuit breaker, cache.")
-    def status(self, info: Info) -> Annotated["RegistryStatus", strawberry.lazy("resolvers.federation")]:
+    def status(self, info: Info) -> Annotated[RegistryStatus, strawberry.lazy("resolvers.federation")]:
         from resolvers.federation import RegistryStatus
 
         return RegistryStatus(status=info.context.sources[self.entity.registry].status())
 
     @strawberry.field(description="The revision asked for with `registry(asOf:)`, null for the current state.")
-    def as_of(self) -> Optional[int]:
+    def as_of(self) -> int | None:
         return self.entity.as_of
 
     @strawberry.field(description="The registry's model (xRegistry `/model`).")
@@ -622,53 +629,53 @@ class Registry(Entity):
 
     @strawberry.field(description="Endpoints.")
     async def endpoints(
-        self, info: Info, filter: Optional[EndpointFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: EndpointFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Endpoint]:
         return await collection(info, self.entity, ("endpoints",), filter, sort, _page_args(first, after, last, before))
 
     @strawberry.field(description="Message groups.")
     async def messagegroups(
-        self, info: Info, filter: Optional[MessageGroupFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: MessageGroupFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[MessageGroup]:
         return await collection(info, self.entity, ("messagegroups",), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="Schema groups.")
     async def schemagroups(
-        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[SchemaGroup]:
         return await collection(info, self.entity, ("schemagroups",), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="Messages across all groups that have them (message groups and endpoints).")
     async def messages(
-        self, info: Info, filter: Optional[MessageFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Message]:
         return await collection(info, self.entity, self._across(info, "messages"), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="Schemas across all schema groups.")
     async def schemas(
-        self, info: Info, filter: Optional[SchemaFilter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Schema]:
         return await collection(info, self.entity, self._across(info, "schemas"), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="Groups of any type of the registry's model.")
     async def groups(
-        self, info: Info, group_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, group_type: str, filter: Filter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Group]:
         if info.context.sources[self.entity.registry].model.group(group_type) is None:
             raise XRegistryError("unknown_group_type", f"/{group_type}", name=group_type)
@@ -676,31 +683,31 @@ class Registry(Entity):
 
     @strawberry.field(description="Resources of one type across all groups that have them.")
     async def resources(
-        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Resource]:
         return await collection(info, self.entity, self._across(info, resource_type, required=True), filter, sort,
                                 _page_args(first, after, last, before))
 
     @strawberry.field(description="Versions of the resources of one type, across the registry.")
     async def versions(
-        self, info: Info, resource_type: str, filter: Optional[Filter] = None, sort: Optional[SortBy] = None,
-        first: Optional[int] = None, after: Optional[str] = None, last: Optional[int] = None,
-        before: Optional[str] = None,
+        self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
+        first: int | None = None, after: str | None = None, last: int | None = None,
+        before: str | None = None,
     ) -> Connection[Version]:
         ctypes = tuple(f"{c}/versions" for c in self._across(info, resource_type, required=True))
         return await collection(info, self.entity, ctypes, filter, sort, _page_args(first, after, last, before))
 
     @strawberry.field(description="One entity of this registry by XID (`…/meta` included).")
-    async def lookup(self, info: Info, xid: str) -> Optional[Node]:
+    async def lookup(self, info: Info, xid: str) -> Node | None:
         return await _load(info, self.entity, xid)
 
     @strawberry.field(description="Entities written after revision `since` (up to `until`, default: this "
                                   "view's revision), in XID order; `collections` limits the collection types.")
     async def changes(
-        self, info: Info, since: int, until: Optional[int] = None, collections: Optional[list[str]] = None,
-        first: Optional[int] = None, after: Optional[str] = None,
+        self, info: Info, since: int, until: int | None = None, collections: list[str] | None = None,
+        first: int | None = None, after: str | None = None,
     ) -> ChangeFeed:
         limit, _ = page_size(info.context, first, None)
         source = info.context.sources[self.entity.registry]

@@ -41,7 +41,7 @@ def _register_with_active_session() -> None:
         from pyspark.sql import SparkSession
 
         session = SparkSession.getActiveSession()
-    except Exception:  # noqa: BLE001 - never fail an import (e.g. inside a Spark worker)
+    except Exception:
         return
     if session is not None:
         register(session)

@@ -10,8 +10,9 @@ entities, one page of changes — and answers with plain Python values.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 
@@ -49,7 +50,7 @@ class GraphQLTransport:
         """Close the connection pool."""
         self._http.close()
 
-    def __enter__(self) -> "GraphQLTransport":
+    def __enter__(self) -> GraphQLTransport:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -230,7 +231,7 @@ class GatewayClient:
         """Release the connection pool."""
         self.transport.close()
 
-    def __enter__(self) -> "GatewayClient":
+    def __enter__(self) -> GatewayClient:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,11 +21,20 @@ front. A user-supplied schema is honoured column by column: a known column name 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pyspark.sql.types import (
-    ArrayType, BooleanType, DataType, IntegerType, LongType, MapType, StringType, StructField, StructType,
+    ArrayType,
+    BooleanType,
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
     TimestampType,
 )
 
@@ -179,8 +188,8 @@ def parse_timestamp(value: Any) -> datetime | None:
     except ValueError:
         return None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 def _text(value: Any) -> Any:

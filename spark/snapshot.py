@@ -25,9 +25,10 @@ import json
 import os
 import shutil
 import sys
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import unquote
 
 from spark.client import ClientConfig, GatewayClient
@@ -106,7 +107,7 @@ def run(
     previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     written = previous.get("entities", {})
     todo = [e for e in entities if written.get(e, {}).get("revisions") != pins]
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     manifest: dict[str, Any] = {"kind": "snapshot" if froms is None else "changes", "gateway": url,
                                 "revisions": pins, "written_at": now, "entities": written}
     if froms is not None:

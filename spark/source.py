@@ -20,8 +20,9 @@ import itertools
 import math
 import queue
 import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, In, InputPartition
@@ -87,7 +88,7 @@ class ReadOptions:
     partitions: int | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "ReadOptions":
+    def parse(cls, options: Mapping[str, str]) -> ReadOptions:
         """Options as Spark passes them (keys in any case); raises ``ValueError`` when invalid."""
         opts = {str(k).lower(): v for k, v in options.items()}
         url, entity = opts.get("url"), (opts.get("entity") or "").strip().lower()
@@ -215,7 +216,7 @@ class Plan:
     ctypes: tuple[str, ...]
 
     @classmethod
-    def of(cls, entity: str) -> "Plan":
+    def of(cls, entity: str) -> Plan:
         ctypes = ENTITIES[entity]
         parts = ctypes[0].split("/")
         return cls(tuple(c.split("/")[0] for c in ctypes), parts[1] if len(parts) > 1 else None, len(parts) == 3,
@@ -268,7 +269,7 @@ class XRegistryDataSource(DataSource):
         opts = ReadOptions.parse(self.options)
         return schema_for(opts.entity, changes=opts.since is not None)
 
-    def reader(self, schema: StructType) -> "XRegistryReader":
+    def reader(self, schema: StructType) -> XRegistryReader:
         return XRegistryReader(ReadOptions.parse(self.options), schema)
 
 
@@ -423,7 +424,7 @@ def prefetched(pages: Iterator[Any], depth: int = 2) -> Iterator[Any]:
                 if stop.is_set():
                     return
             item: tuple[Any, BaseException | None] = (done, None)
-        except BaseException as exc:  # noqa: BLE001 - handed to the consumer
+        except BaseException as exc:
             item = (done, exc)
         while not stop.is_set():
             try:

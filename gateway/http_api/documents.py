@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import quote
 
 from starlette.responses import Response

@@ -11,8 +11,8 @@ paths are parsed against the model by their own modules.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from gateway.errors import XRegistryError
 from gateway.http_api.targets import Target
@@ -53,7 +53,7 @@ class Flags:
     filter: list[str] = field(default_factory=list)
     ignore: frozenset[str] = frozenset()
     inline: list[str] = field(default_factory=list)
-    setdefaultversionid: str | None | _Unset = UNSET
+    setdefaultversionid: str | _Unset | None = UNSET
     sort: str | None = None
     specversion: str | None = None
     limit: int | None = None

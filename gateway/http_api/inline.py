@@ -11,8 +11,8 @@ covered by ``*``. A name the level does not have is ``bad_inline``; a plain attr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import COMMON_ATTRIBUTES, RegistryModel
@@ -28,10 +28,10 @@ Level = tuple[str, ...]
 class Inline:
     """A tree of inlined names; ``everything`` is a ``*`` at this level."""
 
-    names: dict[str, "Inline"] = field(default_factory=dict)
+    names: dict[str, Inline] = field(default_factory=dict)
     everything: bool = False
 
-    def child(self, name: str) -> "Inline | None":
+    def child(self, name: str) -> Inline | None:
         """The subtree for ``name`` when it is inlined, else ``None``."""
         if self.everything and name not in CONFIG_ATTRIBUTES:
             return EVERYTHING

@@ -38,7 +38,7 @@ class PageToken:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, token: str, sort: str, subject: str) -> "PageToken":
+    def decode(cls, token: str, sort: str, subject: str) -> PageToken:
         """Parse a token of this API for a request sorted by ``sort``; ``bad_request`` otherwise."""
         try:
             direction, cursor, made_for = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlencode
 
 from gateway.http_api.flags import Flags

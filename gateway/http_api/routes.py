@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -104,7 +104,7 @@ class XRegistryAPI:
             if err.status == 405 and target is not None:
                 extra["Allow"] = allowed_methods(target)
             response = problem_response(err, request_id, extra)
-        except Exception as exc:  # noqa: BLE001 - a bug must not take the server down, nor leak details
+        except Exception as exc:
             log.exception("request %s %r failed (%s)", request.method, request.scope["path"], request_id)
             detail = f"{type(exc).__name__}: {exc}" if state.settings.debug else None
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)

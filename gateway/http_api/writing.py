@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.responses import Response
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources as importlib_resources
-from typing import Any, Iterable
+from typing import Any
 
 #: Attribute types of core/model.md.
 SCALAR_TYPES = frozenset(
@@ -81,12 +82,12 @@ class AttributeDef:
     strict: bool = True
     target: str | None = None
     default: Any = None
-    item: "AttributeDef | None" = None
-    attributes: dict[str, "AttributeDef"] | None = None
-    ifvalues: dict[str, dict[str, "AttributeDef"]] = field(default_factory=dict)
+    item: AttributeDef | None = None
+    attributes: dict[str, AttributeDef] | None = None
+    ifvalues: dict[str, dict[str, AttributeDef]] = field(default_factory=dict)
 
     @classmethod
-    def from_json(cls, name: str, doc: dict[str, Any]) -> "AttributeDef":
+    def from_json(cls, name: str, doc: dict[str, Any]) -> AttributeDef:
         item = doc.get("item")
         nested = doc.get("attributes")
         ifvalues = {
@@ -165,7 +166,7 @@ class RegistryModel:
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "RegistryModel":
+    def from_json(cls, doc: dict[str, Any]) -> RegistryModel:
         """Build a model from a ``/model`` document whose ``$include``s are already resolved.
 
         ``ximportresources`` (a group importing resource types of another group, as endpoints
@@ -194,7 +195,7 @@ class RegistryModel:
         return cls(groups=groups, attributes=_attr_map(doc.get("attributes")))
 
     @classmethod
-    def merge(cls, docs: Iterable[dict[str, Any]]) -> "RegistryModel":
+    def merge(cls, docs: Iterable[dict[str, Any]]) -> RegistryModel:
         """One model from several model documents (later group definitions extend earlier ones)."""
         combined: dict[str, Any] = {"groups": {}}
         for doc in docs:
@@ -213,7 +214,7 @@ class RegistryModel:
         return cls.from_json(combined)
 
     @classmethod
-    def default(cls) -> "RegistryModel":
+    def default(cls) -> RegistryModel:
         """The gateway's own model: message, endpoint and schema domains (xRegistry 1.0-rc4)."""
         return _default_model()
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import base64
 import copy
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, NamedTuple, Sequence, Union
+from typing import Any, NamedTuple, Union
 
 from gateway.errors import XRegistryError
 from gateway.storage.base import Condition, Sort

@@ -139,7 +139,7 @@ def build_xid(
     return "/" + "/".join(segments)
 
 
-def parse_xid(xid: object, model: "RegistryModel", *, subject: str | None = None) -> XidParts:
+def parse_xid(xid: object, model: RegistryModel, *, subject: str | None = None) -> XidParts:
     """Parse and check ``xid`` against ``model``; raise ``malformed_xid`` when it is not valid.
 
     Group and resource types must exist in the model and every ID must be a valid ID.

@@ -12,12 +12,13 @@ collection and keeping the entities that own a match.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import Filters, FilterExpression
+from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import Condition, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store
 

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
@@ -55,7 +56,7 @@ class LocalRegistry:
     async def close(self) -> None:
         await self.store.close()
 
-    async def __aenter__(self) -> "LocalRegistry":
+    async def __aenter__(self) -> LocalRegistry:
         await self.open()
         return self
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 def utc_now() -> str:
     """The current time as an RFC 3339 UTC timestamp with microseconds (``...Z``)."""
-    return format_ts(datetime.now(timezone.utc))
+    return format_ts(datetime.now(UTC))
 
 
 def format_ts(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def parse_ts(value: str) -> datetime:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 from gateway.errors import ValidationErrors, XRegistryError, invalid, missing
 from gateway.model.registry_model import (

@@ -17,8 +17,9 @@ from __future__ import annotations
 import abc
 import base64
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal
 
 Kind = Literal["registry", "group", "resource", "version"]
 
@@ -71,7 +72,7 @@ class Write:
     kind: Kind
     ctype: str
     doc: dict[str, Any] | None
-    expect: int | None | type(Ellipsis) = ...
+    expect: int | type(Ellipsis) | None = ...
 
     @property
     def key(self) -> str:
@@ -116,12 +117,12 @@ class Cursor:
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, token: str) -> "Cursor":
+    def decode(cls, token: str) -> Cursor:
         """Parse an opaque cursor; raises ``ValueError`` when it is not one of ours."""
         try:
             pad = "=" * (-len(token) % 4)
             key, value = json.loads(base64.urlsafe_b64decode(token + pad))
-        except Exception as exc:  # noqa: BLE001 - any decoding failure is a bad cursor
+        except Exception as exc:
             raise ValueError(f"malformed cursor {token!r}") from exc
         if not isinstance(key, str):
             raise ValueError(f"malformed cursor {token!r}")
@@ -238,7 +239,7 @@ class Store(abc.ABC):
     async def close(self) -> None:
         """Release connections."""
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         await self.open()
         return self
 

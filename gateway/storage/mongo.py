@@ -46,15 +46,27 @@ import inspect
 import json
 import re
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import OperationFailure
 
 from gateway.storage.base import (
-    Change, Condition, Conflict, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store,
-    StoreStats, Write, sort_value,
+    Change,
+    Condition,
+    Conflict,
+    Cursor,
+    EntityRecord,
+    Page,
+    Query,
+    RevisionGone,
+    Sort,
+    Store,
+    StoreStats,
+    Write,
+    sort_value,
 )
 
 DEFAULT_DATABASE = "xregistry"

@@ -53,15 +53,26 @@ import asyncio
 import json
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import aiosqlite
 
 from gateway.storage.base import (
-    Change, Condition, Conflict, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store,
-    StoreStats, Write,
+    Change,
+    Condition,
+    Conflict,
+    Cursor,
+    EntityRecord,
+    Page,
+    Query,
+    RevisionGone,
+    Sort,
+    Store,
+    StoreStats,
+    Write,
 )
 
 _SCHEMA = """

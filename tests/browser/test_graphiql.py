@@ -69,7 +69,7 @@ class LiveGateway:
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
-    def __enter__(self) -> "LiveGateway":
+    def __enter__(self) -> LiveGateway:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import pytest
 from mongomock_motor import AsyncMongoMockClient

@@ -22,7 +22,15 @@ from dataclasses import replace
 import pytest
 
 from gateway.storage.base import (
-    Condition, Conflict, Cursor, EntityRecord, Query, RevisionGone, Sort, Write, cursor_for,
+    Condition,
+    Conflict,
+    Cursor,
+    EntityRecord,
+    Query,
+    RevisionGone,
+    Sort,
+    Write,
+    cursor_for,
 )
 
 GROUPS = "messagegroups"

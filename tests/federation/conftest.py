@@ -4,8 +4,9 @@ on 127.0.0.1 — and remote sources over them with an in-memory cache."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

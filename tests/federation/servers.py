@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-
 XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
 
 
@@ -47,7 +46,7 @@ class Served:
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
 
-    def start(self) -> "Served":
+    def start(self) -> Served:
         self.thread.start()
         deadline = time.monotonic() + 30
         while not self.server.started:
@@ -185,7 +184,7 @@ class GatewayServer:
                 cwd=repo, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True)
         self.registry_id = registry_id
 
-    def start(self) -> "GatewayServer":
+    def start(self) -> GatewayServer:
         """Wait until it serves (several remotes start in parallel: spawn them all first)."""
         line = self.process.stdout.readline()
         if not line.startswith("PORT "):
@@ -343,7 +342,7 @@ class ResettingServer:
         while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
-            except (socket.timeout, OSError):
+            except (TimeoutError, OSError):
                 continue
             self.accepted += 1
             try:
@@ -354,7 +353,7 @@ class ResettingServer:
             conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             conn.close()
 
-    def start(self) -> "ResettingServer":
+    def start(self) -> ResettingServer:
         self.thread.start()
         return self
 
@@ -378,7 +377,7 @@ class RedisServer:
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         assert self.binary
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",

@@ -9,13 +9,13 @@ import time
 import pytest
 
 from adapters.base import Listing
+from adapters.batching import EntityBatcher
 from adapters.effective import effective_message
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from adapters.references import References, Target
 from gateway.config import Settings
 from gateway.errors import XRegistryError
-from adapters.batching import EntityBatcher
 from tests.federation.test_federation import remote_entry
 
 ERP_GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"

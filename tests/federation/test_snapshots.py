@@ -4,7 +4,7 @@ between the pages of one snapshot (see adapters/remote.py, "snapshot")."""
 from __future__ import annotations
 
 import asyncio
-from typing import Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest

@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import shutil
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -76,7 +77,7 @@ class GraphQL:
         assert body.get("errors"), body
         return body["errors"][0]
 
-    def as_writer(self) -> "GraphQL":
+    def as_writer(self) -> GraphQL:
         self.headers = {"Authorization": f"Bearer {WRITE_KEY}"}
         return self
 

@@ -3,8 +3,8 @@ through ASGI, and a real uvicorn server (see ``support.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

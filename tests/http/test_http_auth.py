@@ -6,7 +6,16 @@ import time
 
 import jwt
 
-from tests.http.support import READ_KEY, WRITE_KEY, asgi_client, assert_problem, bearer, make_settings, revision, running
+from tests.http.support import (
+    READ_KEY,
+    WRITE_KEY,
+    asgi_client,
+    assert_problem,
+    bearer,
+    make_settings,
+    revision,
+    running,
+)
 
 SECRET = "s" * 48
 

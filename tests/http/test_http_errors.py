@@ -8,7 +8,6 @@ import json
 import pytest
 
 from gateway.http_api import routes
-
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
 
 J = {"Content-Type": "application/json"}

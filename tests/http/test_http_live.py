@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from tests.http.support import SEED, WRITE_KEY, LiveServer, bearer, make_settings
 from gateway.app import create_app
+from tests.http.support import SEED, WRITE_KEY, LiveServer, bearer, make_settings
 
 
 def client(server) -> httpx.Client:

@@ -101,7 +101,7 @@ def entities(doc: dict) -> dict[str, dict]:
         if isinstance(node, dict):
             if "xid" in node and node["xid"] != "/":
                 out[node["xid"]] = {k: v for k, v in node.items()
-                                    if k not in SERVER_MANAGED and not isinstance(v, dict) or k == "labels"}
+                                    if (k not in SERVER_MANAGED and not isinstance(v, dict)) or k == "labels"}
             for v in node.values():
                 walk(v)
 

@@ -13,9 +13,10 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -23,11 +24,11 @@ import uvicorn
 
 pytest.importorskip("pyspark")
 
-from gateway.app import build_registry, create_app  # noqa: E402
-from gateway.auth import hash_key  # noqa: E402
-from gateway.config import ApiKey, Settings  # noqa: E402
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
+from gateway.app import build_registry, create_app
+from gateway.auth import hash_key
+from gateway.config import ApiKey, Settings
+from gateway.documents.normalise import normalise
+from gateway.documents.reader import read_document
 
 XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"

@@ -15,7 +15,12 @@ from starlette.routing import Route
 from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef
 from spark.schemas import schema_for
 from spark.source import (
-    MAX_FILTER_EXPRESSIONS, ReadOptions, XRegistryReader, chunk_groups, filter_expressions, split_contiguous,
+    MAX_FILTER_EXPRESSIONS,
+    ReadOptions,
+    XRegistryReader,
+    chunk_groups,
+    filter_expressions,
+    split_contiguous,
 )
 from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID, serve
 

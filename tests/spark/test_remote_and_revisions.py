@@ -3,7 +3,8 @@ gateway (a remote gateway of our own on 127.0.0.1, federated by a second gateway
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest

@@ -6,12 +6,13 @@ import asyncio
 import base64
 import contextlib
 import hashlib
-import json
 import hmac
+import json
 import logging
 import socket
 import time
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import jwt
 import pytest
@@ -25,7 +26,7 @@ from starlette.routing import Route
 from typer.testing import CliRunner
 
 import gateway.auth as auth_mod
-from gateway.auth import AuthError, Authenticator, Principal, hash_key, principal_of
+from gateway.auth import Authenticator, AuthError, Principal, hash_key, principal_of
 from gateway.cli import app as cli_app
 from gateway.config import ApiKey, Settings
 

@@ -6,8 +6,8 @@ import pytest
 
 from gateway.errors import XRegistryError
 from gateway.registry.filters import (
-    Filters,
     FilterExpression,
+    Filters,
     Term,
     compare_key,
     format_path,

@@ -21,7 +21,11 @@ from starlette.applications import Starlette
 
 from gateway.config import Settings
 from gateway.graphiql import (
-    ASSET_DIR, MANIFEST_PATH, GraphiQLAssets, graphiql_routes, sri_sha384,
+    ASSET_DIR,
+    MANIFEST_PATH,
+    GraphiQLAssets,
+    graphiql_routes,
+    sri_sha384,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections import Counter
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -27,12 +28,12 @@ OLD_KEYS = {"definitiongroups", "definitions", "basemessageurl", "basemessage", 
             "schemaurl", "metadata", "$schema", "application_properties", "message_annotations"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _read(name: str) -> dict:
     return read_document(DATA / name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _normalised(name: str) -> tuple[dict, tuple[Normalisation, ...]]:
     out, changes = normalise(_read(name))
     return out, tuple(changes)
