@@ -52,9 +52,7 @@ def run(items: list[tuple[str, Any]]) -> tuple[float, dict[str, float], Counter[
     for fmt, document in items:
         t = time.perf_counter()
         result = validate(fmt, document)
-        resolved = resolve(fmt)
-        name = resolved[0].name if resolved else fmt
-        per_format[name] += time.perf_counter() - t
+        per_format[_name(fmt)] += time.perf_counter() - t
         outcome["valid" if result.valid else "invalid" if result.validated else "not validated"] += 1
     return time.perf_counter() - start, per_format, outcome
 
@@ -70,7 +68,7 @@ def bench(path: Path, repeat: int) -> None:
     if not inline:
         print("  inline schema documents: 0 — nothing to validate")
         return
-    counts = Counter(resolve(fmt)[0].name if resolve(fmt) else fmt for fmt, _ in inline)
+    counts = Counter(_name(fmt) for fmt, _ in inline)
     print(f"  inline schema documents: {len(inline)} ({', '.join(f'{k} {v}' for k, v in counts.most_common())})")
     baseline = min(_time(lambda: [digest(d) for _, d in inline]) for _ in range(repeat))
     colds: list[float] = []
@@ -93,6 +91,11 @@ def bench(path: Path, repeat: int) -> None:
         print(f"    {name:32}{seconds * 1e3:>12.1f}{seconds * 1e3 / counts[name]:>14.3f}")
     print(f"  {'cached (same documents again)':34}{warm * 1e3:>12.1f}{warm * 1e3 / len(inline):>14.3f}")
     print(f"  cold / cached: {cold / warm:.1f}x   cached / digests: {warm / baseline:.2f}x")
+
+
+def _name(fmt: str) -> str:
+    resolved = resolve(fmt)
+    return resolved[0].name if resolved else fmt
 
 
 def _time(fn: Any) -> float:
