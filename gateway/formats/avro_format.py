@@ -19,7 +19,7 @@ from avro.compatibility import (
 )
 
 from gateway.formats.base import ALL_MODES, FROM_DOCUMENT, Analysis, FormatHandler, merge_directions
-from gateway.formats.documents import DocumentError, load_json
+from gateway.formats.documents import WARNINGS_LOCK, DocumentError, load_json
 from gateway.formats.model import Change, ValidationResult, Violation
 
 _VERSION = re.compile(r"^1(?:\.(\d+|x)(?:\.(?:\d+|x))*)?$")
@@ -50,7 +50,7 @@ class AvroFormat(FormatHandler):
             data = load_json(document)
         except DocumentError as e:
             return Analysis(ValidationResult(True, violations=(e.violation,)))
-        with warnings.catch_warnings(record=True) as caught:
+        with WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", avro.errors.IgnoredLogicalType)
             try:
                 schema = avs.make_avsc_object(data, avs.Names(validate_names=True))

@@ -21,6 +21,9 @@ from gateway.formats.model import Violation
 
 EMPTY = Violation("", "the document is empty")
 
+#: Held while a validator records Python warnings (``warnings.catch_warnings`` is process-wide).
+WARNINGS_LOCK = threading.Lock()
+
 T = TypeVar("T")
 
 

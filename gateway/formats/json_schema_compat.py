@@ -77,6 +77,8 @@ class _Diff:
     reversed_: bool
     found: list[tuple[str, str]] = field(default_factory=list)
     _seen: set[tuple[int, int]] = field(default_factory=set)
+    # The pairs behind _seen, kept alive so no id in it is reused by a later temporary schema.
+    _kept: list[tuple[Any, Any]] = field(default_factory=list)
 
     def run(self) -> list[tuple[str, str]]:
         self.schema(self.writer_root, self.reader_root, "", "")
@@ -129,6 +131,7 @@ class _Diff:
         if key in self._seen:
             return
         self._seen.add(key)
+        self._kept.append((writer, reader))
         label = f"'{name}'" if name else "the document"
         if writer is False:
             return
@@ -168,13 +171,12 @@ class _Diff:
                 self.report(path, f"{label} changed from {old} to {new}")
             else:
                 what = "removed or narrowed" if not self.reversed_ else "added or widened"
-                self.report(f"{path}/{_union_keyword(writer if not self.reversed_ else reader)}/{i}",
-                            f"a branch of the union at {label} was {what}")
+                self.report(f"{path}/{_union_keyword(writer)}/{i}", f"a branch of the union at {label} was {what}")
 
     def probe(self, writer: Any, reader: Any, path: str, name: str) -> list[tuple[str, str]]:
         """The findings ``schema(writer, reader)`` would report, without reporting them."""
         sub = _Diff(self.writer_root, self.reader_root, self.reversed_)
-        sub._seen = set(self._seen)
+        sub._seen, sub._kept = set(self._seen), self._kept
         sub.schema(writer, reader, path, name)
         return sub.found
 

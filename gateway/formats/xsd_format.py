@@ -16,7 +16,7 @@ import xmlschema
 from xmlschema import XMLSchemaException
 
 from gateway.formats.base import FROM_DOCUMENT, Analysis, FormatHandler
-from gateway.formats.documents import DocumentError, load_text
+from gateway.formats.documents import WARNINGS_LOCK, DocumentError, load_text
 from gateway.formats.model import ValidationResult, Violation
 
 _CLASSES: dict[str, type[xmlschema.XMLSchemaBase]] = {"1.0": xmlschema.XMLSchema10, "1.1": xmlschema.XMLSchema11}
@@ -43,7 +43,7 @@ class XsdFormat(FormatHandler):
         except DocumentError as e:
             return Analysis(ValidationResult(True, violations=(e.violation,)))
         cls = _CLASSES["1.1" if version == FROM_DOCUMENT else version]
-        with warnings.catch_warnings(record=True) as caught:
+        with WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
                 schema = cls(text, validation="lax", allow="none", defuse="always")

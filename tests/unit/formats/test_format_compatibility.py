@@ -132,6 +132,11 @@ def test_json_schema_full():
     ]
 
 
+def tree(value: dict) -> dict:
+    node = obj({"v": value, "children": {"type": "array", "items": {"$ref": "#/definitions/node"}}})
+    return {"definitions": {"node": node}, "$ref": "#/definitions/node"}
+
+
 @pytest.mark.parametrize(("old", "new", "expected"), [
     # type widening is backward compatible, narrowing is not
     (obj({"n": {"type": "integer"}}), obj({"n": NUM}), []),
@@ -167,6 +172,11 @@ def test_json_schema_full():
     (obj({"v": {"anyOf": [NUM, STR]}}), obj({"v": {"anyOf": [NUM, STR, {"type": "null"}]}}), []),
     (obj({"v": {"anyOf": [NUM, STR]}}), obj({"v": {"anyOf": [NUM]}}),
      [("/properties/v/type", "type of 'v' changed from string to number")]),
+    (obj({"v": {"anyOf": [NUM, STR, {"type": "boolean"}]}}), obj({"v": {"oneOf": [NUM, {"type": "null"}]}}),
+     [("/properties/v/anyOf/1", "a branch of the union at 'v' was removed or narrowed"),
+      ("/properties/v/anyOf/2", "a branch of the union at 'v' was removed or narrowed")]),
+    # recursive schemas terminate
+    (tree(NUM), tree(STR), [("/properties/v/type", "type of 'v' changed from number to string")]),
 ])
 def test_json_schema_backward_rules(old, new, expected):
     got = breaks(check_compatibility(JS, "backward", new, [old]))
