@@ -295,3 +295,17 @@ def test_invalid_documents_are_not_checked_and_none_or_no_ancestor_is_compatible
     assert not result.checked and result.reason == "not validated: the new document is not valid Avro"
     assert check_compatibility("Avro", "none", avro(METRIC), [avro({"name": "x", "type": "int"})]).compatible
     assert check_compatibility("Avro", "FULL_TRANSITIVE", avro(METRIC), []).compatible
+
+
+@pytest.mark.parametrize(("fmt", "lineage"), [
+    ("Avro", [avro(METRIC), avro(METRIC, UNIT_D), avro(METRIC, UNIT_D, {"name": "note", "type": "string",
+                                                                         "default": ""})]),
+    (JS, [obj({"metric": NUM}), obj({"metric": NUM, "note": {"description": "free text"}}),
+          obj({"metric": {**NUM, "description": "reading"}, "note": {"description": "free text"}}, title="M")]),
+    ("Protobuf/3", [P1, proto("  float metric = 1;\n  string unit = 2;\n  string note = 3;"),
+                    proto("  float metric = 1;\n  string unit = 2;\n  string remark = 3;")]),
+])
+@pytest.mark.parametrize("mode", ["none", "backward", "backward_transitive", "forward", "forward_transitive", "full",
+                                  "full_transitive"])
+def test_a_compatible_lineage_passes_every_mode(fmt, lineage, mode):
+    ok(fmt, mode, lineage[2], lineage[0], lineage[1])
