@@ -1,0 +1,118 @@
+"""Format validation benchmark: every inline schema document of a corpus through
+``gateway.formats.validate``, cold (empty analysis cache) and cached (the same documents again).
+
+Baseline in the same run: computing the documents' digests alone (what a cache hit costs at
+least). Corpora: the 117-feed merge (``rts__ALL-117-feeders-merged.xreg.json``: 685 inline
+schemas, JSON Structure and Avro) and the schemastore catalogue (``spec__schemastore_org.xreg.json``:
+704 versions, all linking an external ``schemauri``, so nothing inline to validate: the script
+says so and reports how many of their ``format`` values are supported).
+
+Usage: python bench/bench_formats.py [--repeat 3] [FILE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from gateway.formats import CACHE, resolve, validate  # noqa: E402
+from gateway.formats.documents import digest  # noqa: E402
+
+DATA = REPO / "tests" / "data" / "xreg"
+DEFAULT_FILES = [DATA / "rts__ALL-117-feeders-merged.xreg.json", DATA / "spec__schemastore_org.xreg.json"]
+
+
+def versions(doc: dict[str, Any]) -> tuple[list[tuple[str, Any]], Counter[str]]:
+    """(format, inline document) for inline schema versions, and the formats of linked ones."""
+    inline: list[tuple[str, Any]] = []
+    linked: Counter[str] = Counter()
+    for group in (doc.get("schemagroups") or {}).values():
+        for schema in (group.get("schemas") or {}).values():
+            for version in (schema.get("versions") or {}).values():
+                fmt = version.get("format") or schema.get("format") or group.get("format") or ""
+                if "schema" in version:
+                    inline.append((fmt, version["schema"]))
+                elif "schemabase64" not in version:
+                    linked[fmt] += 1
+    return inline, linked
+
+
+def run(items: list[tuple[str, Any]]) -> tuple[float, dict[str, float], Counter[str]]:
+    per_format: dict[str, float] = defaultdict(float)
+    outcome: Counter[str] = Counter()
+    start = time.perf_counter()
+    for fmt, document in items:
+        t = time.perf_counter()
+        result = validate(fmt, document)
+        per_format[_name(fmt)] += time.perf_counter() - t
+        outcome["valid" if result.valid else "invalid" if result.validated else "not validated"] += 1
+    return time.perf_counter() - start, per_format, outcome
+
+
+def bench(path: Path, repeat: int) -> None:
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    inline, linked = versions(doc)
+    print(f"\n{path.name}")
+    if linked:
+        supported = sum(n for fmt, n in linked.items() if resolve(fmt))
+        print(f"  versions linking an external document: {sum(linked.values())} "
+              f"(format supported: {supported}; not validated: the document is outside the registry)")
+    if not inline:
+        print("  inline schema documents: 0 — nothing to validate")
+        return
+    counts = Counter(_name(fmt) for fmt, _ in inline)
+    print(f"  inline schema documents: {len(inline)} ({', '.join(f'{k} {v}' for k, v in counts.most_common())})")
+    baseline = min(_time(lambda: [digest(d) for _, d in inline]) for _ in range(repeat))
+    colds: list[float] = []
+    cached: list[float] = []
+    per_format: dict[str, float] = {}
+    outcome: Counter[str] = Counter()
+    for _ in range(repeat):
+        CACHE.clear()
+        total, split, outcome = run(inline)
+        if not colds or total < min(colds):
+            per_format = split
+        colds.append(total)
+        cached.append(run(inline)[0])
+    cold, warm = min(colds), min(cached)
+    print(f"  outcome: {dict(outcome)}")
+    print(f"  {'':34}{'total (ms)':>12}{'per doc (ms)':>14}")
+    print(f"  {'digests only (baseline)':34}{baseline * 1e3:>12.1f}{baseline * 1e3 / len(inline):>14.3f}")
+    print(f"  {'cold (empty cache)':34}{cold * 1e3:>12.1f}{cold * 1e3 / len(inline):>14.3f}")
+    for name, seconds in sorted(per_format.items(), key=lambda kv: -kv[1]):
+        print(f"    {name:32}{seconds * 1e3:>12.1f}{seconds * 1e3 / counts[name]:>14.3f}")
+    print(f"  {'cached (same documents again)':34}{warm * 1e3:>12.1f}{warm * 1e3 / len(inline):>14.3f}")
+    print(f"  cold / cached: {cold / warm:.1f}x   cached / digests: {warm / baseline:.2f}x")
+
+
+def _name(fmt: str) -> str:
+    resolved = resolve(fmt)
+    return resolved[0].name if resolved else fmt
+
+
+def _time(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measure; the best is printed")
+    args = parser.parse_args()
+    print(f"format validation, best of {args.repeat} (cache size {CACHE.maxsize})")
+    for path in args.files:
+        bench(path, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
