@@ -52,7 +52,7 @@ bench: install
 lock:
 	rm -rf .lockenv && $(PYTHON) -m venv .lockenv
 	.lockenv/bin/pip install --quiet -e '.[test]'
-	.lockenv/bin/pip freeze --exclude-editable | grep -v '^xreg-gateway' > requirements.lock
+	.lockenv/bin/pip freeze --all --exclude-editable | grep -v '^xreg-gateway\|^pip==' > requirements.lock
 	rm -rf .lockenv
 
 clean:
