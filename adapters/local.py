@@ -23,10 +23,8 @@ from gateway.registry.filters import compare_key
 from gateway.registry.reads import Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
-from gateway.storage.base import Conflict, Cursor, EntityRecord, RevisionGone, Sort, cursor_for, sort_value
+from gateway.storage.base import Cursor, EntityRecord, RevisionGone, Sort, cursor_for, sort_value
 
-#: How often a write is rebuilt when a concurrent write changed what it read (as the HTTP API does).
-CONFLICT_RETRIES = 5
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
 
@@ -225,35 +223,27 @@ class LocalSource(RegistrySource):
 
     async def import_document(self, document: dict[str, Any], *, strict: bool) -> WriteOutcome:
         doc, rewrites = normalise(document, strict=strict)
-        for _ in range(CONFLICT_RETRIES):
-            try:
-                outcome = await self.registry.apply_document(doc, note="graphql import")
-            except Conflict:
-                continue
-            result = _outcome(outcome)
-            result.normalisations = [(n.path, n.rule, n.detail) for n in rewrites]
-            return result
-        raise _busy("/")
+        result = _outcome(await self.registry.apply_document(doc, note="graphql import"))
+        result.normalisations = [(n.path, n.rule, n.detail) for n in rewrites]
+        return result
 
     async def _write(
         self, xid: str, mode: str, epoch: int | None, current_epoch: Callable[[dict], Any] | None,
         work: Callable[[Changeset], Awaitable[None]],
     ) -> WriteOutcome:
-        """Check ``mode`` (``create``: must not exist; ``update``: must exist, epoch must match),
-        run ``work`` on a new changeset and commit it; rebuilt when a concurrent write interferes."""
+        """Check ``mode`` (``create``: must not exist; ``update``: must exist, epoch must match)
+        and run ``work``, as one unit of work of the registry (so a retry checks again)."""
         if epoch is not None and epoch < 0:
             raise XRegistryError("invalid_attribute", xid, path="epoch", name="epoch",
                                  detail="epoch must be an unsigned integer")
-        for _ in range(CONFLICT_RETRIES):
+
+        async def build(cs: Changeset) -> None:
             if current_epoch is not None:
                 await self._precondition(xid, mode, epoch, current_epoch)
-            cs = self.registry.changeset()
             await work(cs)
-            try:
-                return _outcome(await cs.commit(note=f"graphql {mode} {xid}"))
-            except Conflict:
-                continue
-        raise _busy(xid)
+
+        _, outcome = await self.registry.write(build, subject=xid, note=f"graphql {mode} {xid}")
+        return _outcome(outcome)
 
     async def _precondition(self, xid: str, mode: str, epoch: int | None, current_epoch: Callable[[dict], Any]) -> None:
         existing = await self.store.get(xid)
@@ -269,10 +259,6 @@ class LocalSource(RegistrySource):
 
 def _with_epoch(attrs: dict[str, Any], epoch: int | None) -> dict[str, Any]:
     return attrs if epoch is None else {**attrs, "epoch": epoch}
-
-
-def _busy(subject: str) -> XRegistryError:
-    return XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
 
 
 def _outcome(outcome: Outcome) -> WriteOutcome:

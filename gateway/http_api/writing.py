@@ -1,19 +1,16 @@
 """PUT / PATCH / POST / DELETE handlers (core/http.md "Entity Processing Rules", core/spec.md
 "Deleting Entities").
 
-Each request is one :class:`~gateway.registry.changeset.Changeset`: everything is checked and
-the whole request is written in one store revision, or nothing is. The request body, the
-flags and the ``inline`` value are all checked before the changeset is built, so a rejected
-request never leaves a trace. Conflicting concurrent writes are retried; if they keep
-conflicting the request fails with ``server_busy``.
+Each request is one unit of work of the registry (:meth:`LocalRegistry.write
+<gateway.registry.service.LocalRegistry.write>`, the write path shared with GraphQL and
+``import``): everything is checked and the whole request is written in one store revision, or
+nothing is. The request body, the flags and the ``inline`` value are all checked before the
+unit is built, so a rejected request never leaves a trace.
 """
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.responses import Response
 
@@ -30,29 +27,18 @@ from gateway.http_api.responses import json_response
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.ids import check_id
 from gateway.registry.reads import Selection, select
-from gateway.registry.service import document_xids
+from gateway.registry.service import Build, document_xids
 from gateway.registry.views import url_for
-from gateway.storage.base import Conflict
 
-#: How often a write is rebuilt when a concurrent write changed what it read.
-CONFLICT_RETRIES = 5
+T = TypeVar("T")
 
-Build = Callable[[Changeset], Awaitable[Any]]
-
-
-async def run(call: Call, build: Build) -> tuple[Any, Outcome]:
-    """Build one changeset with ``build`` and commit it, one write of this process at a time;
-    rebuilt when a writer elsewhere changed what it read."""
-    for attempt in range(CONFLICT_RETRIES):
-        async with call.registry.write_lock:
-            cs = call.registry.changeset(touch=True, ignore_epoch="epoch" in call.flags.ignore)
-            result = await build(cs)
-            try:
-                return result, await cs.commit(note=f"{call.request.method} {call.subject}")
-            except Conflict:
-                pass
-        await asyncio.sleep(random.uniform(0, 0.05 * 2 ** attempt))
-    raise XRegistryError("server_busy", call.subject, detail="concurrent writes kept conflicting; retry")
+async def run(call: Call, build: Build[T]) -> tuple[T, Outcome]:
+    """The request as one unit of work of the registry (:meth:`LocalRegistry.write
+    <gateway.registry.service.LocalRegistry.write>`): built, validated and committed in one
+    revision, or nothing."""
+    return await call.registry.write(
+        build, subject=call.subject, note=f"{call.request.method} {call.subject}",
+        ignore_epoch="epoch" in call.flags.ignore)
 
 
 #: What :func:`json_body` returns for an absent optional body (JSON ``null`` is ``None``).

@@ -1,23 +1,33 @@
 """The local registry: the entry point of every read and write of the gateway's own registry.
 
 :class:`LocalRegistry` owns a :class:`~gateway.storage.base.Store` and the
-:class:`~gateway.model.registry_model.RegistryModel`. Writes go through
-:class:`~gateway.registry.changeset.Changeset`; whole documents (import) through
-:meth:`LocalRegistry.apply_document`; the registry as one document (export) through
+:class:`~gateway.model.registry_model.RegistryModel`. Every write — the xRegistry HTTP API,
+the GraphQL mutations, ``import`` — is one unit of work run by :meth:`LocalRegistry.write`:
+build the changes on a :class:`~gateway.registry.changeset.Changeset` (which validates them),
+commit them in one store revision, and rebuild with a jittered back-off when a concurrent
+writer changed what the unit read (:class:`WritePolicy`). Whole documents (import) are built
+by :meth:`LocalRegistry.build_document`; the registry as one document (export) is
 :meth:`LocalRegistry.export_document`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
-from gateway.storage.base import EntityRecord, Query, RevisionGone, Store
+from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
+
+T = TypeVar("T")
+#: Builds one unit of work on a changeset (and checks its preconditions); its result is
+#: returned by :meth:`LocalRegistry.write` next to the commit's outcome.
+Build = Callable[[Changeset], Awaitable[T]]
 
 #: Registry-level attributes an imported document may set (the rest belongs to its source).
 IMPORTED_REGISTRY_ATTRIBUTES = ("name", "description", "documentation", "icon", "labels")
@@ -29,29 +39,53 @@ DOCUMENT_SCALARS = frozenset({
 })
 
 
+@dataclass
+class WritePolicy:
+    """How a unit of work that lost a race is retried.
+
+    The writes of one process run one at a time (a lock), so they never conflict with each
+    other; a writer in another process (or replica) is caught by the store's commit check
+    (:class:`~gateway.storage.base.Conflict`). The unit is then rebuilt from fresh reads after
+    a random delay in ``[0, base_delay * 2**attempt]``, at most ``attempts`` times in all;
+    after that the write fails with ``server_busy``. ``sleep`` and ``random`` are injectable
+    so tests need not wait.
+    """
+
+    attempts: int = 5
+    base_delay: float = 0.05
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
+    uniform: Callable[[float, float], float] = random.uniform
+
+    def delay(self, attempt: int) -> float:
+        """The back-off before attempt ``attempt + 1`` (jittered, doubling)."""
+        return self.uniform(0.0, self.base_delay * 2**attempt)
+
+
 class LocalRegistry:
     """The gateway's own registry, stored in a :class:`Store`."""
 
     def __init__(
         self, store: Store, *, model: RegistryModel | None = None, registry_id: str = "xregistry",
-        name: str | None = None, base_url: str = "",
+        name: str | None = None, base_url: str = "", write_policy: WritePolicy | None = None,
     ) -> None:
         self.store = store
         self.model = model or RegistryModel.default()
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
+        self.write_policy = write_policy or WritePolicy()
         #: Serialises the writes of this process: two changesets touching the same entity would
         #: only conflict at commit. Writers from other processes are caught by the commit check.
-        self.write_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""
         await self.store.open()
         if await self.store.get("/") is None:
-            cs = self.changeset()
-            await cs.ensure_registry(self.registry_id, self.name)
-            await cs.commit(note="create registry")
+            async def create(cs: Changeset) -> None:
+                await cs.ensure_registry(self.registry_id, self.name)
+
+            await self.write(create, subject="/", note="create registry")
 
     async def close(self) -> None:
         await self.store.close()
@@ -63,18 +97,49 @@ class LocalRegistry:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    def changeset(self, *, touch: bool = True, ignore_epoch: bool = False) -> Changeset:
-        """A new unit of work; call ``await cs.commit()`` to write it."""
-        return Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch)
+    # -- writes -------------------------------------------------------------------------------
+    async def write(
+        self, build: Build[T], *, subject: str, note: str, touch: bool = True, ignore_epoch: bool = False,
+    ) -> tuple[T, Outcome]:
+        """Run one unit of work: ``build`` adds its changes to a fresh changeset (checking its
+        preconditions there, so a retry checks them again), then everything is validated and
+        committed in one store revision. Returns ``build``'s result and the commit's outcome.
+
+        Raises the :class:`XRegistryError` of the first violation (nothing is written), or
+        ``server_busy`` when concurrent writers kept invalidating the unit (see
+        :class:`WritePolicy`). ``touch`` and ``ignore_epoch`` are the changeset's options.
+        """
+        policy = self.write_policy
+        for attempt in range(policy.attempts):
+            async with self._write_lock:
+                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch)
+                result = await build(cs)
+                try:
+                    return result, await cs.commit(note=note)
+                except Conflict:
+                    pass
+            if attempt + 1 < policy.attempts:
+                await policy.sleep(policy.delay(attempt))
+        raise XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
 
     # -- import -------------------------------------------------------------------------------
     async def apply_document(self, doc: dict[str, Any], *, note: str = "import") -> Outcome:
-        """Create or update every entity of a (normalised, 1.0-rc4 shaped) document, atomically.
+        """Create or update every entity of a (normalised, 1.0-rc4 shaped) document, atomically:
+        :meth:`build_document` run as one unit of work.
 
         Entities not in the document are left alone; an entity identical to the stored one is
         ``unchanged``; epochs in the document are ignored (they belong to the source registry).
         Raises :class:`XRegistryError` and writes nothing if any entity is invalid.
         """
+
+        async def build(cs: Changeset) -> None:
+            await self.build_document(cs, doc)
+
+        _, outcome = await self.write(build, subject="/", note=note, touch=False, ignore_epoch=True)
+        return outcome
+
+    async def build_document(self, cs: Changeset, doc: dict[str, Any]) -> None:
+        """Add every entity of a document to ``cs`` (see :meth:`apply_document`)."""
         if not isinstance(doc, dict):
             raise XRegistryError("parsing_data", "/", detail="a registry document must be a JSON object")
         unknown = [k for k, v in doc.items() if k not in DOCUMENT_SCALARS and k not in self.model.groups
@@ -82,7 +147,6 @@ class LocalRegistry:
         if unknown:
             raise XRegistryError("unknown_group_type", f"/{unknown[0]}", name=unknown[0],
                                  detail=f"the model has no group type {unknown[0]!r} (known: {', '.join(self.model.groups)})")
-        cs = self.changeset(touch=False, ignore_epoch=True)
         await cs.prefetch(["/", *document_xids(doc, self.model)])
         reg_attrs = {k: doc[k] for k in IMPORTED_REGISTRY_ATTRIBUTES if k in doc}
         if reg_attrs:
@@ -111,7 +175,6 @@ class LocalRegistry:
                             raise XRegistryError("invalid_attribute", f"/{gtype}/{gid}/{rtype}/{rid}", path=rid,
                                                  name=rid, detail=f"a {rdef.singular} must be an object")
                         await cs.put_resource(gtype, gid, rtype, rid, rbody)
-        return await cs.commit(note=note)
 
     # -- reads --------------------------------------------------------------------------------
     async def check_revision(self, as_of: int | None) -> None:

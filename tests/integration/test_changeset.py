@@ -6,16 +6,17 @@ import pytest
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID
+from gateway.registry.changeset import Changeset
 
 
 async def put_group(registry, gtype, gid, attrs, **kw):
-    cs = registry.changeset(**kw)
+    cs = Changeset(registry.store, registry.model, **kw)
     await cs.put_group(gtype, gid, attrs)
     return await cs.commit()
 
 
 async def put_resource(registry, gtype, gid, rtype, rid, body, *, patch=False, **kw):
-    cs = registry.changeset(**kw)
+    cs = Changeset(registry.store, registry.model, **kw)
     await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
     return await cs.commit()
 
@@ -140,7 +141,7 @@ async def test_meta_epoch_grows_when_versions_come_and_go(registry):
                        {"versions": {"2": {"format": "Avro/1.9"}}}, patch=True)
     meta2 = await registry.entity("/schemagroups/sg/schemas/s/meta")
     assert meta2["epoch"] == meta1["epoch"] + 1
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     await cs.delete("/schemagroups/sg/schemas/s/versions/2")
     await cs.commit()
     meta3 = await registry.entity("/schemagroups/sg/schemas/s/meta")
@@ -159,7 +160,7 @@ async def test_maxversions_prunes_the_oldest_version(registry):
 
 async def test_invalid_entity_in_a_changeset_writes_nothing(registry):
     rev = await registry.store.current_revision()
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     await cs.put_group("messagegroups", "ok", {})
     await cs.put_resource("messagegroups", "ok", "messages", "bad",
                           {"envelope": "CloudEvents/1.0", "dataschema": {"type": "object"},
@@ -174,14 +175,14 @@ async def test_delete_removes_descendants_and_bumps_parent(registry):
     await put_resource(registry, "schemagroups", "sg", "schemas", "s",
                        {"versions": {"1": {"format": "Avro"}, "2": {"format": "Avro"}}})
     group_before = await registry.entity("/schemagroups/sg")
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     await cs.delete("/schemagroups/sg/schemas/s")
     out = await cs.commit()
     assert set(out.deleted) == {"/schemagroups/sg/schemas/s", "/schemagroups/sg/schemas/s/versions/1",
                                 "/schemagroups/sg/schemas/s/versions/2"}
     group = await registry.entity("/schemagroups/sg")
     assert group["epoch"] == group_before["epoch"] + 1 and group["schemascount"] == 0
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     with pytest.raises(XRegistryError) as exc:
         await cs.delete("/schemagroups/sg/schemas/s")
     assert exc.value.type == "not_found"
@@ -205,7 +206,7 @@ async def test_writes_stamp_increasing_revisions_and_history_is_readable(registr
     assert r2.revision > r1.revision
     old = await registry.entity("/messagegroups/g", as_of=r1.revision)
     assert old["name"] == "one"
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     await cs.delete("/messagegroups/g")
     r3 = await cs.commit()
     assert await registry.entity("/messagegroups/g") is None

@@ -8,13 +8,14 @@ import base64
 import pytest
 
 from gateway.errors import XRegistryError
+from gateway.registry.changeset import Changeset
 
 SCHEMA = {"format": "JSONSchema/draft-07"}
 S = ("schemagroups", "sg", "schemas", "s")
 
 
 async def write(registry, op: str, *args, **kwargs):
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     result = await getattr(cs, op)(*args, **kwargs)
     await cs.commit()
     return result

@@ -7,10 +7,11 @@ import pytest
 from gateway.app import prune_history
 from gateway.config import Settings
 from gateway.errors import XRegistryError
+from gateway.registry.changeset import Changeset
 
 
 async def rename(registry, name):
-    cs = registry.changeset()
+    cs = Changeset(registry.store, registry.model)
     await cs.put_group("messagegroups", "g", {"name": name})
     return (await cs.commit()).revision
 
