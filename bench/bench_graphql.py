@@ -43,7 +43,7 @@ from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.base import Cursor, cursor_for  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
+CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
 MESSAGE = "/messagegroups/IO.AISstream/messages/IO.AISstream.PositionReport"
 #: Each target is loaded this many times in turn, alternating with the other.

@@ -42,7 +42,7 @@ from gateway.documents.reader import read_document  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
+CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
 PARTITIONS = (1, 2, 4)
 #: The exported document as Spark reads it: groups and their messages as maps, messages as JSON text.

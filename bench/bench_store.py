@@ -38,7 +38,7 @@ from gateway.documents.reader import read_document  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.base import Cursor, Query, Store, Write  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
+CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 
 
 def make_store(backend: str, tmp: Path, name: str) -> Store:

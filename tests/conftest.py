@@ -1,4 +1,4 @@
-"""Shared fixtures: the real documents beside the repository, and a fresh local registry."""
+"""Shared fixtures: a fresh local registry. The real documents are in ``tests/corpus.py``."""
 
 from __future__ import annotations
 
@@ -8,11 +8,6 @@ import pytest
 
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
-
-REPO = Path(__file__).resolve().parents[1]
-XREG_DATA = REPO.parent / "shared" / "data" / "xreg"
-CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
-SAMPLES = REPO / "samples"
 
 
 @pytest.fixture

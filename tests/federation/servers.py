@@ -24,8 +24,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
-
 
 def free_socket() -> socket.socket:
     """A TCP socket bound to a free port of 127.0.0.1 (``IPPROTO_TCP``: asyncio then sets

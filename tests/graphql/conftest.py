@@ -26,7 +26,7 @@ from gateway.documents.normalise import normalise
 from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
-from tests.conftest import CORPUS_117
+from tests.corpus import CORPUS_117
 
 REGISTRY_ID = "test"
 BASE_URL = "http://gw/registry"

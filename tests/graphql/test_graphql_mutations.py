@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.conftest import XREG_DATA
+from tests.corpus import XREG_DATA
 from tests.graphql.conftest import READ_KEY
 
 CREATE_GROUP = """mutation($type: String!, $id: String!, $attrs: JSON) {

@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from tests.conftest import REPO
+from tests.corpus import REPO
 
 ENDPOINT_PAGE = """
 query($first: Int, $after: String, $last: Int, $before: String, $filter: EndpointFilter, $sort: SortBy) {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from resolvers.schema import build_schema, sdl
-from tests.conftest import REPO
+from tests.corpus import REPO
 
 
 def test_committed_sdl_matches_the_code():

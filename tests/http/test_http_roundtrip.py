@@ -9,7 +9,7 @@ import httpx
 from gateway.app import create_app
 from gateway.documents.normalise import normalise
 from gateway.documents.reader import find_documents, read_document
-from tests.conftest import XREG_DATA
+from tests.corpus import XREG_DATA
 from tests.http.support import WRITE_KEY, LiveServer, asgi_client, bearer, make_settings, running
 from tests.integration.test_import_export import entities
 

@@ -16,7 +16,7 @@ from gateway.errors import XRegistryError
 from gateway.registry.service import LocalRegistry
 from gateway.storage.base import Query
 from gateway.storage.sqlite import SQLiteStore
-from tests.conftest import CORPUS_117, XREG_DATA
+from tests.corpus import CORPUS_117, XREG_DATA
 
 REAL_FILES = find_documents([XREG_DATA])
 SERVER_MANAGED = {"self", "epoch", "modifiedat", "metaurl", "versionsurl", "defaultversionurl"}

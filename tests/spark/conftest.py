@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,8 +28,8 @@ from gateway.auth import hash_key
 from gateway.config import ApiKey, Settings
 from gateway.documents.normalise import normalise
 from gateway.documents.reader import read_document
+from tests.corpus import XREG_DATA
 
-XREG_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "main"
 TOKEN = "spark-tests-token"

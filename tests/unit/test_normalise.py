@@ -7,7 +7,6 @@ import dataclasses
 from collections import Counter
 from collections.abc import Iterator
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +14,13 @@ import pytest
 from gateway.documents.normalise import Normalisation, normalise
 from gateway.documents.reader import read_document
 from gateway.errors import XRegistryError
+from tests.corpus import DOCUMENTS, XREG_DATA
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
-REAL = sorted(DATA.glob("*.json")) if DATA.is_dir() else []
+DATA = XREG_DATA
+REAL = DOCUMENTS
 ALL_FEEDS = "rts__ALL-117-feeders-merged.xreg.json"
 LEGACY = "codegen-5675db7__Microsoft.Storage.0.4-wip.cereg.json"
 NEWER = "codegen__Microsoft.Storage.xreg.json"
-needs_data = pytest.mark.skipif(not REAL, reason="shared xRegistry data set not present")
 
 #: Keys that must not survive normalisation (outside schema documents).
 OLD_KEYS = {"definitiongroups", "definitions", "basemessageurl", "basemessage", "protocolmetadata",
@@ -62,7 +61,6 @@ def _message(message: dict, group: dict | None = None) -> dict:
 # -- the real documents --------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize("name", [p.name for p in REAL])
 def test_real_documents_leave_no_older_shape_behind(name: str) -> None:
     out, _ = _normalised(name)
@@ -75,7 +73,6 @@ def test_real_documents_leave_no_older_shape_behind(name: str) -> None:
     assert again == out and changes == []
 
 
-@needs_data
 @pytest.mark.parametrize("name", [p.name for p in REAL])
 def test_input_is_not_mutated(name: str) -> None:
     original = _read(name)
@@ -86,7 +83,6 @@ def test_input_is_not_mutated(name: str) -> None:
     assert original == snapshot
 
 
-@needs_data
 def test_all_feeds_keep_every_entity_and_count_changes() -> None:
     out, changes = _normalised(ALL_FEEDS)
     groups = out["messagegroups"].values()
@@ -109,7 +105,6 @@ def test_all_feeds_keep_every_entity_and_count_changes() -> None:
     assert len(long_ids) == 14 and all(len(m) <= 128 for m in long_ids)
 
 
-@needs_data
 def test_all_feeds_references_resolve_to_xids() -> None:
     out, _ = _normalised(ALL_FEEDS)
     for endpoint in out["endpoints"].values():
@@ -124,7 +119,6 @@ def test_all_feeds_references_resolve_to_xids() -> None:
     assert any("_" in name for m in amqp for name in m["protocoloptions"].get("application-properties", {}))
 
 
-@needs_data
 def test_legacy_04_document_becomes_the_newer_shape() -> None:
     legacy, changes = _normalised(LEGACY)
     newer, _ = _normalised(NEWER)
@@ -166,7 +160,6 @@ def test_legacy_04_document_becomes_the_newer_shape() -> None:
         assert value not in ("definitiongroup", "schemaversion", "cloudevent")
 
 
-@needs_data
 @pytest.mark.parametrize("name", [p.name for p in REAL])
 def test_strict_accepts_only_what_needs_no_change(name: str) -> None:
     _, changes = _normalised(name)

@@ -8,12 +8,11 @@ import pytest
 
 from gateway.documents.reader import find_documents, read_document
 from gateway.errors import XRegistryError
+from tests.corpus import XREG_DATA
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared xRegistry data set not present")
+DATA = XREG_DATA
 
 
-@needs_data
 def test_finds_every_real_document_and_nothing_else() -> None:
     found = find_documents([DATA])
     names = [p.name for p in found]
@@ -23,7 +22,6 @@ def test_finds_every_real_document_and_nothing_else() -> None:
     assert "codegen-5675db7__Microsoft.Storage.0.4-wip.cereg.json" in names
 
 
-@needs_data
 @pytest.mark.parametrize("path", sorted(DATA.glob("*.json")) if DATA.is_dir() else [], ids=lambda p: p.name)
 def test_reads_every_real_document(path: Path) -> None:
     doc = read_document(path)

@@ -12,6 +12,7 @@ from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import AttributeDef, RegistryModel
 from gateway.registry.ids import build_xid
 from gateway.registry.validation import validate_attributes, validate_entity
+from tests.corpus import XREG_DATA
 
 MODEL = RegistryModel.default()
 TS = "2030-12-19T06:00:00Z"
@@ -475,7 +476,7 @@ def test_basemessageuri_target():
 
 
 # -- real documents -------------------------------------------------------------------------
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "xreg"
+DATA = XREG_DATA
 REAL_FILES = sorted(p for p in DATA.glob("*.xreg.json") if "0.4-wip" not in p.name)
 
 
