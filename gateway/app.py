@@ -20,22 +20,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from gateway.config import Settings, load_settings
+from gateway.logs import redact_url
 from gateway.registry.service import LocalRegistry
 
 log = logging.getLogger("xreg.gateway")
 
 #: How often the history retention runs while serving.
 PRUNE_INTERVAL_SECONDS = 3600.0
-
-
-def build_registry(settings: Settings) -> LocalRegistry:
-    """The local registry configured by ``settings`` (not yet opened)."""
-    from gateway.storage import create_store
-
-    return LocalRegistry(
-        create_store(settings.effective_store_url), registry_id=settings.registry_id,
-        name=settings.registry_name, base_url=settings.base_url,
-    )
 
 
 async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
@@ -61,12 +52,14 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     from resolvers import build_routes as graphql_routes
 
     settings = settings or load_settings()
-    registry = registry or build_registry(settings)
+    registry = registry or LocalRegistry.from_settings(settings)
     federation = Federation(settings, LocalSource(registry))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await registry.open()
+        log.info("registry %r open on %s at revision %d", registry.registry_id,
+                 redact_url(settings.effective_store_url), await registry.store.current_revision())
         await federation.open()
         federation.watch()
 

@@ -17,6 +17,8 @@ from rich.table import Table
 
 from gateway.config import Settings, load_settings
 from gateway.errors import XRegistryError
+from gateway.logs import logging_config
+from gateway.registry.service import LocalRegistry
 
 app = typer.Typer(help="xRegistry GraphQL gateway.", no_args_is_help=True, add_completion=False)
 err = Console(stderr=True)
@@ -28,17 +30,6 @@ def _settings(config: Path | None) -> Settings:
     except Exception as exc:
         err.print(f"[red]invalid settings:[/red] {exc}")
         raise typer.Exit(2) from exc
-
-
-def open_registry(settings: Settings):
-    """The local registry configured by ``settings`` (not yet opened)."""
-    from gateway.registry.service import LocalRegistry
-    from gateway.storage import create_store
-
-    return LocalRegistry(
-        create_store(settings.effective_store_url), registry_id=settings.registry_id,
-        name=settings.registry_name, base_url=settings.base_url,
-    )
 
 
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="YAML settings file (or XREG_CONFIG).")]
@@ -64,7 +55,7 @@ async def run_import(settings: Settings, paths: list[Path], *, strict: bool, con
 
     report = ImportReport()
     files = find_documents(paths)
-    registry = open_registry(settings)
+    registry = LocalRegistry.from_settings(settings)
     await registry.open()
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -146,7 +137,7 @@ def export_cmd(
     settings = _settings(config)
 
     async def run() -> dict:
-        registry = open_registry(settings)
+        registry = LocalRegistry.from_settings(settings)
         await registry.open()
         try:
             return await registry.export_document(as_of=as_of)
@@ -200,7 +191,8 @@ def serve_cmd(
     from gateway.app import create_app
 
     settings = served_settings(_settings(config), host, port)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="info")
+    uvicorn.run(create_app(settings), host=host, port=port, log_config=logging_config(settings.log_level),
+                log_level=settings.log_level)
 
 
 def served_settings(settings: Settings, host: str, port: int) -> Settings:

@@ -231,6 +231,8 @@ class Settings(BaseSettings):
     page_size_default: int = Field(100, ge=1, description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")
     debug: bool = Field(False, description="Show internal error details to clients (never in production).")
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
+        "info", description="Level of the gateway's own loggers (xreg.*) and uvicorn's when serving.")
 
     # -- authentication -------------------------------------------------------------------------
     anonymous_read: bool = Field(True, description="Allow reads without credentials.")

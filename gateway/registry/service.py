@@ -18,10 +18,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
+from gateway.storage import create_store
 from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
 
 T = TypeVar("T")
@@ -77,6 +79,12 @@ class LocalRegistry:
         #: Serialises the writes of this process: two changesets touching the same entity would
         #: only conflict at commit. Writers from other processes are caught by the commit check.
         self._write_lock = asyncio.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LocalRegistry:
+        """The local registry ``settings`` configure (store, id, name, self URLs); not yet opened."""
+        return cls(create_store(settings.effective_store_url), registry_id=settings.registry_id,
+                   name=settings.registry_name, base_url=settings.base_url)
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""

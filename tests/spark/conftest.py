@@ -23,11 +23,12 @@ import uvicorn
 
 pytest.importorskip("pyspark")
 
-from gateway.app import build_registry, create_app
+from gateway.app import create_app
 from gateway.auth import hash_key
 from gateway.config import ApiKey, Settings
 from gateway.documents.normalise import normalise
 from gateway.documents.reader import read_document
+from gateway.registry.service import LocalRegistry
 from tests.corpus import XREG_DATA
 
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
@@ -153,7 +154,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     )
 
     async def load() -> int:
-        registry = build_registry(settings)
+        registry = LocalRegistry.from_settings(settings)
         await registry.open()
         try:
             doc, _ = normalise(read_document(CORPUS_117))
