@@ -13,6 +13,7 @@ import pytest
 from adapters.cache import RegistryCache, create_backend
 from adapters.remote import RemoteSource
 from gateway.config import RegistryConfig
+from tests.corpus import XREG_DATA
 from tests.federation.servers import GatewayServer, ResettingServer, Served, canary_app, faulty_app, free_socket
 
 #: The remotes: registry id → the documents it serves.
@@ -104,6 +105,5 @@ async def open_remote():
 
 
 def data_file(name: str) -> Path:
-    from tests.federation.servers import XREG_DATA
-
+    """A document of the in-repository corpus."""
     return XREG_DATA / name

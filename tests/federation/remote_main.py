@@ -20,7 +20,8 @@ from gateway.documents.normalise import normalise
 from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
-from tests.federation.servers import XREG_DATA, Instrumented, Served, free_socket
+from tests.corpus import XREG_DATA
+from tests.federation.servers import Instrumented, Served, free_socket
 
 
 async def load(db: Path, registry_id: str, base_url: str, documents: list[str]) -> None:
