@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import XRegistryError
+from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
 from gateway.storage.base import Sort
@@ -49,7 +49,7 @@ def xid_kind(xid: str) -> tuple[str, str]:
     raise ValueError(f"{xid!r} is not an XID")
 
 
-class InvalidCursor(ValueError):
+class InvalidCursor(UserInputError):
     """A cursor that the source did not issue."""
 
 

@@ -25,6 +25,7 @@ import jwt
 from starlette.requests import Request
 
 from gateway.config import Settings
+from gateway.errors import GatewayError
 
 log = logging.getLogger("xreg.auth")
 
@@ -79,7 +80,7 @@ class Principal:
         return scope in self.scopes
 
 
-class AuthError(Exception):
+class AuthError(GatewayError):
     """A refused request: 401 ``unauthorized`` (no or bad credentials) or 403 ``forbidden``.
 
     ``error`` is the RFC 6750 error code for ``WWW-Authenticate`` (``invalid_token`` when

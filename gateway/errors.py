@@ -1,10 +1,16 @@
-"""xRegistry errors, one class carrying the spec's error type ("Error Processing" in core/spec.md).
+"""The errors the gateway reports to clients: one hierarchy rooted in :class:`GatewayError`.
 
-Every failure the registry reports is an :class:`XRegistryError` whose ``type`` is one of the
-spec's error names (``invalid_attribute``, ``mismatched_epoch``, …). Bindings render it: the
-HTTP API as an RFC 9457 problem document, GraphQL as an error with ``extensions.code``.
-The HTTP binding's own errors (core/http.md: ``api_not_found``, ``missing_body``, …) and the
-gateway's few extensions (``payload_too_large``, ``unsupported_media_type``) are the same class.
+* :class:`XRegistryError` — every failure of the registry, whose ``type`` is one of the spec's
+  error names (``invalid_attribute``, ``mismatched_epoch``, …; "Error Processing" in
+  core/spec.md). The HTTP binding's own errors (core/http.md: ``api_not_found``,
+  ``missing_body``, …) and the gateway's few extensions (``payload_too_large``,
+  ``unsupported_media_type``) are the same class.
+* ``gateway.auth.AuthError`` — refused credentials (``unauthorized``) or scopes (``forbidden``).
+* :class:`UserInputError` — a GraphQL argument no spec error type describes (a cursor, a node
+  id, a page size): ``BAD_USER_INPUT``.
+
+Bindings render them by their :attr:`GatewayError.code`: the HTTP API as an RFC 9457 problem
+document, GraphQL as an error with ``extensions.code``. Any other exception is a bug.
 """
 
 from __future__ import annotations
@@ -101,8 +107,23 @@ _ALL_ERRORS = {**SPEC_ERRORS, **HTTP_ERRORS, **GATEWAY_ERRORS}
 _PLACEHOLDER = re.compile(r"<([a-z][a-z0-9_]*)>")
 
 
-class XRegistryError(Exception):
-    """A spec-typed error.
+class GatewayError(Exception):
+    """An error the gateway reports to its client (not a bug): ``code`` names it for clients
+    (GraphQL's ``extensions.code``), ``status`` is its HTTP status."""
+
+    code: str = "INTERNAL_SERVER_ERROR"
+    status: int = 500
+
+
+class UserInputError(GatewayError, ValueError):
+    """A request argument that no xRegistry error type describes (``BAD_USER_INPUT``)."""
+
+    code = "BAD_USER_INPUT"
+    status = 400
+
+
+class XRegistryError(GatewayError):
+    """A spec-typed error; :attr:`code` is its ``type``.
 
     ``subject`` is the XID (or request path) of the entity being processed; ``path`` is the
     attribute path inside it (``envelopemetadata.type``), when one attribute is to blame;
@@ -122,16 +143,14 @@ class XRegistryError(Exception):
         if type not in _ALL_ERRORS:
             raise ValueError(f"unknown xRegistry error type {type!r}")
         self.type = type
+        self.code = type
+        self.status = _ALL_ERRORS[type][0]
         self.subject = subject
         self.detail = detail
         self.path = path
         self.source = source
         self.args_map = {k: v for k, v in args.items() if v is not None}
         super().__init__(self.title)
-
-    @property
-    def status(self) -> int:
-        return _ALL_ERRORS[self.type][0]
 
     @property
     def type_uri(self) -> str:
@@ -158,13 +177,6 @@ class XRegistryError(Exception):
             return m.group(0)
 
         return _PLACEHOLDER.sub(fill, template)
-
-    def with_prefix(self, where: str) -> XRegistryError:
-        """The same error, its detail prefixed with where it happened (a file, a document)."""
-        err = XRegistryError(
-            self.type, self.subject, detail=self.detail, path=self.path, source=where, **self.args_map
-        )
-        return err
 
     def to_problem(self, instance: str | None = None) -> dict[str, Any]:
         """The RFC 9457-style body of the HTTP binding."""

@@ -14,10 +14,10 @@ import strawberry
 from strawberry import Private
 
 from adapters.base import Listing, SourcePage
+from gateway.errors import UserInputError
 from gateway.registry.filters import Filters
 from gateway.storage.base import Sort
 from resolvers.context import Context
-from resolvers.errors import UserInputError
 
 T = TypeVar("T")
 

@@ -15,21 +15,11 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLSyntaxError
 
-from adapters.base import InvalidCursor
 from gateway.auth import AuthError
-from gateway.errors import ValidationErrors, XRegistryError
-from resolvers.ids import InvalidGlobalId
+from gateway.errors import GatewayError, ValidationErrors, XRegistryError
 
-BAD_USER_INPUT = "BAD_USER_INPUT"
 INTERNAL = "INTERNAL_SERVER_ERROR"
 INTERNAL_MESSAGE = "Internal server error."
-
-
-class UserInputError(Exception):
-    """A GraphQL argument that no xRegistry error type describes (``BAD_USER_INPUT``)."""
-
-
-_USER_INPUT = (UserInputError, InvalidCursor, InvalidGlobalId)
 
 
 def _cause(error: GraphQLError) -> BaseException | None:
@@ -42,7 +32,7 @@ def _cause(error: GraphQLError) -> BaseException | None:
 def is_internal(error: GraphQLError) -> bool:
     """Whether ``error`` comes from a bug rather than from the request."""
     cause = _cause(error)
-    return cause is not None and not isinstance(cause, (XRegistryError, AuthError, GraphQLError, *_USER_INPUT))
+    return cause is not None and not isinstance(cause, (GatewayError, GraphQLError))
 
 
 def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
@@ -58,9 +48,9 @@ def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
     elif isinstance(cause, AuthError):
         message = cause.title
         extensions["code"] = cause.code
-    elif isinstance(cause, _USER_INPUT):
+    elif isinstance(cause, GatewayError):
         message = str(cause)
-        extensions["code"] = BAD_USER_INPUT
+        extensions["code"] = cause.code
     elif is_internal(error):
         message = f"{INTERNAL_MESSAGE} {type(cause).__name__}: {cause}" if debug else INTERNAL_MESSAGE
         extensions = {"code": INTERNAL}

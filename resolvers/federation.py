@@ -17,10 +17,9 @@ from strawberry.types import Info
 
 from adapters.base import Listing, RegistrySource, SourceStatus, SourceUnavailable
 from adapters.merged import count_across, list_across
-from gateway.errors import XRegistryError
+from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from resolvers.connections import Connection, connection, make_listing
-from resolvers.errors import UserInputError
 from resolvers.filters import Filter, SortBy, to_filters, to_sort
 from resolvers.types import Timestamp
 

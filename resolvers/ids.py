@@ -9,8 +9,10 @@ from __future__ import annotations
 import base64
 import binascii
 
+from gateway.errors import UserInputError
 
-class InvalidGlobalId(ValueError):
+
+class InvalidGlobalId(UserInputError):
     """A string that is not a global id issued by this gateway."""
 
 

@@ -12,9 +12,8 @@ from strawberry.types import Info
 
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
-from gateway.errors import XRegistryError
+from gateway.errors import UserInputError, XRegistryError
 from resolvers.connections import Connection
-from resolvers.errors import UserInputError
 from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
 from resolvers.ids import parse_global_id
