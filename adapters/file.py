@@ -3,7 +3,8 @@
 The document is read (JSON or YAML; by URL: JSON), normalised to 1.0-rc4 like an import
 (``gateway.documents``) and loaded into a registry of its own on an SQLite file in a temporary
 directory — so it is queried by the same engine as the local registry (filters, sorts, keyset
-pages, history-free reads) and served by :class:`~adapters.local.LocalSource` minus the writes.
+pages, history-free reads): a :class:`FileSource` holds a :class:`~adapters.local.LocalSource`
+over that copy and hands it every read; it has no writes (``action_not_supported``).
 A document that declares a ``model`` extends the gateway's model with its group types.
 
 :meth:`FileSource.refresh` loads the document again when it changed (the file's modification
@@ -13,6 +14,7 @@ removed at the next refresh (or on close).
 
 from __future__ import annotations
 
+import builtins
 import logging
 import shutil
 import tempfile
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from adapters.base import RegistrySource, SourceStatus, SourceUnavailable
+from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.http_client import RemoteClient
 from adapters.local import LocalSource
 from gateway.config import RegistryConfig
@@ -35,7 +37,7 @@ from gateway.storage.sqlite import SQLiteStore
 log = logging.getLogger("xreg.file")
 
 
-class FileSource(LocalSource):
+class FileSource(RegistrySource):
     """A document served read-only (see the module documentation)."""
 
     kind = "file"
@@ -46,7 +48,9 @@ class FileSource(LocalSource):
         self.id = config.id
         self.base_url = config.base_url or ""
         self.model = RegistryModel.default()
-        self.registry: LocalRegistry | None = None  # type: ignore[assignment]
+        #: The loaded copy (``None`` until a load succeeded), read through :attr:`_reader`.
+        self.registry: LocalRegistry | None = None
+        self._reader: LocalSource | None = None
         self._dir: str | None = None
         self._stamp: Any = None
         self._retired: list[tuple[LocalRegistry, str | None]] = []
@@ -79,14 +83,15 @@ class FileSource(LocalSource):
         for retired in self._retired:  # replaced a refresh ago: no read can still be using it
             await _dispose(*retired)
         self._retired = [(self.registry, self._dir)] if self.registry is not None else []
-        self.registry, self.store, self.model, self._dir = registry, registry.store, registry.model, directory
+        self.registry, self.model, self._dir = registry, registry.model, directory
+        self._reader = LocalSource(registry)
         self._stamp, self.loaded_at = stamp, time.time()
         return True
 
     async def close(self) -> None:
         for retired in [*self._retired, (self.registry, self._dir)]:
             await _dispose(*retired)
-        self.registry, self._dir, self._retired = None, None, []
+        self.registry, self._reader, self._dir, self._retired = None, None, None, []
 
     def status(self) -> SourceStatus:
         return SourceStatus(self.id, self.kind, self.origin, healthy=self.registry is not None,
@@ -126,40 +131,38 @@ class FileSource(LocalSource):
             raise
         return registry, directory
 
-    async def get_many(self, xids: Sequence[str], as_of: int | None = None):
-        self._require()
-        return await super().get_many(xids, as_of)
-
-    async def list(self, listing, parent=None):
-        self._require()
-        return await super().list(listing, parent)
-
-    async def count(self, listing, parent=None):
-        self._require()
-        return await super().count(listing, parent)
-
-    async def list_children(self, parents, listing):
-        self._require()
-        return await super().list_children(parents, listing)
+    # -- reads: the loaded copy's ---------------------------------------------------------------
+    def _copy(self) -> LocalSource:
+        if self._reader is None:
+            raise SourceUnavailable(self.id, f"the document {self.origin} is not loaded ({self.last_error})")
+        return self._reader
 
     async def revision(self) -> int:
-        self._require()
-        return await super().revision()
+        return await self._copy().revision()
 
     async def check_revision(self, as_of: int | None) -> None:
-        self._require()
-        await super().check_revision(as_of)
+        await self._copy().check_revision(as_of)
 
-    def _require(self) -> None:
-        if self.registry is None:
-            raise SourceUnavailable(self.id, f"the document {self.origin} is not loaded ({self.last_error})")
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        return await self._copy().get_many(xids, as_of)
 
-    # read-only: the writes of RegistrySource (action_not_supported)
-    put_group = RegistrySource.put_group
-    put_resource = RegistrySource.put_resource
-    put_version = RegistrySource.put_version
-    delete = RegistrySource.delete
-    import_document = RegistrySource.import_document
+    async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
+        return await self._copy().list(listing, parent)
+
+    async def count(self, listing: Listing, parent: str | None = None) -> int:
+        return await self._copy().count(listing, parent)
+
+    async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        return await self._copy().list_children(parents, listing)
+
+    async def complete(self, entities: Sequence[Entity]) -> builtins.list[dict[str, Any]]:
+        return await self._copy().complete(entities)
+
+    async def changes(
+        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+        limit: int = 100, after: str | None = None,
+    ) -> tuple[builtins.list[ChangeItem], bool]:
+        return await self._copy().changes(since, until=until, ctypes=ctypes, limit=limit, after=after)
 
 
 async def _dispose(registry: LocalRegistry | None, directory: str | None) -> None:
