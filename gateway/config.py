@@ -1,7 +1,7 @@
 """Gateway settings: one object, from ``XREG_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment variables, the YAML file
-named by ``XREG_CONFIG`` (or passed as ``config_file``), then the defaults below. Every field
+named by ``XREG_CONFIG`` (or passed as ``config``: ``load_settings(config=path)``, ``--config`` on the CLI), then the defaults below. Every field
 is documented in README.md ("Configuration").
 """
 

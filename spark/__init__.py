@@ -1,7 +1,7 @@
 """PySpark data source ``xregistry``: definition snapshots and change feeds from the gateway.
 
-``spark.register(session)`` is the one call a job makes (importing this package while a
-SparkSession is active registers with it too)::
+``spark.register(session)`` is the one call a job makes (importing the package has no side
+effect)::
 
     import spark as xreg
     xreg.register(session)
@@ -12,7 +12,6 @@ Only :mod:`spark.source` and :mod:`spark.snapshot` need PySpark; :mod:`spark.cli
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 #: The Spark setting that lets Python data sources take pushed filters (off by default).
@@ -31,20 +30,3 @@ def register(session: Any = None) -> None:
         raise RuntimeError("no active SparkSession to register the xregistry data source with")
     session.conf.set(PUSHDOWN_CONF, "true")
     session.dataSource.register(XRegistryDataSource)
-
-
-def _register_with_active_session() -> None:
-    """Best effort on import: only where PySpark is loaded and a driver session is active."""
-    if "pyspark.sql" not in sys.modules:
-        return
-    try:
-        from pyspark.sql import SparkSession
-
-        session = SparkSession.getActiveSession()
-    except Exception:
-        return
-    if session is not None:
-        register(session)
-
-
-_register_with_active_session()
