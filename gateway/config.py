@@ -1,8 +1,8 @@
 """Gateway settings: one object, from ``XREG_*`` environment variables and an optional YAML file.
 
 Precedence (highest first): explicit keyword arguments, environment variables, the YAML file
-named by ``XREG_CONFIG`` (or passed as ``config``: ``load_settings(config=path)``, ``--config`` on the CLI), then the defaults below. Every field
-is documented in README.md ("Configuration").
+named by ``XREG_CONFIG`` (or passed as ``config``: ``load_settings(config=path)``, ``--config``
+on the CLI), then the defaults below. Every field is documented in README.md ("Configuration").
 """
 
 from __future__ import annotations
