@@ -23,7 +23,7 @@ from typing import Any
 from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
-from gateway.storage.base import Sort
+from gateway.storage.semantics import Sort
 
 #: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
 #: ``meta``, a version.

@@ -10,7 +10,6 @@ their resources costs the same number of store calls as a page of 10.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -19,11 +18,11 @@ from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import XRegistryError
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.filters import compare_key
 from gateway.registry.reads import Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
-from gateway.storage.base import Cursor, EntityRecord, RevisionGone, Sort, cursor_for, sort_value
+from gateway.storage.base import EntityRecord, RevisionGone
+from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, sort_value
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
@@ -275,14 +274,7 @@ def _end_cursor(sort: Sort | None) -> Cursor:
 
 def _order_key(value: Any) -> tuple:
     """:func:`compare_key` of a sort value, reading a cursor's canonical JSON text as the container."""
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, (dict, list)) and json.dumps(parsed, sort_keys=True) == value:
-            return compare_key(parsed)
-    return compare_key(value)
+    return compare_key(cursor_sort_value(value))
 
 
 def _position(rec: EntityRecord, sort: Sort | None) -> tuple:

@@ -12,8 +12,16 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from adapters.base import Entity, InvalidCursor, Listing, SourcePage
-from gateway.registry.filters import FilterExpression, Filters, compare_key, matches_condition
-from gateway.storage.base import Condition, Cursor, Sort, sort_value
+from gateway.registry.filters import FilterExpression, Filters
+from gateway.storage.semantics import (
+    Condition,
+    Cursor,
+    Sort,
+    compare_key,
+    cursor_sort_value,
+    matches_condition,
+    sort_value,
+)
 
 #: A key after every XID key (keys are ASCII).
 KEY_END = "\U0010ffff"
@@ -40,15 +48,7 @@ def order_key(cursor: Cursor, sort: Sort | None) -> tuple:
     """Where a position sorts, ascending (a cursor's container values are canonical JSON text)."""
     if sort is None:
         return ((), cursor.key.lower())
-    value = cursor.value
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, (dict, list)) and json.dumps(parsed, sort_keys=True) == value:
-            value = parsed
-    return (compare_key(value), cursor.key.lower())
+    return (compare_key(cursor_sort_value(cursor.value)), cursor.key.lower())
 
 
 def decode(token: str | None) -> Cursor | None:

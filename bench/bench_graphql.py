@@ -40,7 +40,7 @@ from gateway.config import Settings  # noqa: E402
 from gateway.registry.filters import parse_filter  # noqa: E402
 from gateway.registry.reads import Selection, collection_tree, count, select  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.base import Cursor, cursor_for  # noqa: E402
+from gateway.storage.semantics import Cursor, cursor_for  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"

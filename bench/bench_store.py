@@ -36,7 +36,8 @@ sys.path.insert(0, str(REPO))
 from gateway.documents.normalise import normalise  # noqa: E402
 from gateway.documents.reader import read_document  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.base import Cursor, Query, Store, Write  # noqa: E402
+from gateway.storage.base import Query, Store, Write  # noqa: E402
+from gateway.storage.semantics import Cursor  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 

@@ -16,7 +16,7 @@ from strawberry import Private
 from adapters.base import Listing, SourcePage
 from gateway.errors import UserInputError
 from gateway.registry.filters import Filters
-from gateway.storage.base import Sort
+from gateway.storage.semantics import Sort
 from resolvers.context import Context
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ import strawberry
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters, Term, parse_filters, parse_sort
 from gateway.registry.reads import collection_tree
-from gateway.storage.base import Condition, Sort
+from gateway.storage.semantics import Condition, Sort
 
 _STAR = re.compile(r"(?<!\\)\*")
 

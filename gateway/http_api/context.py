@@ -17,7 +17,8 @@ from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters, parse_filters, parse_sort
 from gateway.registry.reads import collection_tree
 from gateway.registry.service import LocalRegistry
-from gateway.storage.base import EntityRecord, Sort
+from gateway.storage.base import EntityRecord
+from gateway.storage.semantics import Sort
 
 
 @dataclass

@@ -16,7 +16,8 @@ from urllib.parse import urlencode
 
 from gateway.errors import XRegistryError
 from gateway.registry.reads import Selection, select, store_sort
-from gateway.storage.base import Cursor, Page, Store
+from gateway.storage.base import Page, Store
+from gateway.storage.semantics import Cursor
 
 #: Cursors past either end of any collection: keys never reach U+10FFFF, and ``true`` is the
 #: highest sort value (``gateway.registry.filters.compare_key``), absent the lowest.

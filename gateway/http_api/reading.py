@@ -18,10 +18,11 @@ from gateway.http_api.openapi import openapi_document
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import add_links, json_response
-from gateway.registry.filters import Filters, matches, parse_filters
+from gateway.registry.filters import Filters, parse_filters
 from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
 from gateway.storage.base import EntityRecord
+from gateway.storage.semantics import matches
 
 #: What ``GET /export`` inlines unless ``?inline`` says otherwise (``modelsource`` is not served).
 EXPORT_INLINE = ["*", "capabilities"]

@@ -29,10 +29,11 @@ from gateway.http_api.flags import Flags
 from gateway.http_api.inline import Inline
 from gateway.model.registry_model import RegistryModel, ResourceDef
 from gateway.registry.changeset import is_json_media_type
-from gateway.registry.filters import FilterExpression, Filters, matches_condition
+from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.reads import Selection, count, level_of, render, select, store_condition
 from gateway.registry.service import LocalRegistry
 from gateway.storage.base import EntityRecord, Query
+from gateway.storage.semantics import matches_condition
 
 DETAILS = "$details"
 #: What a resource keeps in the document view.

@@ -1,8 +1,9 @@
 """The xRegistry ``filter`` and ``sort`` flags (core spec "Filter Flag", "Sort Flag", "Dot Notation").
 
-Parsing turns flag values into :class:`~gateway.storage.base.Condition` / ``Sort`` objects;
-:func:`matches` and :func:`compare_key` are the *reference semantics* that every store must
-reproduce exactly.
+Parsing turns flag values into :class:`~gateway.storage.semantics.Condition` / ``Sort``
+objects; what they mean (:func:`~gateway.storage.semantics.matches`,
+:func:`~gateway.storage.semantics.compare_key`, the reference semantics every store
+reproduces) is ``gateway.storage.semantics``, below the registry engine.
 
 Grammar of one ``filter`` value (a :class:`FilterExpression`): ``,``-separated terms, AND'd::
 
@@ -30,17 +31,14 @@ collections through ``collections``: a nested mapping ``{"messagegroups": {"mess
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Union
 
 from gateway.errors import XRegistryError
-from gateway.storage.base import Condition, Sort
+from gateway.storage.semantics import ANY_ITEM, ANY_KEY, Condition, Sort
 
-ANY_KEY = "*"
-ANY_ITEM = "[*]"
 EXCLUDE_ALL = "excludeall"
 
 Path = tuple[str, ...]
@@ -52,7 +50,6 @@ _INDEX = re.compile(r"\[(\d+)\]")
 _OPS = (("!=", "ne"), ("<>", "ne"), ("<=", "le"), (">=", "ge"), ("<", "lt"), (">", "gt"), ("=", "eq"))
 _SYMBOL = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _STAR = re.compile(r"(?<!\\)\*")
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 class _Syntax(ValueError):
@@ -347,117 +344,3 @@ def format_path(path: Sequence[str]) -> str:
         else:
             out += "['" + segment.replace("\\", "\\\\").replace("'", "\\'") + "']"
     return out
-
-
-# -- reference semantics -------------------------------------------------------------------
-
-
-def numeric_value(value: str) -> int | float | None:
-    """The number a filter value denotes (``int`` when integral in form), or ``None``."""
-    if not _NUMBER.fullmatch(value):
-        return None
-    return int(value) if re.fullmatch(r"[+-]?\d+", value) else float(value)
-
-
-def wildcard_parts(value: str) -> list[str]:
-    """The literal pieces of a wildcard value, split at its unescaped ``*`` (escapes removed):
-    a string matches when it is ``parts[0] + <any> + parts[1] + ... + parts[-1]`` as a whole."""
-    return [p.replace("\\*", "*") for p in _STAR.split(value)]
-
-
-def resolve(doc: Any, path: Sequence[str]) -> list[Any]:
-    """The values ``path`` selects in ``doc`` (``[]``: absent). Keys step into dicts only,
-    ``[N]`` / ``[*]`` into lists only, ``*`` over the values of a dict; a list met by a key
-    step selects nothing (arrays are only implicit at the end of the path, see :func:`matches`)."""
-    nodes = [doc]
-    for segment in path:
-        nxt: list[Any] = []
-        for node in nodes:
-            if segment == ANY_KEY:
-                nxt.extend(node.values() if isinstance(node, dict) else ())
-            elif segment == ANY_ITEM:
-                nxt.extend(node if isinstance(node, list) else ())
-            elif segment.startswith("["):
-                i = int(segment[1:-1])
-                if isinstance(node, list) and i < len(node):
-                    nxt.append(node[i])
-            elif isinstance(node, dict) and segment in node:
-                nxt.append(node[segment])
-        nodes = nxt
-    return nodes
-
-
-def _scalar_match(stored: Any, op: str, value: str, wildcard: bool) -> bool:
-    """``stored <op> value`` for one stored scalar, ``op`` one of eq/lt/le/gt/ge."""
-    if wildcard:
-        if not isinstance(stored, str):
-            return False
-        pattern = ".*".join(re.escape(p.lower()) for p in wildcard_parts(value))
-        return re.fullmatch(pattern, stored.lower(), re.DOTALL) is not None
-    if isinstance(stored, bool):
-        if value not in ("true", "false"):
-            return False
-        a, b = int(stored), int(value == "true")
-    elif isinstance(stored, (int, float)):
-        a, b = stored, numeric_value(value)
-        if b is None:
-            return False
-    elif isinstance(stored, str):
-        a, b = stored.lower(), value.lower()
-    else:
-        return False
-    return {"eq": a == b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[op]
-
-
-def matches_condition(doc: dict[str, Any], cond: Condition) -> bool:
-    """Whether ``doc`` satisfies one condition (see :func:`matches` for the rules)."""
-    values = resolve(doc, cond.path)
-    if cond.op in ("exists", "null"):
-        return any(v is not None for v in values) == (cond.op == "exists")
-    op = "eq" if cond.op == "ne" else cond.op
-    hit = any(
-        any(_scalar_match(e, op, cond.value, cond.wildcard) for e in v)
-        if isinstance(v, list) else _scalar_match(v, op, cond.value, cond.wildcard)
-        for v in values
-    )
-    return hit != (cond.op == "ne")
-
-
-def matches(doc: dict[str, Any], any_of: Sequence[Sequence[Condition]]) -> bool:
-    """The reference filter semantics, which every store reproduces exactly.
-
-    ``any_of`` is an OR of AND groups (``()``: no filter, matches; an empty group is true).
-    For one condition, :func:`resolve` selects the values at its path, then:
-
-    * ``exists``: some selected value is not ``None`` (an empty string, list or dict counts);
-      ``null``: the opposite (absent, or only ``None``).
-    * ``eq``/``lt``/``le``/``gt``/``ge``: some selected value matches; a selected *list*
-      matches when one of its elements (scalars only, no deeper) matches. A stored scalar
-      matches by type: **bool** only against exactly ``true``/``false`` (case-sensitive, per
-      spec; false < true); **number** (int/float, not bool) only when the filter value is a
-      number (:func:`numeric_value`), compared numerically; **string**: ``str.lower()`` of
-      both, compared by code point. ``None``, dicts and other types never match.
-    * ``wildcard`` (eq/ne only): strings only, the whole lower-cased string against the
-      lower-cased pattern, ``*`` = any run of characters (:func:`wildcard_parts`).
-    * ``ne`` is exactly ``NOT eq`` (spec): it matches absent and null attributes, and a list
-      only when *no* element equals the value.
-    """
-    return not any_of or any(all(matches_condition(doc, c) for c in group) for group in any_of)
-
-
-def compare_key(value: Any) -> tuple:
-    """A sort key giving the reference order of attribute values (ascending):
-
-    absent/``None`` < numbers (numerically) < strings (``lower()``, by code point) <
-    dicts and lists (by ``json.dumps(value, sort_keys=True)``) < ``false`` < ``true``.
-    This follows MongoDB's type order for scalars. Equal keys tie; ties go by XID.
-    """
-    if value is None:
-        return (0,)
-    if isinstance(value, bool):
-        return (4, int(value))
-    if isinstance(value, (int, float)):
-        return (1, value)
-    if isinstance(value, str):
-        return (2, value.lower())
-    return (3, json.dumps(value, sort_keys=True))

@@ -20,7 +20,8 @@ from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
-from gateway.storage.base import Condition, Cursor, EntityRecord, Page, Query, RevisionGone, Sort, Store
+from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
+from gateway.storage.semantics import Condition, Cursor, Sort
 
 #: Resource attributes that are the resource's own, not its default version's.
 RESOURCE_OWN = frozenset({"meta"})

@@ -2,12 +2,14 @@
 
 :func:`create_store` picks a backend from a URL: ``sqlite:///relative/path.db`` or
 ``sqlite:////absolute/path.db`` (:class:`~gateway.storage.sqlite.SQLiteStore`), and
-``mongodb://`` / ``mongodb+srv://`` (``gateway.storage.mongo.MongoStore``, imported on use).
+``mongodb://`` / ``mongodb+srv://`` (:class:`~gateway.storage.mongo.MongoStore`).
 """
 
 from __future__ import annotations
 
 from gateway.storage.base import Store
+from gateway.storage.mongo import MongoStore
+from gateway.storage.sqlite import SQLiteStore
 
 SQLITE_PREFIX = "sqlite:///"
 
@@ -19,12 +21,8 @@ def create_store(url: str) -> Store:
         path = url[len(SQLITE_PREFIX):] if url.startswith(SQLITE_PREFIX) else ""
         if not path:
             raise ValueError(f"malformed SQLite store URL {url!r}: use sqlite:///relative.db or sqlite:////abs/path.db")
-        from gateway.storage.sqlite import SQLiteStore
-
         return SQLiteStore(path)
     if scheme in ("mongodb", "mongodb+srv"):
-        from gateway.storage.mongo import MongoStore
-
         return MongoStore(url)
     raise ValueError(
         f"unsupported store URL {url!r}: expected sqlite:///<path>, mongodb://... or mongodb+srv://..."

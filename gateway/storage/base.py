@@ -15,17 +15,13 @@ xRegistry filter grammar that produces them and for their reference semantics).
 from __future__ import annotations
 
 import abc
-import base64
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
+
 Kind = Literal["registry", "group", "resource", "version"]
-
-#: Ops a :class:`Condition` may carry.
-OPS = ("eq", "ne", "lt", "le", "gt", "ge", "exists", "null")
-
 
 @dataclass(frozen=True)
 class EntityRecord:
@@ -80,56 +76,6 @@ class Write:
 
 
 @dataclass(frozen=True)
-class Condition:
-    """One comparison on an attribute path of the entity's ``doc``.
-
-    ``path`` is a tuple of keys (``("meta", "defaultversionid")``, ``("labels", "team")``;
-    ``"*"`` any map value, ``"[*]"`` / ``"[N]"`` list elements). ``op`` is one of :data:`OPS`;
-    ``value`` the string written in the filter; ``wildcard`` means ``*`` in ``value`` matches
-    any run of characters. The reference semantics — numbers numerically, booleans exactly,
-    strings case-insensitively, lists element-wise, ``ne`` as the negation of ``eq`` — are
-    :func:`gateway.registry.filters.matches`; every store reproduces them.
-    """
-
-    path: tuple[str, ...]
-    op: str
-    value: str | None = None
-    wildcard: bool = False
-
-
-@dataclass(frozen=True)
-class Sort:
-    """Order by an attribute path; ties (and the default order) go by XID, case-insensitively."""
-
-    path: tuple[str, ...]
-    descending: bool = False
-
-
-@dataclass(frozen=True)
-class Cursor:
-    """A keyset position: the sort value and the entity key of the last row seen."""
-
-    key: str
-    value: Any = None
-
-    def encode(self) -> str:
-        raw = json.dumps([self.key, self.value], separators=(",", ":")).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-    @classmethod
-    def decode(cls, token: str) -> Cursor:
-        """Parse an opaque cursor; raises ``ValueError`` when it is not one of ours."""
-        try:
-            pad = "=" * (-len(token) % 4)
-            key, value = json.loads(base64.urlsafe_b64decode(token + pad))
-        except Exception as exc:
-            raise ValueError(f"malformed cursor {token!r}") from exc
-        if not isinstance(key, str):
-            raise ValueError(f"malformed cursor {token!r}")
-        return cls(key=key, value=value)
-
-
-@dataclass(frozen=True)
 class Query:
     """Which entities to read, in which order, and which page of them.
 
@@ -161,26 +107,6 @@ class Page:
 
     def cursor_of(self, record: EntityRecord, sort: Sort | None) -> Cursor:
         return cursor_for(record, sort)
-
-
-def sort_value(doc: dict[str, Any], path: Sequence[str]) -> Any:
-    """The value a sort path selects in ``doc`` (``None`` when absent)."""
-    node: Any = doc
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def cursor_for(record: EntityRecord, sort: Sort | None) -> Cursor:
-    """The keyset cursor that points at ``record`` under ``sort``."""
-    if sort is None:
-        return Cursor(key=record.key)
-    value = sort_value(record.doc, sort.path)
-    if isinstance(value, (dict, list)):
-        value = json.dumps(value, sort_keys=True)
-    return Cursor(key=record.key, value=value)
 
 
 @dataclass(frozen=True)

@@ -50,23 +50,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
-from gateway.storage.base import (
-    Change,
+from gateway.storage.base import Change, Conflict, EntityRecord, Page, Query, RevisionGone, Store, StoreStats, Write
+from gateway.storage.semantics import (
     Condition,
-    Conflict,
     Cursor,
-    EntityRecord,
-    Page,
-    Query,
-    RevisionGone,
     Sort,
-    Store,
-    StoreStats,
-    Write,
+    compare_key,
+    cursor_sort_value,
+    matches,
+    numeric_value,
     sort_value,
+    wildcard_parts,
 )
 
 DEFAULT_DATABASE = "xregistry"
@@ -115,8 +112,6 @@ def _number(value: Any) -> Any:
 
 def _forms(op: str, value: str, wildcard: bool) -> list[dict]:
     """Operator expressions, one per type a filter value can compare with (``_scalar_match``)."""
-    from gateway.registry.filters import numeric_value, wildcard_parts
-
     if wildcard:
         pattern = ".*".join(re.escape(p.lower()) for p in wildcard_parts(value))
         # (?![\s\S]) is "end of text": ``$`` would also match before a final newline.
@@ -181,15 +176,8 @@ def compile_any_of(any_of: Sequence[Sequence[Condition]], *, strict: bool = Fals
 
 
 def _cursor_key(value: Any) -> tuple:
-    """``compare_key`` of a cursor's value; a canonical JSON text of a container (what
-    ``cursor_for`` makes of one) counts as that container, as in the SQLite store."""
-    from gateway.registry.filters import compare_key
-
-    if isinstance(value, str) and value[:1] in ("[", "{"):
-        with contextlib.suppress(ValueError):
-            if json.dumps(json.loads(value), sort_keys=True) == value:
-                return (3, value)
-    return compare_key(value)
+    """``compare_key`` of a cursor's value (a container's canonical JSON text read back)."""
+    return compare_key(cursor_sort_value(value))
 
 
 def _native_value(value: Any) -> Any:
@@ -203,8 +191,6 @@ class MongoStore(Store):
         self.stats = StoreStats()
         self._own_client = client is None
         if client is None:
-            from pymongo import AsyncMongoClient
-
             client = AsyncMongoClient(url) if url else AsyncMongoClient()
             name = database or client.get_default_database(DEFAULT_DATABASE).name
         else:
@@ -430,8 +416,6 @@ class MongoStore(Store):
     async def _scan(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
                     limit: int | None) -> list[EntityRecord]:
         """Matching rows in database order, ``limit`` at most (inexact filters checked here)."""
-        from gateway.registry.filters import matches
-
         plan = self._plan(query, reverse=reverse, bound=bound, limit=limit)
         cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
         out: list[EntityRecord] = []
@@ -448,8 +432,6 @@ class MongoStore(Store):
 
     async def _matching(self, query: Query) -> list[EntityRecord]:
         """Every entity matching ``query`` (cursors ignored), in no particular order."""
-        from gateway.registry.filters import matches
-
         conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
         flt, clauses = self._base(query)
         if clauses or conds:
@@ -484,8 +466,6 @@ class MongoStore(Store):
     @staticmethod
     def _page_in_python(query: Query, rows: list[EntityRecord]) -> Page:
         """A page ordered by ``filters.compare_key`` in Python (containers, odd sort paths)."""
-        from gateway.registry.filters import compare_key
-
         sort = query.sort or Sort(())
         desc = sort.descending
 

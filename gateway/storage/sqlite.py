@@ -60,19 +60,16 @@ from typing import Any
 
 import aiosqlite
 
-from gateway.storage.base import (
-    Change,
+from gateway.storage.base import Change, Conflict, EntityRecord, Page, Query, RevisionGone, Store, StoreStats, Write
+from gateway.storage.semantics import (
+    ANY_ITEM,
+    ANY_KEY,
     Condition,
-    Conflict,
     Cursor,
-    EntityRecord,
-    Page,
-    Query,
-    RevisionGone,
     Sort,
-    Store,
-    StoreStats,
-    Write,
+    cursor_sort_value,
+    numeric_value,
+    wildcard_parts,
 )
 
 _SCHEMA = """
@@ -136,7 +133,9 @@ def _normal(query: Query) -> Query:
 
 
 def _sort_tuple(value: Any) -> tuple[int, Any, str]:
-    """The ``(rank, number, text)`` of a cursor's sort value (see ``filters.compare_key``)."""
+    """The ``(rank, number, text)`` of a cursor's sort value (the order of ``compare_key``; a
+    container's canonical JSON text read back as the container)."""
+    value = cursor_sort_value(value)
     if value is None:
         return (0, 0, "")
     if isinstance(value, bool):
@@ -145,16 +144,7 @@ def _sort_tuple(value: Any) -> tuple[int, Any, str]:
         return (1, float(value) if abs(value) > _MAX_INT else value, "")
     if isinstance(value, (dict, list)):
         return (3, 0, json.dumps(value, sort_keys=True))
-    text = str(value)
-    if text[:1] in ("[", "{"):
-        # cursor_for() turns containers into their canonical JSON; a string that *is* such a
-        # text is read as the container (the spec only allows sorting on scalars anyway).
-        try:
-            if json.dumps(json.loads(text), sort_keys=True) == text:
-                return (3, 0, text)
-        except ValueError:
-            pass
-    return (2, 0, text.lower())
+    return (2, 0, str(value).lower())
 
 
 class _SQL:
@@ -178,8 +168,6 @@ class _SQL:
     def select(self, path: Sequence[str]) -> tuple[list[str], list[str], tuple]:
         """Compile a filter path: (json_each tables, their constraints, the selection), the
         selection being ``("path", json_expr, json_path)`` or ``("row", json_each_alias)``."""
-        from gateway.registry.filters import ANY_ITEM, ANY_KEY
-
         tables: list[str] = []
         where: list[str] = []
         node, jpath = "doc", "$"
@@ -213,8 +201,6 @@ class _SQL:
     # -- conditions ------------------------------------------------------------------------
     def scalar(self, t: str, atom: str, op: str, value: str, wildcard: bool) -> str:
         """SQL for ``filters._scalar_match(<t, atom>, op, value, wildcard)``."""
-        from gateway.registry.filters import numeric_value, wildcard_parts
-
         if wildcard:
             pattern = "*".join(_glob(part.lower()) for part in wildcard_parts(value))
             return f"({t} = 'text' AND xreg_lower({atom}) GLOB {self.p(pattern)})"

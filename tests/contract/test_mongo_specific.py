@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 from pymongo.errors import OperationFailure
 
-from gateway.storage.base import Condition, Conflict, Cursor, Query, Sort, Write, cursor_for
+from gateway.storage.base import Conflict, Query, Write
+from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
 from gateway.storage.sqlite import SQLiteStore
 from tests.contract.conftest import live_mongo_store
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from gateway.storage.base import Condition, Cursor, Query, Sort, Write
+from gateway.storage.base import Query, Write
+from gateway.storage.semantics import Condition, Cursor, Sort, matches
 from gateway.storage.sqlite import SQLiteStore
 
 MESSAGES = "messagegroups/messages"
@@ -63,8 +64,6 @@ async def test_pages_of_100k_messages_use_the_live_index(tmp_path):
 
 async def test_keys_json_paths_cannot_name(tmp_path):
     """Keys holding ``"`` or ``\\`` are reached through ``xreg_member`` instead of a JSON path."""
-    from gateway.registry.filters import matches
-
     docs = {"a": {"l": {'q"k': "Yes", "b\\s": 2}}, "b": {"l": {'q"k': "no"}}, "c": {"l": ["x"]}}
     async with SQLiteStore(tmp_path / "keys.db") as store:
         await store.commit([Write(f"/g/{k}", "group", "g", d) for k, d in docs.items()])

@@ -21,17 +21,9 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.storage.base import (
-    Condition,
-    Conflict,
-    Cursor,
-    EntityRecord,
-    Query,
-    RevisionGone,
-    Sort,
-    Write,
-    cursor_for,
-)
+from gateway.registry.filters import parse_filter
+from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Write
+from gateway.storage.semantics import Condition, Cursor, Sort, compare_key, cursor_for, matches
 
 GROUPS = "messagegroups"
 MESSAGES = "messagegroups/messages"
@@ -239,8 +231,6 @@ async def test_keyset_pagination_with_sort_and_concurrent_writes(store, descendi
     """Page forward, then backward, through a sorted collection while entities are inserted
     and deleted between pages: every page is exactly what the current data says it should
     be, and nothing present throughout is skipped or repeated."""
-    from gateway.registry.filters import compare_key
-
     rnd = random.Random(20 + descending)
     sort = Sort(("rank",), descending)
     model: dict[str, Write] = {}
@@ -390,8 +380,6 @@ def random_filter(rnd: random.Random, docs: list[dict]) -> str:
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_conditions_match_the_reference_semantics(store, seed):
     from gateway.errors import XRegistryError
-    from gateway.registry.filters import compare_key, matches, parse_filter
-
     rnd = random.Random(seed)
     docs = [random_doc(rnd) for _ in range(200)]
     writes = [message("g", f"m{i:03d}", d) for i, d in enumerate(docs)]

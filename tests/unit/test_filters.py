@@ -9,17 +9,12 @@ from gateway.registry.filters import (
     FilterExpression,
     Filters,
     Term,
-    compare_key,
     format_path,
-    matches,
-    numeric_value,
     parse_filter,
     parse_filters,
     parse_sort,
-    resolve,
-    wildcard_parts,
 )
-from gateway.storage.base import Condition, Sort
+from gateway.storage.semantics import Condition, Sort, compare_key, matches, numeric_value, resolve, wildcard_parts
 
 TREE = {
     "messagegroups": {"messages": {"versions": {}}},
