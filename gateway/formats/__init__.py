@@ -13,21 +13,8 @@ Analyses are cached per document digest (:data:`CACHE`, a bounded LRU). docs/sch
 describes the formats, version matching, compatibility rules and limits.
 """
 
-from gateway.formats.core import (
-    CACHE,
-    capabilities,
-    check_compatibility,
-    compatibility_modes,
-    resolve,
-    validate,
-)
-from gateway.formats.model import (
-    MODES,
-    BreakingChange,
-    CompatibilityResult,
-    ValidationResult,
-    Violation,
-)
+from gateway.formats.core import CACHE, capabilities, check_compatibility, compatibility_modes, resolve, validate
+from gateway.formats.model import MODES, BreakingChange, CompatibilityResult, ValidationResult, Violation
 
 __all__ = [
     "CACHE",

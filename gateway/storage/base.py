@@ -15,6 +15,7 @@ xRegistry filter grammar that produces them and for their reference semantics).
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -151,10 +152,109 @@ class Conflict(Exception):
         self.xid = xid
 
 
+@dataclass(frozen=True)
+class CurrentState:
+    """The current state of an entity as a commit finds it: the revision that wrote it and
+    whether it is a tombstone. ``handle`` is the store's own reference to its row."""
+
+    rev_from: int
+    deleted: bool
+    handle: Any = None
+
+
+@dataclass(frozen=True)
+class NewState:
+    """A state a commit adds: one per written entity (``doc`` ``None``: a tombstone)."""
+
+    key: str
+    xid: str
+    kind: Kind
+    ctype: str
+    doc: dict[str, Any] | None
+
+    @property
+    def deleted(self) -> bool:
+        return self.doc is None
+
+
+@dataclass
+class CommitPlan:
+    """What a commit does: the current states it closes (by key) and the states it adds."""
+
+    closing: list[str]
+    new: dict[str, NewState]
+
+
+def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: int) -> CommitPlan:
+    """Check every write's ``expect`` against the current states (and the batch's earlier
+    writes), and plan the commit at revision ``rev``. Raises :class:`Conflict` on the first
+    write whose expectation does not hold. Deleting what does not exist records nothing;
+    several writes of one entity leave its last state."""
+    closing: list[str] = []
+    new: dict[str, NewState] = {}
+    for w in writes:
+        k = w.key
+        if k in new:  # written earlier in this batch
+            found: int | None = None if new[k].deleted else rev
+        elif k in current:
+            found = None if current[k].deleted else current[k].rev_from
+        else:
+            found = None
+        if w.expect is not ... and w.expect != found:
+            raise Conflict(w.xid, w.expect, found)
+        if w.doc is None and found is None and k not in new:
+            continue
+        if k not in new and k in current:
+            closing.append(k)
+        new[k] = NewState(k, w.xid, w.kind, w.ctype, w.doc)
+    return CommitPlan(closing, new)
+
+
+def retention_horizon(
+    current: int, oldest: int, *, keep_revisions: int | None, keep_seconds: float | None,
+    newest_before_cutoff: int | None,
+) -> int:
+    """The new history horizon of :meth:`Store.prune`: ``keep_revisions=N`` keeps the last N
+    revisions (horizon ``current - N``), ``keep_seconds`` keeps those committed within that
+    time (horizon: ``newest_before_cutoff``, the newest revision committed before the cutoff,
+    or no move when there is none); both given: the older horizon; neither: ``current``. The
+    horizon never moves back and never passes ``current``."""
+    horizons = []
+    if keep_revisions is not None:
+        horizons.append(current - max(0, keep_revisions))
+    if keep_seconds is not None:
+        horizons.append(newest_before_cutoff if newest_before_cutoff is not None else oldest)
+    return min(max(min(horizons, default=current), oldest), current)
+
+
 class Store(abc.ABC):
-    """Async storage of entity states with revisions, history and pushed-down queries."""
+    """Async storage of entity states with revisions, history and pushed-down queries.
+
+    Backends implement the primitives (``_current``, ``_oldest``, ``_reading``) and the
+    queries; the revision getters and the readability check are here, once.
+    """
 
     stats: StoreStats
+
+    # -- primitives of a backend --------------------------------------------------------------
+    @abc.abstractmethod
+    async def _current(self) -> int:
+        """The last committed revision (no locking, no counting)."""
+
+    @abc.abstractmethod
+    async def _oldest(self) -> int:
+        """The history horizon (no locking, no counting)."""
+
+    @abc.abstractmethod
+    def _reading(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        """What a read holds so that it never sees a commit half done."""
+
+    async def _check(self, as_of: int | None) -> None:
+        """Raise :class:`RevisionGone` when ``as_of`` is older than the retained history."""
+        if as_of is not None:
+            oldest = await self._oldest()
+            if as_of < oldest:
+                raise RevisionGone(as_of, oldest)
 
     # -- lifecycle ----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -172,14 +272,27 @@ class Store(abc.ABC):
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    async def _check_feed(self, since: int, until: int | None) -> None:
+        """Raise :class:`RevisionGone` when a change feed from ``since`` (as of ``until``) could
+        not be complete: tombstones at or before the horizon are gone (``since == 0``,
+        "everything", needs none)."""
+        oldest = await self._oldest()
+        if 0 < since < oldest:
+            raise RevisionGone(since, oldest)
+        await self._check(until)
+
     # -- reads --------------------------------------------------------------------------------
-    @abc.abstractmethod
     async def current_revision(self) -> int:
         """The revision of the last commit (0 for an empty store)."""
+        self.stats.hit("current_revision")
+        async with self._reading():
+            return await self._current()
 
-    @abc.abstractmethod
     async def oldest_revision(self) -> int:
         """The oldest revision that as-of reads can still reconstruct."""
+        self.stats.hit("oldest_revision")
+        async with self._reading():
+            return await self._oldest()
 
     @abc.abstractmethod
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, EntityRecord]:
@@ -203,13 +316,23 @@ class Store(abc.ABC):
     ) -> dict[str, int]:
         """For each parent XID, how many live children of type ``ctype`` it has (by parent key)."""
 
-    @abc.abstractmethod
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
         limit: int | None = None, after: str | None = None,
     ) -> list[Change]:
         """Entities whose latest state (as of ``until``) was written after revision ``since``,
-        tombstones included, ordered by entity key; ``after`` is the last key already seen."""
+        tombstones included, ordered by entity key; ``after`` is the last key already seen.
+        Raises :class:`RevisionGone` when history older than the feed needs was pruned."""
+        self.stats.hit("changes")
+        async with self._reading():
+            await self._check_feed(since, until)
+            return await self._changes(since, until, ctypes, limit, after)
+
+    @abc.abstractmethod
+    async def _changes(
+        self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
+    ) -> list[Change]:
+        """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
 
     @abc.abstractmethod
     async def explain(self, query: Query) -> str:

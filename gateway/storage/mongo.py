@@ -53,7 +53,8 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
-from gateway.storage.base import Change, Conflict, EntityRecord, Page, Query, RevisionGone, Store, StoreStats, Write
+from gateway.storage import base
+from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
 from gateway.storage.semantics import (
     Condition,
     Cursor,
@@ -180,6 +181,15 @@ def _cursor_key(value: Any) -> tuple:
     return compare_key(cursor_sort_value(value))
 
 
+def _state_document(state: base.NewState, rev: int) -> dict[str, Any]:
+    """The ``states`` document of a state a commit adds at revision ``rev``."""
+    parent = EntityRecord(state.xid, state.kind, state.ctype, {}).parent_xid
+    return {"xkey": state.key, "xid": state.xid, "kind": state.kind, "ctype": state.ctype,
+            "parent": parent.lower() if parent else None, "doc": state.doc,
+            "lc": None if state.deleted else _fold(state.doc), "rev_from": rev, "rev_to": None,
+            "deleted": state.deleted, "live": not state.deleted}
+
+
 def _native_value(value: Any) -> Any:
     return _number(_fold(value))
 
@@ -269,22 +279,6 @@ class MongoStore(Store):
     async def _oldest(self, session: Any = None) -> int:
         doc = await self.meta.find_one({"_id": "oldest"}, session=session)
         return int(doc["value"]) if doc else 0
-
-    async def _check(self, as_of: int | None) -> None:
-        if as_of is not None:
-            oldest = await self._oldest()
-            if as_of < oldest:
-                raise RevisionGone(as_of, oldest)
-
-    async def current_revision(self) -> int:
-        self.stats.hit("current_revision")
-        async with self._reading():
-            return await self._current()
-
-    async def oldest_revision(self) -> int:
-        self.stats.hit("oldest_revision")
-        async with self._reading():
-            return await self._oldest()
 
     # -- reads --------------------------------------------------------------------------------
     @staticmethod
@@ -531,37 +525,29 @@ class MongoStore(Store):
                     if row["_id"] is None:  # the registry entity itself has no parent
                         continue
                     # A child lies in the key range of ``k`` when its collection's path does.
-                    base = (row["_id"] if row["_id"] != "/" else "") + coll
+                    path = (row["_id"] if row["_id"] != "/" else "") + coll
                     for k in chunk:
-                        if k == "/" or base == k or base.startswith(k + "/"):
+                        if k == "/" or path == k or path.startswith(k + "/"):
                             out[k] += row["n"]
         return out
 
-    async def changes(
-        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int | None = None, after: str | None = None,
+    async def _changes(
+        self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
     ) -> list[Change]:
-        self.stats.hit("changes")
-        async with self._reading():
-            oldest = await self._oldest()
-            # Tombstones at or before the horizon are gone: a feed from before it is incomplete.
-            if 0 < since < oldest:
-                raise RevisionGone(since, oldest)
-            await self._check(until)
-            flt: dict[str, Any] = {"rev_from": {"$gt": since}}
-            if until is None:
-                flt["rev_to"] = None
-            else:
-                flt["rev_from"]["$lte"] = until
-                flt["$or"] = [{"rev_to": None}, {"rev_to": {"$gt": until}}]
-            if ctypes is not None:
-                flt["ctype"] = {"$in": list(ctypes)}
-            if after is not None:
-                flt["xkey"] = {"$gt": after.lower()}
-            if limit == 0:  # MongoDB would read limit(0) as "no limit"
-                return []
-            cursor = self._find(flt, [("xkey", ASCENDING)], None if limit is None or limit < 0 else limit)
-            return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
+        flt: dict[str, Any] = {"rev_from": {"$gt": since}}
+        if until is None:
+            flt["rev_to"] = None
+        else:
+            flt["rev_from"]["$lte"] = until
+            flt["$or"] = [{"rev_to": None}, {"rev_to": {"$gt": until}}]
+        if ctypes is not None:
+            flt["ctype"] = {"$in": list(ctypes)}
+        if after is not None:
+            flt["xkey"] = {"$gt": after.lower()}
+        if limit == 0:  # MongoDB would read limit(0) as "no limit"
+            return []
+        cursor = self._find(flt, [("xkey", ASCENDING)], None if limit is None or limit < 0 else limit)
+        return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
 
     async def explain(self, query: Query) -> str:
         """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;
@@ -595,37 +581,20 @@ class MongoStore(Store):
         keys = list(dict.fromkeys(w.key for w in writes))
         cursor = self.states.find({"xkey": {"$in": keys}, "rev_to": None},
                                   {"xkey": 1, "rev_from": 1, "deleted": 1}, session=session)
-        current = {d["xkey"]: (d["rev_from"], bool(d["deleted"])) for d in await cursor.to_list(length=None)}
-        new: dict[str, dict] = {}
-        for w in writes:
-            k = w.key
-            if k in new:  # written earlier in this batch
-                found = None if new[k]["deleted"] else rev
-            elif k in current:
-                found = None if current[k][1] else current[k][0]
-            else:
-                found = None
-            if w.expect is not ... and w.expect != found:
-                raise Conflict(w.xid, w.expect, found)
-            if w.doc is None and found is None and k not in new:
-                continue  # deleting what does not exist: nothing to record
-            deleted = w.doc is None
-            parent = EntityRecord(w.xid, w.kind, w.ctype, {}).parent_xid
-            new[k] = {"xkey": k, "xid": w.xid, "kind": w.kind, "ctype": w.ctype,
-                      "parent": parent.lower() if parent else None, "doc": w.doc,
-                      "lc": None if deleted else _fold(w.doc), "rev_from": rev, "rev_to": None,
-                      "deleted": deleted, "live": not deleted}
+        current = {d["xkey"]: base.CurrentState(rev_from=d["rev_from"], deleted=bool(d["deleted"]))
+                   for d in await cursor.to_list(length=None)}
+        plan = base.plan_commit(writes, current, rev)
+        new = [_state_document(n, rev) for n in plan.new.values()]
         if not session:
             rev2 = await self._next_revision(None)
             if rev2 != rev:  # another process committed: only possible without transactions
                 raise RuntimeError(f"concurrent commit detected (revision {rev2}, expected {rev}); "
                                    "MongoStore needs a replica set for several writers")
-        closing = [k for k in new if k in current]
-        if closing:
-            await self.states.update_many({"xkey": {"$in": closing}, "rev_to": None},
+        if plan.closing:
+            await self.states.update_many({"xkey": {"$in": plan.closing}, "rev_to": None},
                                           {"$set": {"rev_to": rev, "live": False}}, session=session)
         if new:
-            await self.states.insert_many(list(new.values()), ordered=True, session=session)
+            await self.states.insert_many(new, ordered=True, session=session)
         await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
         return rev
 
@@ -634,14 +603,13 @@ class MongoStore(Store):
 
         async def run(session: Any) -> int:
             current, oldest = await self._current(session), await self._oldest(session)
-            horizons = []
-            if keep_revisions is not None:
-                horizons.append(current - max(0, keep_revisions))
+            newest_before = None
             if keep_seconds is not None:
-                newest_before = await self.revisions.find_one(
+                found = await self.revisions.find_one(
                     {"at": {"$lte": time.time() - keep_seconds}}, sort=[("_id", DESCENDING)], session=session)
-                horizons.append(newest_before["_id"] if newest_before else oldest)
-            horizon = min(max(min(horizons, default=current), oldest), current)
+                newest_before = found["_id"] if found else None
+            horizon = base.retention_horizon(current, oldest, keep_revisions=keep_revisions, keep_seconds=keep_seconds,
+                                        newest_before_cutoff=newest_before)
             if horizon <= oldest:
                 return 0
             dropped = 0

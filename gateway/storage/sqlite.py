@@ -50,17 +50,19 @@ a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from gateway.storage.base import Change, Conflict, EntityRecord, Page, Query, RevisionGone, Store, StoreStats, Write
+from gateway.storage import base
+from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
 from gateway.storage.semantics import (
     ANY_ITEM,
     ANY_KEY,
@@ -310,21 +312,22 @@ class SQLiteStore(Store):
     async def _oldest(self) -> int:
         return int(await self._one("SELECT value FROM meta WHERE key = 'oldest'") or 0)
 
-    async def _check(self, as_of: int | None) -> None:
-        if as_of is not None:
-            oldest = await self._oldest()
-            if as_of < oldest:
-                raise RevisionGone(as_of, oldest)
+    def _reading(self) -> contextlib.AbstractAsyncContextManager[Any]:
+        return self._lock
 
-    async def current_revision(self) -> int:
-        self.stats.hit("current_revision")
+    @contextlib.asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction under the store's lock: committed when the block
+        ends, rolled back when it raises."""
         async with self._lock:
-            return await self._current()
-
-    async def oldest_revision(self) -> int:
-        self.stats.hit("oldest_revision")
-        async with self._lock:
-            return await self._oldest()
+            db = self.db
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+            await db.execute("COMMIT")
 
     # -- reads --------------------------------------------------------------------------------
     @staticmethod
@@ -495,33 +498,24 @@ class SQLiteStore(Store):
                     out[k] = n
         return out
 
-    async def changes(
-        self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int | None = None, after: str | None = None,
+    async def _changes(
+        self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
     ) -> list[Change]:
-        self.stats.hit("changes")
-        async with self._lock:
-            oldest = await self._oldest()
-            # Tombstones at or before the horizon are gone: a feed from before it is incomplete
-            # (since == 0, "everything", needs no tombstones).
-            if 0 < since < oldest:
-                raise RevisionGone(since, oldest)
-            await self._check(until)
-            sql = _SQL()
-            where = [f"rev_from > {sql.p(since)}"]
-            if until is None:
-                where.append("rev_to IS NULL")
-            else:
-                u = sql.p(until)
-                where.append(f"rev_from <= {u} AND (rev_to IS NULL OR rev_to > {u})")
-            if ctypes is not None:
-                where.append(f"ctype IN (SELECT value FROM json_each({sql.p(json.dumps(list(ctypes)))}))")
-            if after is not None:
-                where.append(f"xkey > {sql.p(after.lower())}")
-            text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY xkey"
-            if limit is not None:
-                text += f" LIMIT {int(limit)}"
-            rows = await self._all(text, sql.params)
+        sql = _SQL()
+        where = [f"rev_from > {sql.p(since)}"]
+        if until is None:
+            where.append("rev_to IS NULL")
+        else:
+            u = sql.p(until)
+            where.append(f"rev_from <= {u} AND (rev_to IS NULL OR rev_to > {u})")
+        if ctypes is not None:
+            where.append(f"ctype IN (SELECT value FROM json_each({sql.p(json.dumps(list(ctypes)))}))")
+        if after is not None:
+            where.append(f"xkey > {sql.p(after.lower())}")
+        text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY xkey"
+        if limit is not None:
+            text += f" LIMIT {int(limit)}"
+        rows = await self._all(text, sql.params)
         return [Change(self._record(r)) for r in rows]
 
     async def explain(self, query: Query) -> str:
@@ -537,76 +531,47 @@ class SQLiteStore(Store):
     async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
         self.stats.hit("commit")
         writes = list(writes)
-        async with self._lock:
-            if not writes:
+        if not writes:
+            async with self._lock:
                 return await self._current()
-            db = self.db
-            await db.execute("BEGIN IMMEDIATE")
-            try:
-                async with db.execute("INSERT INTO revisions(at, note) VALUES (?, ?)", (time.time(), note)) as cur:
-                    rev = cur.lastrowid
-                keys = list(dict.fromkeys(w.key for w in writes))
-                current: dict[str, tuple[int, int, int]] = {}  # key -> (seq, rev_from, deleted)
-                for i in range(0, len(keys), _CHUNK):
-                    chunk = keys[i:i + _CHUNK]
-                    rows = await self._all(
-                        f"SELECT xkey, seq, rev_from, deleted FROM states WHERE rev_to IS NULL "
-                        f"AND xkey IN ({','.join('?' * len(chunk))})", chunk)
-                    current.update((k, (s, r, d)) for k, s, r, d in rows)
-                closed: list[tuple[int, int]] = []
-                new: dict[str, tuple] = {}
-                for w in writes:
-                    k = w.key
-                    if k in new:  # written earlier in this batch
-                        found = None if new[k][6] else rev
-                    elif k in current:
-                        found = None if current[k][2] else current[k][1]
-                    else:
-                        found = None
-                    if w.expect is not ... and w.expect != found:
-                        raise Conflict(w.xid, w.expect, found)
-                    if w.doc is None and found is None and k not in new:
-                        continue  # deleting what does not exist: nothing to record
-                    if k not in new and k in current:
-                        closed.append((rev, current[k][0]))
-                    deleted = w.doc is None
-                    new[k] = (k, w.xid, w.kind, w.ctype, None if deleted else _dumps(w.doc), rev,
-                              int(deleted), int(not deleted))
-                await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?", closed)
-                await db.executemany(
-                    "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
-                    "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", list(new.values()))
-                await db.execute("COMMIT")
-            except BaseException:
-                await db.execute("ROLLBACK")
-                raise
+        async with self._transaction() as db:
+            async with db.execute("INSERT INTO revisions(at, note) VALUES (?, ?)", (time.time(), note)) as cur:
+                rev = cur.lastrowid
+            assert rev is not None
+            keys = list(dict.fromkeys(w.key for w in writes))
+            current: dict[str, base.CurrentState] = {}
+            for i in range(0, len(keys), _CHUNK):
+                chunk = keys[i:i + _CHUNK]
+                rows = await self._all(
+                    f"SELECT xkey, seq, rev_from, deleted FROM states WHERE rev_to IS NULL "
+                    f"AND xkey IN ({','.join('?' * len(chunk))})", chunk)
+                current.update((k, base.CurrentState(rev_from=r, deleted=bool(d), handle=seq)) for k, seq, r, d in rows)
+            plan = base.plan_commit(writes, current, rev)
+            await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?",
+                                 [(rev, current[k].handle) for k in plan.closing])
+            await db.executemany(
+                "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
+                [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
+                  int(n.deleted), int(not n.deleted)) for n in plan.new.values()])
         return rev
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
         self.stats.hit("prune")
-        async with self._lock:
-            db = self.db
-            await db.execute("BEGIN IMMEDIATE")
-            try:
-                current, oldest = await self._current(), await self._oldest()
-                horizons = []
-                if keep_revisions is not None:
-                    horizons.append(current - max(0, keep_revisions))
-                if keep_seconds is not None:
-                    newest_before = await self._one(
-                        "SELECT max(rev) FROM revisions WHERE at <= ?", (time.time() - keep_seconds,))
-                    horizons.append(newest_before if newest_before is not None else oldest)
-                horizon = min(max(min(horizons, default=current), oldest), current)
-                dropped = 0
-                if horizon > oldest:
-                    for text in ("DELETE FROM states WHERE rev_to IS NOT NULL AND rev_to <= ?",
-                                 "DELETE FROM states WHERE deleted = 1 AND rev_from <= ?"):
-                        async with db.execute(text, (horizon,)) as cur:
-                            dropped += cur.rowcount
-                    await db.execute("DELETE FROM revisions WHERE rev < ?", (horizon,))
-                    await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (horizon,))
-                await db.execute("COMMIT")
-            except BaseException:
-                await db.execute("ROLLBACK")
-                raise
+        async with self._transaction() as db:
+            current, oldest = await self._current(), await self._oldest()
+            newest_before = None
+            if keep_seconds is not None:
+                newest_before = await self._one("SELECT max(rev) FROM revisions WHERE at <= ?",
+                                                (time.time() - keep_seconds,))
+            horizon = base.retention_horizon(current, oldest, keep_revisions=keep_revisions, keep_seconds=keep_seconds,
+                                        newest_before_cutoff=newest_before)
+            dropped = 0
+            if horizon > oldest:
+                for text in ("DELETE FROM states WHERE rev_to IS NOT NULL AND rev_to <= ?",
+                             "DELETE FROM states WHERE deleted = 1 AND rev_from <= ?"):
+                    async with db.execute(text, (horizon,)) as cur:
+                        dropped += cur.rowcount
+                await db.execute("DELETE FROM revisions WHERE rev < ?", (horizon,))
+                await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (horizon,))
         return dropped

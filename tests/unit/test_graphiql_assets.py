@@ -20,13 +20,7 @@ import pytest
 from starlette.applications import Starlette
 
 from gateway.config import Settings
-from gateway.graphiql import (
-    ASSET_DIR,
-    MANIFEST_PATH,
-    GraphiQLAssets,
-    graphiql_routes,
-    sri_sha384,
-)
+from gateway.graphiql import ASSET_DIR, MANIFEST_PATH, GraphiQLAssets, graphiql_routes, sri_sha384
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))["files"]
