@@ -24,29 +24,11 @@ from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
 from gateway.storage.base import Sort
+from gateway.xid import Xid
 
 #: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
 #: ``meta``, a version.
 KINDS = ("registry", "group", "resource", "meta", "version")
-
-
-def xid_kind(xid: str) -> tuple[str, str]:
-    """``(kind, ctype)`` of an XID by its shape (``/g/x/r/y/versions/v`` → ``("version",
-    "g/r/versions")``); ``ValueError`` when it has none of the XID shapes."""
-    segs = xid.split("/")[1:] if xid.startswith("/") and xid != "/" else []
-    if xid != "/" and (not segs or any(not s for s in segs)):
-        raise ValueError(f"{xid!r} is not an XID")
-    if not segs:
-        return "registry", ""
-    if len(segs) == 2:
-        return "group", segs[0]
-    if len(segs) == 4:
-        return "resource", f"{segs[0]}/{segs[2]}"
-    if len(segs) == 5 and segs[4] == "meta":
-        return "meta", f"{segs[0]}/{segs[2]}"
-    if len(segs) == 6 and segs[4] == "versions":
-        return "version", f"{segs[0]}/{segs[2]}/versions"
-    raise ValueError(f"{xid!r} is not an XID")
 
 
 class InvalidCursor(ValueError):
@@ -111,8 +93,7 @@ class Entity:
         """The entity's own id (``<singular>id``, ``versionid``; the registry's ``registryid``)."""
         if self.kind == "registry":
             return str(self.view.get("registryid", ""))
-        parts = self.xid.split("/")
-        return parts[-2] if self.kind == "meta" else parts[-1]
+        return Xid.parse(self.xid).id or ""
 
 
 @dataclass(frozen=True)
