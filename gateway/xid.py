@@ -79,6 +79,13 @@ class Xid:
         return "/" + "/".join(segs)
 
     @property
+    def parts(self) -> tuple[str, ...]:
+        """The parts present, from the group type down: ``(gtype, gid, rtype, rid, vid)`` for a
+        version, ``(gtype, gid, rtype, rid)`` for a resource and its ``meta``, ``()`` for the registry."""
+        chain = (self.group_type, self.group_id, self.resource_type, self.resource_id, self.version_id)
+        return tuple(p for p in chain if p is not None)
+
+    @property
     def key(self) -> str:
         """The XID in lower case: the entity's identity in the store (ids are case-insensitive)."""
         return str(self).lower()

@@ -26,6 +26,9 @@ def test_parts():
     assert Xid.parse("/schemagroups/g/schemas/s/versions/v") == Xid("schemagroups", "g", "schemas", "s", "v")
     assert Xid.parse("/schemagroups/g/schemas/s/meta") == Xid("schemagroups", "g", "schemas", "s", meta=True)
     assert Xid.parse("/") == Xid()
+    assert Xid.parse("/schemagroups/g/schemas/s/versions/v").parts == ("schemagroups", "g", "schemas", "s", "v")
+    assert Xid.parse("/schemagroups/g/schemas/s/meta").parts == ("schemagroups", "g", "schemas", "s")
+    assert Xid().parts == ()
 
 
 @pytest.mark.parametrize("id_", ["a:b", "x@y", "~t", "v1.0", "a-b_c", "urn:x:y@1.0~beta"])
