@@ -24,6 +24,7 @@ from gateway.registry.reads import Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
 from gateway.storage.base import Conflict, Cursor, EntityRecord, RevisionGone, Sort, cursor_for, sort_value
+from gateway.xid import Xid
 
 #: How often a write is rebuilt when a concurrent write changed what it read (as the HTTP API does).
 CONFLICT_RETRIES = 5
@@ -105,7 +106,7 @@ class LocalSource(RegistrySource):
                         before=Cursor(max(k + "0" for k in keys)), as_of=listing.as_of)
         by_parent: dict[str, list[EntityRecord]] = {k: [] for k in keys}
         for rec in (await select(self.store, sel)).items:
-            owned = by_parent.get(rec.key.rsplit("/", 2)[0])
+            owned = by_parent.get(Xid.parse(rec.key).parent.key)
             if owned is not None:
                 owned.append(rec)
         sort = store_sort(ctype, listing.sort)
