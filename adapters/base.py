@@ -228,21 +228,21 @@ class RegistrySource(abc.ABC):
         self, gtype: str, gid: str, attributes: dict[str, Any], *, mode: str, patch: bool, epoch: int | None,
     ) -> WriteOutcome:
         """Create (``mode="create"``) or update (``"update"``) a group."""
-        raise self._read_only(f"/{gtype}/{gid}")
+        raise self._read_only(str(Xid(gtype, gid)))
 
     async def put_resource(
         self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, mode: str, patch: bool,
         epoch: int | None,
     ) -> WriteOutcome:
         """Create or update a resource from its serialization (default version, ``meta``, ``versions``)."""
-        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}")
+        raise self._read_only(str(Xid(gtype, gid, rtype, rid)))
 
     async def put_version(
         self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], *, mode: str,
         patch: bool, epoch: int | None,
     ) -> WriteOutcome:
         """Create or update one version of a resource."""
-        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}/versions/{vid}")
+        raise self._read_only(str(Xid(gtype, gid, rtype, rid, vid)))
 
     async def delete(self, xid: str, *, epoch: int | None) -> WriteOutcome:
         """Delete an entity and everything below it."""
