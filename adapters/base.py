@@ -24,29 +24,11 @@ from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
 from gateway.storage.semantics import Sort
+from gateway.xid import Xid
 
 #: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
 #: ``meta``, a version.
 KINDS = ("registry", "group", "resource", "meta", "version")
-
-
-def xid_kind(xid: str) -> tuple[str, str]:
-    """``(kind, ctype)`` of an XID by its shape (``/g/x/r/y/versions/v`` → ``("version",
-    "g/r/versions")``); ``ValueError`` when it has none of the XID shapes."""
-    segs = xid.split("/")[1:] if xid.startswith("/") and xid != "/" else []
-    if xid != "/" and (not segs or any(not s for s in segs)):
-        raise ValueError(f"{xid!r} is not an XID")
-    if not segs:
-        return "registry", ""
-    if len(segs) == 2:
-        return "group", segs[0]
-    if len(segs) == 4:
-        return "resource", f"{segs[0]}/{segs[2]}"
-    if len(segs) == 5 and segs[4] == "meta":
-        return "meta", f"{segs[0]}/{segs[2]}"
-    if len(segs) == 6 and segs[4] == "versions":
-        return "version", f"{segs[0]}/{segs[2]}/versions"
-    raise ValueError(f"{xid!r} is not an XID")
 
 
 class InvalidCursor(UserInputError):
@@ -111,8 +93,7 @@ class Entity:
         """The entity's own id (``<singular>id``, ``versionid``; the registry's ``registryid``)."""
         if self.kind == "registry":
             return str(self.view.get("registryid", ""))
-        parts = self.xid.split("/")
-        return parts[-2] if self.kind == "meta" else parts[-1]
+        return Xid.parse(self.xid).id or ""
 
 
 @dataclass(frozen=True)
@@ -247,21 +228,21 @@ class RegistrySource(abc.ABC):
         self, gtype: str, gid: str, attributes: dict[str, Any], *, mode: str, patch: bool, epoch: int | None,
     ) -> WriteOutcome:
         """Create (``mode="create"``) or update (``"update"``) a group."""
-        raise self._read_only(f"/{gtype}/{gid}")
+        raise self._read_only(str(Xid(gtype, gid)))
 
     async def put_resource(
         self, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, mode: str, patch: bool,
         epoch: int | None,
     ) -> WriteOutcome:
         """Create or update a resource from its serialization (default version, ``meta``, ``versions``)."""
-        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}")
+        raise self._read_only(str(Xid(gtype, gid, rtype, rid)))
 
     async def put_version(
         self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], *, mode: str,
         patch: bool, epoch: int | None,
     ) -> WriteOutcome:
         """Create or update one version of a resource."""
-        raise self._read_only(f"/{gtype}/{gid}/{rtype}/{rid}/versions/{vid}")
+        raise self._read_only(str(Xid(gtype, gid, rtype, rid, vid)))
 
     async def delete(self, xid: str, *, epoch: int | None) -> WriteOutcome:
         """Delete an entity and everything below it."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from adapters.base import Entity
 from gateway.errors import XRegistryError
+from gateway.xid import Xid
 
 #: Resolves a reference made in a registry by an entity (``unresolved_reference`` on failure).
 Resolve = Callable[[Any, str, str], Awaitable[Entity]]
@@ -75,4 +76,5 @@ async def effective_message(message: Entity, resolve: Resolve) -> tuple[dict[str
 
 def _own_id(entity: Entity, key: str) -> bool:
     """``messageid`` and the like: a base's own id."""
-    return key.endswith("id") and entity.view.get(key) == entity.xid.split("/")[-1 if entity.kind != "version" else -3]
+    xid = Xid.parse(entity.xid)
+    return key.endswith("id") and entity.view.get(key) == (xid.resource_id if xid.level == "version" else xid.id)

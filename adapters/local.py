@@ -23,6 +23,7 @@ from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
 from gateway.storage.base import EntityRecord, RevisionGone
 from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, sort_value
+from gateway.xid import Xid
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
@@ -102,7 +103,7 @@ class LocalSource(RegistrySource):
                         before=Cursor(max(k + "0" for k in keys)), as_of=listing.as_of)
         by_parent: dict[str, list[EntityRecord]] = {k: [] for k in keys}
         for rec in (await select(self.store, sel)).items:
-            owned = by_parent.get(rec.key.rsplit("/", 2)[0])
+            owned = by_parent.get(Xid.parse(rec.key).parent.key)
             if owned is not None:
                 owned.append(rec)
         sort = store_sort(ctype, listing.sort)

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from adapters.base import Entity, RegistrySource, SourceUnavailable, xid_kind
+from adapters.base import Entity, RegistrySource, SourceUnavailable
 from gateway.errors import XRegistryError
 from gateway.registry.ids import id_problem
+from gateway.xid import Xid
 
 #: Loads one entity (``None``: it does not exist); raises :class:`SourceUnavailable`.
 Load = Callable[[str, str], Awaitable["Entity | None"]]
@@ -124,11 +125,10 @@ class References:
     def _xid(self, xid: str, reference: str, referrer: str, subject: str) -> str:
         xid = xid.rstrip("/") or "/"
         try:
-            kind, _ = xid_kind(xid)
-        except ValueError:
+            parsed = Xid.parse(xid)
+        except XRegistryError:
             raise self.error(reference, referrer, subject, f"{xid!r} is not an XID") from None
-        segments = xid.split("/")[1:]
-        ids = segments[1::2] if kind != "meta" else segments[1:4:2]
+        ids = [i for i in (parsed.group_id, parsed.resource_id, parsed.version_id) if i is not None]
         problem = next((p for p in map(id_problem, ids) if p), None)
         if problem:  # also keeps "..", "%2F" and the like out of the URLs built from it
             raise self.error(reference, referrer, subject, f"{xid!r} is not an XID: {problem}")

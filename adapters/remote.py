@@ -43,16 +43,7 @@ from typing import Any
 
 import httpx
 
-from adapters.base import (
-    ChangeItem,
-    Entity,
-    Listing,
-    RegistrySource,
-    SourcePage,
-    SourceStatus,
-    SourceUnavailable,
-    xid_kind,
-)
+from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.breaker import CLOSED
 from adapters.cache import RegistryCache, caller_digest
 from adapters.caller import current_credentials
@@ -62,6 +53,7 @@ from gateway.config import RegistryConfig
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
+from gateway.xid import Xid
 
 log = logging.getLogger("xreg.remote")
 
@@ -231,9 +223,10 @@ class RemoteSource(RegistrySource):
         if not isinstance(xid, str):
             raise SourceUnavailable(self.id, "answered an entity without an xid", subject)
         try:
-            kind, ctype = xid_kind(xid)
-        except ValueError:
+            parsed = Xid.parse(xid)
+        except XRegistryError:
             raise SourceUnavailable(self.id, f"answered an entity with a malformed xid {xid!r}", subject) from None
+        kind, ctype = parsed.level, parsed.ctype
         meta = view.get("meta") if kind == "resource" and isinstance(view.get("meta"), dict) else None
         drop = set(self._child_names(kind, ctype)) | ({"meta"} if meta is not None else set())
         clean = {k: v for k, v in view.items() if not (k in drop and isinstance(v, dict))}
@@ -312,11 +305,8 @@ class RemoteSource(RegistrySource):
         """Views by lower-cased XID (``_MISSING`` for those that do not exist), and the first failure."""
         by_collection: dict[str, list[str]] = {}
         for x in xids:
-            kind, _ = xid_kind(x)
-            if kind in ("group", "resource", "version"):
-                by_collection.setdefault(x.rsplit("/", 1)[0], []).append(x)
-            else:
-                by_collection.setdefault(x, []).append(x)
+            parsed = Xid.parse(x)
+            by_collection.setdefault(parsed.collection_path if parsed.collection else x, []).append(x)
         jobs = []
         for collection, members in by_collection.items():
             if len(members) > 1 and self.supports("filter"):
@@ -337,7 +327,8 @@ class RemoteSource(RegistrySource):
         return found, failure
 
     async def _fetch_one(self, xid: str) -> dict[str, Any]:
-        kind, ctype = xid_kind(xid)
+        parsed = Xid.parse(xid)
+        kind, ctype = parsed.level, parsed.ctype
         params = [("inline", v) for v in self._inline_for(kind, ctype)]
         answer = await self._get(self._entity_path(xid, kind, ctype), params, subject=xid)
         if answer.status == 404:
@@ -350,9 +341,10 @@ class RemoteSource(RegistrySource):
         return {xid.lower(): view}
 
     async def _fetch_from_collection(self, collection: str, xids: list[str]) -> dict[str, Any]:
-        kind, ctype = xid_kind(xids[0])
+        first = Xid.parse(xids[0])
+        kind, ctype = first.level, first.ctype
         attr = self._id_attribute(kind, ctype)
-        params = [("filter", f"{attr}={x.rsplit('/', 1)[1]}") for x in xids]
+        params = [("filter", f"{attr}={Xid.parse(x).id}") for x in xids]
         params += [("inline", v) for v in self._inline_for(kind, ctype)]
         views = await self._pages(collection, params, collection)
         by_xid = {str(v.get("xid", "")).lower(): v for v in views or ()}
@@ -412,7 +404,7 @@ class RemoteSource(RegistrySource):
         if filters is not None and filters.exclude_all:
             return []
         names = ctype.split("/")
-        above = 0 if parent in (None, "/") else len([s for s in parent.split("/") if s]) // 2
+        above = 0 if parent is None else Xid.parse(parent).depth
         top = names[above]
         path = (parent.rstrip("/") if parent not in (None, "/") else "") + "/" + top
         below = names[above + 1:]
@@ -472,7 +464,7 @@ class RemoteSource(RegistrySource):
         if snap is not None:  # one held copy of the collection across the registry, grouped by parent
             grouped: dict[str, list[Entity]] = {k: [] for k in spelled}
             for e in await self._held(snap, ctype, listing.filters):
-                owned = grouped.get(e.xid.lower().rsplit("/", 2)[0])
+                owned = grouped.get(Xid.parse(e.xid).parent.key)
                 if owned is not None:
                     owned.append(e)
             return {k: cut(grouped[k], listing) for k in spelled}
@@ -491,14 +483,15 @@ class RemoteSource(RegistrySource):
         leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]
         by_collection: dict[str, list[str]] = {}
         for p in parents:
-            by_collection.setdefault(p.rsplit("/", 1)[0], []).append(p)
+            parsed = Xid.parse(p)
+            by_collection.setdefault(parsed.collection_path if parsed.collection else "", []).append(p)
         caller, _ = self._caller()
         out: dict[str, list[Entity]] = {}
 
         async def one(collection: str, members: list[str]) -> None:
-            kind, pctype = xid_kind(members[0])
-            attr = self._id_attribute(kind, pctype)
-            params = [("filter", f"{attr}={m.rsplit('/', 1)[1]}") for m in members]
+            first = Xid.parse(members[0])
+            attr = self._id_attribute(first.level, first.ctype)
+            params = [("filter", f"{attr}={Xid.parse(m).id}") for m in members]
             params += [("inline", child)] + [("inline", v) for v in self._inline_for(leaf_kind, ctype, child + ".")]
             key = self.cache.key("k:" + collection.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
 

@@ -19,6 +19,7 @@ from gateway.config import Settings, load_settings
 from gateway.errors import XRegistryError
 from gateway.logs import logging_config
 from gateway.registry.service import LocalRegistry
+from gateway.xid import Xid
 
 app = typer.Typer(help="xRegistry GraphQL gateway.", no_args_is_help=True, add_completion=False)
 err = Console(stderr=True)
@@ -87,15 +88,15 @@ def _kind_counts(registry, outcome) -> dict[str, int]:
     counts = {k: 0 for k in ("created", "updated", "unchanged")}
     for what in counts:
         for xid in getattr(outcome, what):
-            depth = xid.count("/")
-            if depth in (2, 4) or (depth == 6 and _versioned(registry, xid)):
+            level = Xid.parse(xid).level
+            if level in ("group", "resource") or (level == "version" and _versioned(registry, xid)):
                 counts[what] += 1
     return counts
 
 
 def _versioned(registry, xid: str) -> bool:
-    parts = xid.split("/")
-    rdef = registry.model.resource(parts[1], parts[3])
+    gtype, _, rtype, *_ = Xid.parse(xid).parts
+    rdef = registry.model.resource(gtype, rtype)
     return bool(rdef and rdef.maxversions != 1)
 
 

@@ -18,6 +18,7 @@ from strawberry.types import Info
 
 from adapters.base import WriteOutcome
 from gateway.errors import XRegistryError
+from gateway.xid import Xid
 from resolvers.types import Node, to_node
 
 
@@ -77,7 +78,7 @@ class Mutation:
         registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}"
+        xid = str(Xid(group_type, group_id))
         outcome = await source.put_group(group_type, group_id, _object(attributes, xid), mode="create", patch=False,
                                          epoch=None)
         return await _result(info, source.id, xid, outcome)
@@ -88,7 +89,7 @@ class Mutation:
         replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}"
+        xid = str(Xid(group_type, group_id))
         outcome = await source.put_group(group_type, group_id, _object(attributes, xid), mode="update",
                                          patch=not replace, epoch=epoch)
         return await _result(info, source.id, xid, outcome)
@@ -99,7 +100,7 @@ class Mutation:
         attributes: JSON | None = None, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
+        xid = str(Xid(group_type, group_id, resource_type, resource_id))
         outcome = await source.put_resource(group_type, group_id, resource_type, resource_id, _object(attributes, xid),
                                             mode="create", patch=False, epoch=None)
         return await _result(info, source.id, xid, outcome)
@@ -111,7 +112,7 @@ class Mutation:
         attributes: JSON, epoch: int | None = None, replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}"
+        xid = str(Xid(group_type, group_id, resource_type, resource_id))
         outcome = await source.put_resource(group_type, group_id, resource_type, resource_id, _object(attributes, xid),
                                             mode="update", patch=not replace, epoch=epoch)
         return await _result(info, source.id, xid, outcome)
@@ -122,7 +123,7 @@ class Mutation:
         attributes: JSON | None = None, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
+        xid = str(Xid(group_type, group_id, resource_type, resource_id, version_id))
         outcome = await source.put_version(group_type, group_id, resource_type, resource_id, version_id,
                                            _object(attributes, xid), mode="create", patch=False, epoch=None)
         return await _result(info, source.id, xid, outcome)
@@ -133,7 +134,7 @@ class Mutation:
         attributes: JSON, epoch: int | None = None, replace: bool = False, registry: str | None = None,
     ) -> WriteResult:
         source = _writable(info, registry)
-        xid = f"/{group_type}/{group_id}/{resource_type}/{resource_id}/versions/{version_id}"
+        xid = str(Xid(group_type, group_id, resource_type, resource_id, version_id))
         outcome = await source.put_version(group_type, group_id, resource_type, resource_id, version_id,
                                            _object(attributes, xid), mode="update", patch=not replace, epoch=epoch)
         return await _result(info, source.id, xid, outcome)

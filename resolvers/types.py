@@ -22,6 +22,7 @@ from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
 from adapters.effective import effective_message
 from gateway.errors import XRegistryError
+from gateway.xid import Xid
 from resolvers.connections import Connection, PageInfo, connection, make_listing, page_size
 from resolvers.filters import (
     EndpointFilter,
@@ -244,14 +245,16 @@ class Resource(Entity):
 
     @strawberry.field(description="The group the resource belongs to.")
     async def group(self, info: Info) -> Group | None:
-        return await _load(info, self.entity, "/".join(self.entity.xid.split("/")[:3]))
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).group))
 
     @strawberry.field(description="The resource's `meta` entity.")
     async def meta(self, info: Info) -> Meta | None:
         e = self.entity
+        meta_xid = str(Xid.parse(e.xid).meta_of())
         if e.meta is not None:
-            return Meta(entity=SourceEntity(e.registry, e.meta.get("xid", f"{e.xid}/meta"), "meta", e.ctype, e.meta, e.as_of))
-        return await _load(info, e, f"{e.xid}/meta")
+            return Meta(entity=SourceEntity(e.registry, e.meta.get("xid", meta_xid), "meta", e.ctype, e.meta,
+                                            e.as_of))
+        return await _load(info, e, meta_xid)
 
     @strawberry.field(description="The resource's versions.")
     async def versions(
@@ -265,7 +268,7 @@ class Resource(Entity):
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> Version | None:
         vid = self.entity.view.get("versionid")
-        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).version(str(vid)))) if vid else None
 
 
 @strawberry.interface(description="One version of a resource.")
@@ -277,7 +280,7 @@ class Version(Entity):
 
     @strawberry.field(description="The resource the version belongs to.")
     async def resource(self, info: Info) -> Resource | None:
-        return await _load(info, self.entity, self.entity.xid.rsplit("/versions/", 1)[0])
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).resource))
 
 
 # -- message domain --------------------------------------------------------------------------
@@ -314,7 +317,7 @@ class DataSchema:
     async def schema(self, info: Info) -> Schema | None:
         target = await self._resolved(info)
         if target is not None and target.kind == "version":
-            return await _load(info, target, target.xid.rsplit("/versions/", 1)[0])
+            return await _load(info, target, str(Xid.parse(target.xid).resource))
         node = to_node(target) if target is not None else None
         return node if isinstance(node, Schema) else None
 
@@ -322,7 +325,7 @@ class DataSchema:
     async def version(self, info: Info) -> SchemaVersion | None:
         target = await self._resolved(info)
         if target is not None and target.kind == "resource" and target.view.get("versionid"):
-            node = await _load(info, target, f"{target.xid}/versions/{target.view['versionid']}")
+            node = await _load(info, target, str(Xid.parse(target.xid).version(str(target.view["versionid"]))))
         else:
             node = to_node(target) if target is not None else None
         return node if isinstance(node, SchemaVersion) else None
@@ -373,7 +376,7 @@ class MessageDefinition:
         reference = self.entity.view.get("basemessageuri")
         target = await resolve(info, self.entity, reference, _MESSAGES) if reference else None
         if target is not None and target.kind == "version":
-            return await _load(info, target, target.xid.rsplit("/versions/", 1)[0])
+            return await _load(info, target, str(Xid.parse(target.xid).resource))
         node = to_node(target) if target is not None else None
         return node if isinstance(node, Message) else None
 
@@ -405,7 +408,7 @@ class Message(Resource, MessageDefinition):
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> MessageVersion | None:
         vid = self.entity.view.get("versionid")
-        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).version(str(vid)))) if vid else None
 
 
 @strawberry.type(description="A version of a message definition.")
@@ -487,7 +490,7 @@ class Schema(Resource, SchemaDefinition):
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> SchemaVersion | None:
         vid = self.entity.view.get("versionid")
-        return await _load(info, self.entity, f"{self.entity.xid}/versions/{vid}") if vid else None
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).version(str(vid)))) if vid else None
 
 
 @strawberry.type(description="A version of a schema.")
@@ -546,7 +549,7 @@ class Meta(Node):
 
     @strawberry.field(description="The resource this `meta` belongs to.")
     async def resource(self, info: Info) -> Resource | None:
-        return await _load(info, self.entity, self.entity.xid.rsplit("/meta", 1)[0])
+        return await _load(info, self.entity, str(Xid.parse(self.entity.xid).resource))
 
 
 # -- the registry ----------------------------------------------------------------------------

@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.errors import invalid
+from gateway.errors import XRegistryError, invalid
+from gateway.xid import Xid
 
 __all__ = ["Normalisation", "normalise"]
 
@@ -421,16 +422,19 @@ def _schema_format(doc: dict, ref: Any) -> str | None:
     """The ``format`` of the schema (or schema version) an XID names inside ``doc``, if any."""
     if not isinstance(ref, str) or not ref.startswith("/"):
         return None
-    parts = ref.split("#", 1)[0].strip("/").split("/")
-    if len(parts) not in (4, 6) or parts[0] != "schemagroups" or parts[2] != "schemas":
+    try:
+        target = Xid.parse(ref.split("#", 1)[0].rstrip("/"))
+    except XRegistryError:
         return None
-    group = (doc.get("schemagroups") or {}).get(parts[1])
-    schema = ((group or {}).get("schemas") or {}).get(parts[3]) if isinstance(group, dict) else None
+    if (target.group_type, target.resource_type) != ("schemagroups", "schemas") or target.meta:
+        return None
+    group = (doc.get("schemagroups") or {}).get(target.group_id)
+    schema = ((group or {}).get("schemas") or {}).get(target.resource_id) if isinstance(group, dict) else None
     if not isinstance(schema, dict):
         return None
     versions = schema.get("versions") if isinstance(schema.get("versions"), dict) else {}
-    if len(parts) == 6:
-        version = versions.get(parts[5])
+    if target.version_id is not None:
+        version = versions.get(target.version_id)
         return version.get("format") if isinstance(version, dict) else None
     candidates = [schema, *(v for v in versions.values() if isinstance(v, dict))]
     if isinstance(group, dict):

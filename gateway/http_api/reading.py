@@ -23,6 +23,7 @@ from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
 from gateway.storage.base import EntityRecord
 from gateway.storage.semantics import matches
+from gateway.xid import Xid
 
 #: What ``GET /export`` inlines unless ``?inline`` says otherwise (``modelsource`` is not served).
 EXPORT_INLINE = ["*", "capabilities"]
@@ -119,7 +120,7 @@ def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
     default = (rec.doc.get("meta") or {}).get("defaultversionid")
     if rec.kind != "resource" or default is None:
         return {}
-    return {"Content-Location": url_for(call.registry.base_url, f"{rec.xid}/versions/{default}")}
+    return {"Content-Location": url_for(call.registry.base_url, str(Xid.parse(rec.xid).version(str(default))))}
 
 
 async def document(call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str, str] | None = None) -> Response:

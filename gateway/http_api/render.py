@@ -34,6 +34,7 @@ from gateway.registry.reads import Selection, count, level_of, render, select, s
 from gateway.registry.service import LocalRegistry
 from gateway.storage.base import EntityRecord, Query
 from gateway.storage.semantics import matches_condition
+from gateway.xid import Xid
 
 DETAILS = "$details"
 #: What a resource keeps in the document view.
@@ -164,12 +165,11 @@ class Renderer:
         plain = [rec for rec in records if sub[rec.key] is None or not sub[rec.key].branches]
         if len(plain) > SCAN_THRESHOLD:
             wanted = {rec.key for rec in plain}
-            depth = len(ctype.split("/")) * 2 - 2
             after = None
             while True:
                 page = await self.store.list(Query(ctype=ctype, limit=2000, after=after))
                 for child in page.items:
-                    owner = "/".join(child.key.split("/")[: depth + 1]) or "/"
+                    owner = Xid.parse(child.key).parent.key
                     if owner in wanted:
                         out[owner].append(child)
                 if not page.has_next or not page.items:
@@ -255,6 +255,7 @@ def relativize(body: dict[str, Any], top: str, *, collection: bool) -> None:
 
     for node in entities:
         xid = node["xid"]
+        entity = Xid.parse(xid)
         if ref(xid):
             node["self"] = ref(xid)
         for key in list(node):
@@ -262,9 +263,9 @@ def relativize(body: dict[str, Any], top: str, *, collection: bool) -> None:
                 target = ref(f"{xid.rstrip('/')}/{key[:-3]}")
                 if target:
                     node[key] = target
-        if "metaurl" in node and ref(f"{xid}/meta"):
-            node["metaurl"] = ref(f"{xid}/meta")
-        if xid.endswith("/meta") and node.get("defaultversionid") is not None:
-            target = ref(f"{xid[: -len('/meta')]}/versions/{node['defaultversionid']}")
+        if "metaurl" in node and ref(str(entity.meta_of())):
+            node["metaurl"] = ref(str(entity.meta_of()))
+        if entity.meta and node.get("defaultversionid") is not None:
+            target = ref(str(entity.version(node["defaultversionid"])))
             if target:
                 node["defaultversionurl"] = target

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
+from gateway.xid import Xid
 
 DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.
@@ -52,7 +53,7 @@ class Target:
 
     @property
     def resource_xid(self) -> str:
-        return f"/{self.gtype}/{self.gid}/{self.rtype}/{self.rid}"
+        return str(Xid(self.gtype, self.gid, self.rtype, self.rid))
 
     @property
     def is_collection(self) -> bool:
@@ -69,7 +70,9 @@ class Target:
     @property
     def parent_xid(self) -> str:
         """For a collection: the XID of the entity owning it."""
-        return self.xid.rsplit("/", 1)[0] or "/"
+        if self.kind == "resources":
+            return str(Xid(self.gtype, self.gid))
+        return self.resource_xid if self.kind == "versions" else "/"
 
     @property
     def document_view(self) -> bool:

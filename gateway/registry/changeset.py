@@ -24,6 +24,7 @@ from gateway.registry.ids import check_id
 from gateway.registry.timestamps import parse_ts, utc_now
 from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
 from gateway.storage.base import EntityRecord, Query, Store, Write
+from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
 SERVER_ATTRIBUTES = frozenset({"self", "shortself", "xid", "epoch", "createdat", "modifiedat", "isdefault"})
@@ -53,6 +54,11 @@ class _State:
     ctype: str
     doc: dict[str, Any] | None
     stored_rev: int | None  # revision of the stored state, None when it did not exist
+
+    @property
+    def id(self) -> str:
+        """The entity's own id (a version's ``versionid``)."""
+        return Xid.parse(self.xid).id or ""
 
 
 class Changeset:
@@ -102,9 +108,12 @@ class Changeset:
         else:
             state = _State(rec.xid, rec.kind, rec.ctype, copy.deepcopy(rec.doc), rec.revision)
         self._states[key] = state
-        owner, sep, vid = key.rpartition("/versions/")
-        if sep and "/" not in vid and owner.count("/") == 4:
-            self._versions_of.setdefault(owner, {})[key] = state
+        try:
+            parsed = Xid.parse(key)
+        except XRegistryError:  # not an XID: the write naming it fails its id checks
+            return state
+        if parsed.level == "version":
+            self._versions_of.setdefault(parsed.resource.key, {})[key] = state
         return state
 
     async def _state(self, xid: str) -> _State:
@@ -140,10 +149,9 @@ class Changeset:
         else:
             self._dirty[key] = "updated"
         self._unchanged.discard(key)
-        if existed_before != (doc is not None):
-            parent = _parent_xid(state.xid)
-            if parent is not None:
-                self._children_changed[parent.lower()] = parent
+        if existed_before != (doc is not None) and state.xid != "/":
+            parent = Xid.parse(state.xid).parent
+            self._children_changed[parent.key] = str(parent)
 
     def _error(self, err: XRegistryError) -> None:
         self._errors.append(err)
@@ -234,7 +242,7 @@ class Changeset:
     async def put_group(self, gtype: str, gid: str, attrs: dict[str, Any], *, patch: bool = False) -> str:
         """Create or update a group (its own attributes; nested collections are not touched)."""
         gdef = self.group_def(gtype)
-        xid = f"/{gtype}/{gid}"
+        xid = str(Xid(gtype, gid))
         check_id(gid, subject=xid, attribute=gdef.id_attribute)
         _check_same_id(attrs, gdef.id_attribute, gid, xid)
         state = await self._state(xid)
@@ -250,7 +258,7 @@ class Changeset:
         return xid
 
     async def _implicit_group(self, gtype: str, gid: str) -> None:
-        state = await self._state(f"/{gtype}/{gid}")
+        state = await self._state(str(Xid(gtype, gid)))
         if state.doc is None:
             await self.put_group(gtype, gid, {})
 
@@ -267,7 +275,7 @@ class Changeset:
         optional ``meta`` and ``versions``), following core/spec.md's resource processing
         algorithm."""
         rdef = self.resource_def(gtype, rtype)
-        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        rxid = str(Xid(gtype, gid, rtype, rid))
         check_id(rid, subject=rxid, attribute=rdef.id_attribute)
         _check_same_id(body, rdef.id_attribute, rid, rxid)
         await self._implicit_group(gtype, gid)
@@ -298,7 +306,7 @@ class Changeset:
             for vid in sorted((versions_in or {}), key=str.lower):
                 vbody = versions_in[vid]
                 if not isinstance(vbody, dict):
-                    raise XRegistryError("invalid_attribute", f"{rxid}/versions/{vid}", path="versions",
+                    raise XRegistryError("invalid_attribute", str(Xid(gtype, gid, rtype, rid, vid)), path="versions",
                                          name="versions", detail="each version must be an object")
                 await self._put_version(gtype, gid, rtype, rid, vid, vbody, rdef, patch=patch)
             # 2. default version attributes, unless that version was in the request
@@ -323,7 +331,7 @@ class Changeset:
         return rxid
 
     async def _next_version_id(self, rxid: str, vctype: str) -> str:
-        ids = {s.xid.rsplit("/", 1)[-1] for s in await self._version_states(rxid, vctype)}
+        ids = {s.id for s in await self._version_states(rxid, vctype)}
         n = 1
         numeric = [int(v) for v in ids if v.isdigit()]
         if numeric:
@@ -336,8 +344,7 @@ class Changeset:
         self, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], rdef: ResourceDef,
         *, patch: bool,
     ) -> None:
-        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
-        vxid = f"{rxid}/versions/{vid}"
+        vxid = str(Xid(gtype, gid, rtype, rid, vid))
         check_id(vid, subject=vxid, attribute="versionid")
         _check_same_id(body, "versionid", vid, vxid)
         if body.get(rdef.id_attribute) not in (None, rid):
@@ -364,7 +371,7 @@ class Changeset:
         ``create``: the resource (and its group) may be created implicitly; otherwise it must exist.
         A cross-reference resource has no versions of its own: writing one is refused."""
         rdef = self.resource_def(gtype, rtype)
-        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        rxid = str(Xid(gtype, gid, rtype, rid))
         check_id(rid, subject=rxid, attribute=rdef.id_attribute)
         rstate = await self._state(rxid)
         _check_case(rstate, rxid)
@@ -386,7 +393,8 @@ class Changeset:
         rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=False)
         rxid = rstate.xid
         if not isinstance(attrs, dict):
-            raise XRegistryError("invalid_attribute", f"{rxid}/meta", path="meta", name="meta", detail="meta must be an object")
+            raise XRegistryError("invalid_attribute", str(Xid.parse(rxid).meta_of()), path="meta", name="meta",
+                                 detail="meta must be an object")
         old_xref = (rstate.doc.get("meta") or {}).get("xref")
         new_xref = attrs.get("xref", old_xref if patch else None)
         vctype = f"{gtype}/{rtype}/versions"
@@ -415,7 +423,8 @@ class Changeset:
         for vid in sorted(versions, key=str.lower):
             vbody = versions[vid]
             if not isinstance(vbody, dict):
-                raise XRegistryError("bad_request", f"{rstate.xid}/versions/{vid}", detail="a version must be an object")
+                raise XRegistryError("bad_request", str(Xid.parse(rstate.xid).version(vid)),
+                                     detail="a version must be an object")
             await self._put_version(gtype, gid, rtype, rid, vid, vbody, rdef, patch=patch)
         await self._settle_resource(gtype, gid, rtype, rid, rdef, None, patch=True)
 
@@ -430,7 +439,7 @@ class Changeset:
             vid = await self._next_version_id(rstate.xid, f"{gtype}/{rtype}/versions")
         elif not rdef.setversionid:
             raise XRegistryError("versionid_not_allowed", rstate.xid, plural=rtype)
-        check_id(vid, subject=f"{rstate.xid}/versions/{vid}", attribute="versionid")
+        check_id(vid, subject=str(Xid.parse(rstate.xid).version(vid)), attribute="versionid")
         await self.put_versions(gtype, gid, rtype, rid, {vid: body}, patch=patch)
         return vid
 
@@ -441,7 +450,7 @@ class Changeset:
         if vid is None:
             meta: dict[str, Any] = {"defaultversionsticky": False}
         else:
-            ids = {s.xid.rsplit("/", 1)[-1] for s in await self._version_states(rstate.xid, f"{gtype}/{rtype}/versions")}
+            ids = {s.id for s in await self._version_states(rstate.xid, f"{gtype}/{rtype}/versions")}
             if vid not in ids:
                 raise XRegistryError("unknown_id", rstate.xid, singular="version", id=vid,
                                      detail=f"setdefaultversionid names no version of {rstate.xid}")
@@ -461,7 +470,7 @@ class Changeset:
         ``contenttype`` becomes ``content_type`` (removed when ``None``). Returns the id of the
         version created by ``new_version``."""
         rdef = self.resource_def(gtype, rtype)
-        subject = f"/{gtype}/{gid}/{rtype}/{rid}" + (f"/versions/{vid}" if vid else "")
+        subject = str(Xid(gtype, gid, rtype, rid, vid or None))
         if not rdef.hasdocument:
             raise XRegistryError("bad_request", subject, detail=f"{rtype} have no documents (hasdocument is false)")
         body = {**attrs, **document_attributes(rdef, content, content_type, attrs, subject=subject)}
@@ -478,14 +487,15 @@ class Changeset:
         *, patch: bool,
     ) -> None:
         """Ancestors, default version, maxversions, then the resource row (meta + default copy)."""
-        rxid = f"/{gtype}/{gid}/{rtype}/{rid}"
+        resource = Xid(gtype, gid, rtype, rid)
+        rxid, mxid = str(resource), str(resource.meta_of())
         vctype = f"{gtype}/{rtype}/versions"
         rstate = await self._state(rxid)
         versions = await self._version_states(rxid, vctype)
         meta_old = dict((rstate.doc or {}).get("meta") or {})
         meta_req = dict(meta_in or {})
-        self._check_epoch(f"{rxid}/meta", meta_req.get("epoch"), meta_old if rstate.doc else None)
-        _check_same_id(meta_req, rdef.id_attribute, rid, f"{rxid}/meta")
+        self._check_epoch(mxid, meta_req.get("epoch"), meta_old if rstate.doc else None)
+        _check_same_id(meta_req, rdef.id_attribute, rid, mxid)
         xref = meta_req.get("xref", meta_old.get("xref") if patch else None)
         if xref:
             _check_xref(xref, gtype, rtype, rxid, self.model)
@@ -498,22 +508,22 @@ class Changeset:
             sticky = bool(meta_req.get("defaultversionsticky",
                                        meta_old.get("defaultversionsticky", False) if keep_old else False))
             wanted = meta_req.get("defaultversionid") or (meta_old.get("defaultversionid") if keep_old else None)
-            by_id = {s.xid.rsplit("/", 1)[-1] for s in versions}
+            by_id = {s.id for s in versions}
             if sticky:
                 if wanted not in by_id:
-                    raise XRegistryError("bad_defaultversionid", f"{rxid}/meta", value=wanted,
+                    raise XRegistryError("bad_defaultversionid", mxid, value=wanted,
                                          detail=f"version {wanted!r} does not exist")
                 default_id = wanted
             else:
                 default_id = _newest(versions)
             # maxversions: prune the oldest versions that are not the default
             if rdef.maxversions and len(versions) > rdef.maxversions:
-                removable = sorted((s for s in versions if s.xid.rsplit("/", 1)[-1] != default_id), key=_age_key)
+                removable = sorted((s for s in versions if s.id != default_id), key=_age_key)
                 for victim in removable[: len(versions) - rdef.maxversions]:
                     self._set(victim, "version", vctype, None)
                 versions = [s for s in versions if s.doc is not None]
                 self._repair_ancestors(versions)
-            default_state = next(s for s in versions if s.xid.rsplit("/", 1)[-1] == default_id)
+            default_state = next(s for s in versions if s.id == default_id)
             default_copy = copy.deepcopy(default_state.doc)
         else:
             default_id, sticky, default_copy = None, False, {}
@@ -530,7 +540,7 @@ class Changeset:
         if default_id is not None:
             user_meta["defaultversionid"] = default_id
             user_meta["defaultversionsticky"] = bool(sticky)
-        meta_ids = {rdef.id_attribute: rid, "xid": f"{rxid}/meta"}
+        meta_ids = {rdef.id_attribute: rid, "xid": mxid}
         key = rxid.lower()
         collection_changed = key in self._children_changed
         old_meta_user = _user_view(meta_old)
@@ -554,16 +564,16 @@ class Changeset:
 
     def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
         """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
-        by_id = {s.xid.rsplit("/", 1)[-1]: s for s in versions}
+        by_id = {s.id: s for s in versions}
         fresh = sorted((s for s in versions if not s.doc.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
         settled = [s for s in versions if s.doc.get(ANCESTOR_ID)]
         for s in fresh:
-            vid = s.xid.rsplit("/", 1)[-1]
+            vid = s.id
             s.doc[ANCESTOR_ID] = _newest(settled) if settled else vid
             settled.append(s)
         for s in versions:
             anc = s.doc.get(ANCESTOR_ID)
-            vid = s.xid.rsplit("/", 1)[-1]
+            vid = s.id
             if anc == "request":
                 s.doc[ANCESTOR_ID] = anc = vid
             if anc not in by_id:
@@ -571,7 +581,7 @@ class Changeset:
                                      detail=f"ancestorid {anc!r} names no version of {rxid}")
         for s in versions:  # cycles: walking ancestors must reach a root
             seen: list[str] = []
-            cur = s.xid.rsplit("/", 1)[-1]
+            cur = s.id
             while True:
                 nxt = by_id[cur].doc[ANCESTOR_ID]
                 if nxt == cur:
@@ -582,10 +592,10 @@ class Changeset:
                 cur = nxt
 
     def _repair_ancestors(self, versions: list[_State]) -> None:
-        ids = {s.xid.rsplit("/", 1)[-1] for s in versions}
+        ids = {s.id for s in versions}
         for s in versions:
             if s.doc.get(ANCESTOR_ID) not in ids:
-                s.doc[ANCESTOR_ID] = s.xid.rsplit("/", 1)[-1]
+                s.doc[ANCESTOR_ID] = s.id
                 if s.xid.lower() not in self._dirty:
                     self._set(s, s.kind, s.ctype, s.doc)
 
@@ -605,16 +615,16 @@ class Changeset:
                 self._set(self._remember(rec.xid, rec), rec.kind, rec.ctype, None)
         self._set(state, state.kind, state.ctype, None)
         if state.kind == "version":
-            parts = xid.split("/")
-            gtype, gid, rtype, rid = parts[1:5]
+            vxid = Xid.parse(xid)
+            gtype, gid, rtype, rid, _ = vxid.parts
             rdef = self.resource_def(gtype, rtype)
-            rxid = "/".join(parts[:5])
+            rxid = str(vxid.resource)
             remaining = await self._version_states(rxid, state.ctype)
             if not remaining:
                 raise XRegistryError("bad_request", xid, detail="the last version of a resource cannot be deleted; delete the resource")
             rstate = await self._state(rxid)
             meta = (rstate.doc or {}).get("meta") or {}
-            keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != parts[-1]
+            keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != vxid.version_id
             self._repair_ancestors(remaining)
             await self._settle_resource(gtype, gid, rtype, rid, rdef,
                                         {"defaultversionsticky": bool(keep_sticky),
@@ -633,7 +643,7 @@ class Changeset:
     def _validate(self, level: str, state: _State, gtype: str, rtype: str | None = None) -> None:
         group_attrs = None
         if rtype is not None:
-            gstate = self._states.get("/".join(state.xid.split("/")[:3]).lower())
+            gstate = self._states.get(Xid.parse(state.xid).group.key)
             group_attrs = gstate.doc if gstate else None
         try:
             validate_entity(level, state.doc, model=self.model, group_type=gtype, resource_type=rtype,
@@ -686,15 +696,6 @@ class Changeset:
         return outcome
 
 # -- helpers ----------------------------------------------------------------------------------
-def _parent_xid(xid: str) -> str | None:
-    if xid == "/":
-        return None
-    parts = xid.split("/")
-    if len(parts) <= 3:
-        return "/"
-    return "/".join(parts[:-2])
-
-
 def _strip(attrs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
     drop = set(names) | SERVER_ATTRIBUTES
     return {k: v for k, v in attrs.items() if k not in drop}
@@ -800,8 +801,11 @@ def _drop_other_documents(user: dict[str, Any], request: dict[str, Any], rdef: R
 
 
 def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryModel) -> None:
-    parts = xref.split("/") if isinstance(xref, str) else []
-    if len(parts) != 5 or parts[0] != "" or parts[1] != gtype or parts[3] != rtype or not parts[2] or not parts[4]:
+    try:
+        target = Xid.parse(xref)
+    except XRegistryError:
+        target = None
+    if target is None or target.level != "resource" or (target.group_type, target.resource_type) != (gtype, rtype):
         raise XRegistryError("malformed_xref", rxid, xref=xref,
                              detail=f"xref must be the XID of a {rtype[:-1] if rtype.endswith('s') else rtype} (/{gtype}/<id>/{rtype}/<id>)")
     if xref.lower() == rxid.lower():
@@ -814,7 +818,7 @@ def _age_key(state: _State) -> tuple[Any, str]:
         moment = parse_ts(created).timestamp()
     except (ValueError, TypeError):
         moment = 0.0
-    return (moment, state.xid.rsplit("/", 1)[-1].lower())
+    return (moment, state.id.lower())
 
 
 def _newest(versions: list[_State]) -> str:
@@ -822,7 +826,7 @@ def _newest(versions: list[_State]) -> str:
     the latest ``createdat``, ties by the highest versionid (case-insensitive)."""
     ancestors = {
         s.doc.get(ANCESTOR_ID) for s in versions
-        if s.doc.get(ANCESTOR_ID) and s.doc.get(ANCESTOR_ID) != s.xid.rsplit("/", 1)[-1]
+        if s.doc.get(ANCESTOR_ID) and s.doc.get(ANCESTOR_ID) != s.id
     }
-    leaves = [s for s in versions if s.xid.rsplit("/", 1)[-1] not in ancestors] or versions
-    return max(leaves, key=_age_key).xid.rsplit("/", 1)[-1]
+    leaves = [s for s in versions if s.id not in ancestors] or versions
+    return max(leaves, key=_age_key).id

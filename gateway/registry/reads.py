@@ -22,6 +22,7 @@ from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
 from gateway.storage.semantics import Condition, Cursor, Sort
+from gateway.xid import Xid
 
 #: Resource attributes that are the resource's own, not its default version's.
 RESOURCE_OWN = frozenset({"meta"})
@@ -67,12 +68,12 @@ def child_ctype(ctype: str, name: str) -> str:
 
 
 def _depth(ctype: str) -> int:
-    """How many XID segments the entities of ``ctype`` have (``/g/gid`` → 2)."""
-    return 2 * len(ctype.split("/"))
+    """The :attr:`Xid.depth` of the entities of ``ctype`` (``g`` → 1, ``g/r/versions`` → 3)."""
+    return len(ctype.split("/"))
 
 
 def _owner_key(key: str, depth: int) -> str:
-    return "/".join(key.split("/")[: depth + 1])
+    return Xid.parse(key).ancestor(depth).key
 
 
 @dataclass
@@ -173,7 +174,7 @@ async def render(
     defaults: dict[str, str | None] = {}
     versions = [r for r in records if r.kind == "version"]
     if versions:
-        owners = await store.get_many(list({r.xid.rsplit("/versions/", 1)[0] for r in versions}), as_of)
+        owners = await store.get_many(list({str(Xid.parse(r.xid).resource) for r in versions}), as_of)
         defaults = {k: (o.doc.get("meta") or {}).get("defaultversionid") for k, o in owners.items()}
     out = []
     for rec in records:
@@ -187,7 +188,7 @@ async def render(
             out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
                                      include_meta=include_meta))
         else:
-            out.append(version_view(rec, defaults.get(rec.key.rsplit("/versions/", 1)[0]), base_url))
+            out.append(version_view(rec, defaults.get(Xid.parse(rec.key).resource.key), base_url))
     return out
 
 

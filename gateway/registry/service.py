@@ -25,6 +25,7 @@ from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from gateway.storage import create_store
 from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
+from gateway.xid import Xid
 
 T = TypeVar("T")
 #: Builds one unit of work on a changeset (and checks its preconditions); its result is
@@ -229,13 +230,13 @@ class LocalRegistry:
             for rtype in gdef.resources:
                 versions: dict[str, dict[str, EntityRecord]] = {}
                 async for v in self.iter_ctype(f"{gtype}/{rtype}/versions", as_of=as_of):
-                    versions.setdefault(v.key.rsplit("/versions/", 1)[0], {})[v.id] = v
+                    versions.setdefault(Xid.parse(v.key).resource.key, {})[v.id] = v
                 async for r in self.iter_ctype(f"{gtype}/{rtype}", as_of=as_of):
                     owned = versions.get(r.key, {})
                     rview = resource_view(r, base, len(owned), include_meta=True)
                     default_id = (r.doc.get("meta") or {}).get("defaultversionid")
                     rview["versions"] = {vid: version_view(v, default_id, base) for vid, v in owned.items()}
-                    gview = by_key.get(r.key.rsplit("/", 2)[0])
+                    gview = by_key.get(Xid.parse(r.key).parent.key)
                     if gview is not None:
                         gview[rtype][r.id] = rview
                 for gview in gmap.values():
@@ -269,7 +270,7 @@ class LocalRegistry:
         if rec.kind == "resource":
             n = (await self.store.count_children([rec.xid], f"{rec.ctype}/versions", as_of)).get(rec.key, 0)
             return resource_view(rec, self.base_url, n)
-        parent = await self.store.get(rec.xid.rsplit("/versions/", 1)[0], as_of=as_of)
+        parent = await self.store.get(str(Xid.parse(rec.xid).resource), as_of=as_of)
         default_id = ((parent.doc if parent else {}).get("meta") or {}).get("defaultversionid")
         return version_view(rec, default_id, self.base_url)
 

@@ -26,7 +26,8 @@ from gateway.model.registry_model import (
     AttributeDef,
     RegistryModel,
 )
-from gateway.registry.ids import XidParts, id_problem, parse_xid
+from gateway.registry.ids import id_problem, parse_xid
+from gateway.xid import Xid
 
 # core/spec.md, "Attributes": names "MUST be between 1 and 63 characters in length", "MUST only
 # contain lowercase alphanumeric characters or an underscore ([a-z0-9_]) and MUST NOT start
@@ -131,7 +132,7 @@ def _key_path(parent: str, key: str) -> str:
     return parent + quoted
 
 
-def _target_problem(parts: XidParts, target: str) -> str | None:
+def _target_problem(parts: Xid, target: str) -> str | None:
     """Whether an XID matches a model ``target`` (core/model.md, ``attributes.<STRING>.target``)."""
     base, resource_ok, version_ok = target, True, False
     if target.endswith("[/versions]"):
@@ -140,12 +141,12 @@ def _target_problem(parts: XidParts, target: str) -> str | None:
         base, resource_ok, version_ok = target[: -len("/versions")], False, True
     segs = [s for s in base.split("/") if s]
     if not segs:
-        ok = parts.is_registry
+        ok = parts.level == "registry"
     elif len(segs) == 1:
-        ok = parts.is_group and parts.group_type == segs[0]
+        ok = parts.level == "group" and parts.group_type == segs[0]
     else:
         ok = (parts.group_type, parts.resource_type) == (segs[0], segs[1]) and (
-            (resource_ok and parts.is_resource) or (version_ok and parts.is_version)
+            (resource_ok and parts.level == "resource") or (version_ok and parts.level == "version")
         )
     return None if ok else f"must reference an entity of type {target}"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from gateway.model.registry_model import RegistryModel
 from gateway.storage.base import EntityRecord
+from gateway.xid import Xid
 
 SPEC_VERSION = "1.0-rc4"
 
@@ -50,7 +51,7 @@ def group_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: d
 def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
     """The ``meta`` entity of a resource record."""
     meta = dict(rec.doc.get("meta") or {})
-    xid = meta.pop("xid", f"{rec.xid}/meta")
+    xid = meta.pop("xid") if "xid" in meta else str(Xid.parse(rec.xid).meta_of())
     id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)), None)
     out: dict[str, Any] = {}
     if id_attr:
@@ -60,7 +61,7 @@ def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
     out.update(meta)
     out.setdefault("readonly", False)
     if dv is not None:
-        out["defaultversionurl"] = url_for(base_url, f"{rec.xid}/versions/{dv}")
+        out["defaultversionurl"] = url_for(base_url, str(Xid.parse(rec.xid).version(str(dv))))
     return out
 
 
@@ -96,7 +97,7 @@ def resource_view(
     out.update(default)
     if default or "versionid" in out:
         out["isdefault"] = True
-    out["metaurl"] = url_for(base_url, f"{rec.xid}/meta")
+    out["metaurl"] = url_for(base_url, str(Xid.parse(rec.xid).meta_of()))
     if include_meta:
         out["meta"] = meta_view(rec, base_url)
     out["versionsurl"] = url_for(base_url, f"{rec.xid}/versions")

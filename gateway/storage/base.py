@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
+from gateway.xid import Xid
 
 Kind = Literal["registry", "group", "resource", "version"]
 
@@ -47,14 +48,13 @@ class EntityRecord:
 
     @property
     def parent_xid(self) -> str | None:
-        if self.xid == "/":
-            return None
-        head = self.xid.rsplit("/", 2)[0]
-        return head or "/"
+        """The XID of the entity this one belongs to (``None`` for the registry)."""
+        return None if self.xid == "/" else str(Xid.parse(self.xid).parent)
 
     @property
     def id(self) -> str:
-        return self.xid.rsplit("/", 1)[-1]
+        """The entity's own id (``""`` for the registry)."""
+        return Xid.parse(self.xid).id or ""
 
 
 @dataclass(frozen=True)

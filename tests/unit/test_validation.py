@@ -10,8 +10,8 @@ import pytest
 from gateway.documents.normalise import normalise
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import AttributeDef, RegistryModel
-from gateway.registry.ids import build_xid
 from gateway.registry.validation import validate_attributes, validate_entity
+from gateway.xid import Xid
 from tests.corpus import XREG_DATA
 
 MODEL = RegistryModel.default()
@@ -500,7 +500,7 @@ def _entities(doc: dict):
     for gtype, rtype in (("messagegroups", "messages"), ("endpoints", "messages"), ("schemagroups", "schemas")):
         for gid, group in (doc.get(gtype) or {}).items():
             gattrs = {k: v for k, v in group.items() if not k.startswith(rtype)}
-            yield "group", managed(gattrs, build_xid(gtype, gid)), gtype, None, build_xid(gtype, gid), None
+            yield "group", managed(gattrs, str(Xid(gtype, gid))), gtype, None, str(Xid(gtype, gid)), None
             for rid, res in (group.get(rtype) or {}).items():
                 versions = res.get("versions")
                 if rtype == "messages" and not versions:  # a message's attributes are its version's
@@ -508,11 +508,11 @@ def _entities(doc: dict):
                     attrs = {k: v for k, v in res.items() if k not in ("meta", "metaurl", "versionsurl", "versionscount")}
                     versions = {vid: attrs}
                 for vid, ver in (versions or {}).items():
-                    xid = build_xid(gtype, gid, rtype, rid, vid)
+                    xid = str(Xid(gtype, gid, rtype, rid, vid))
                     yield "version", managed(ver, xid, versionid=vid), gtype, rtype, xid, gattrs
                 meta = {k: res[k] for k in ("defaultversionid", "defaultversionsticky", "xref", "compatibility")
                         if k in res}
-                xid = build_xid(gtype, gid, rtype, rid, meta=True)
+                xid = str(Xid(gtype, gid, rtype, rid, meta=True))
                 yield "meta", managed(meta, xid), gtype, rtype, xid, gattrs
 
 
