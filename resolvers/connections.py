@@ -1,5 +1,9 @@
 """Cursor connections (Relay): keyset pages with ``first`` / ``after`` / ``last`` / ``before``.
 
+The four paging arguments are declared once: a connection field is :func:`paged_field`, whose
+:class:`Paged` extension appends them to the field's own arguments and hands the resolver one
+:class:`Paging` value (its ``paging`` parameter, which is not a GraphQL argument).
+
 Page sizes are bounded by ``graphql_max_page_size``; without ``first`` or ``last`` a page holds
 ``page_size_default`` entries (at most the bound). Cursors are opaque keyset positions issued by
 the registry source; a cursor is only meaningful with the sort it was issued under.
@@ -8,10 +12,16 @@ the registry source; a cursor is only meaningful with the sort it was issued und
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, Optional, TypeVar
 
 import strawberry
 from strawberry import Private
+from strawberry.annotation import StrawberryAnnotation
+from strawberry.extensions.field_extension import FieldExtension
+from strawberry.types import Info
+from strawberry.types.arguments import StrawberryArgument
+from strawberry.types.field import StrawberryField
 
 from adapters.base import Listing, SourcePage
 from gateway.errors import UserInputError
@@ -84,11 +94,54 @@ def page_size(ctx: Context, first: int | None, last: int | None) -> tuple[int, b
     return (last, True) if last is not None else (first, False)
 
 
+@dataclass(frozen=True)
+class Paging:
+    """The paging arguments of one connection field."""
+
+    first: int | None = None
+    after: str | None = None
+    last: int | None = None
+    before: str | None = None
+
+
+#: The paging arguments, in the order the schema lists them (after the field's own).
+_PAGING_ARGUMENTS = (("first", Optional[int]), ("after", Optional[str]),  # noqa: UP045 - runtime annotations
+                     ("last", Optional[int]), ("before", Optional[str]))  # noqa: UP045
+
+
+class Paged(FieldExtension):
+    """Adds ``first`` / ``after`` / ``last`` / ``before`` to a connection field and passes the
+    resolver their values as ``paging=``:class:`Paging`."""
+
+    def apply(self, field: StrawberryField) -> None:
+        own = [a for a in field.arguments if a.python_name != "paging"]
+        field.arguments = [*own, *(
+            StrawberryArgument(python_name=name, graphql_name=None, type_annotation=StrawberryAnnotation(kind),
+                               default=None)
+            for name, kind in _PAGING_ARGUMENTS)]
+
+    def resolve(self, next_: Callable[..., Any], source: Any, info: Info, **kwargs: Any) -> Any:
+        return next_(source, info, paging=_paging(kwargs), **kwargs)
+
+    async def resolve_async(self, next_: Callable[..., Awaitable[Any]], source: Any, info: Info,
+                            **kwargs: Any) -> Any:
+        return await next_(source, info, paging=_paging(kwargs), **kwargs)
+
+
+def _paging(kwargs: dict[str, Any]) -> Paging:
+    return Paging(**{name: kwargs.pop(name, None) for name, _ in _PAGING_ARGUMENTS})
+
+
+def paged_field(description: str) -> Any:
+    """A connection field: ``strawberry.field`` with the :class:`Paged` arguments."""
+    return strawberry.field(description=description, extensions=[Paged()])
+
+
 def make_listing(
-    ctx: Context, ctypes: Sequence[str], filters: Filters | None, sort: Sort | None, *,
-    first: int | None, after: str | None, last: int | None, before: str | None, as_of: int | None,
+    ctx: Context, ctypes: Sequence[str], filters: Filters | None, sort: Sort | None, paging: Paging, *,
+    as_of: int | None,
 ) -> Listing:
     """The :class:`Listing` of one connection field's arguments."""
-    limit, backward = page_size(ctx, first, last)
+    limit, backward = page_size(ctx, paging.first, paging.last)
     return Listing(ctypes=tuple(ctypes), filters=filters, sort=sort, limit=limit, backward=backward,
-                   after=after, before=before, as_of=as_of)
+                   after=paging.after, before=paging.before, as_of=as_of)

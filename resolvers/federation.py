@@ -19,7 +19,7 @@ from adapters.base import Listing, RegistrySource, SourceStatus, SourceUnavailab
 from adapters.merged import count_across, list_across
 from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
-from resolvers.connections import Connection, connection, make_listing
+from resolvers.connections import Connection, Paging, connection, make_listing
 from resolvers.filters import Filter, SortBy, to_filters, to_sort
 from resolvers.types import Timestamp
 
@@ -104,7 +104,7 @@ def chosen(info: Info, registries: list[str] | None) -> list[RegistrySource]:
 
 async def across(
     info: Info, *, group_type: str | None, resource_type: str | None, registries: list[str] | None,
-    filter: Filter | None, sort: SortBy | None, paging: dict[str, Any], wrap: Callable[[Any], Any],
+    filter: Filter | None, sort: SortBy | None, paging: Paging, wrap: Callable[[Any], Any],
 ) -> Connection:
     """A connection over one kind of entity across registries."""
     ctx = info.context
@@ -116,13 +116,13 @@ async def across(
         if ctypes:
             own[source.id] = make_listing(
                 ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
-                to_sort(sort, source.model, ctypes[0], subject), as_of=None,
-                first=paging["first"], last=paging["last"], after=None, before=None)
+                to_sort(sort, source.model, ctypes[0], subject), Paging(first=paging.first, last=paging.last),
+                as_of=None)
     if not own:
         if resource_type is not None:
             raise XRegistryError("unknown_resource_type", subject, name=resource_type, group=group_type or "any")
         raise XRegistryError("unknown_group_type", subject, name=group_type)
-    merged = make_listing(ctx, ("*",), None, next((lst.sort for lst in own.values()), None), as_of=None, **paging)
+    merged = make_listing(ctx, ("*",), None, next((lst.sort for lst in own.values()), None), paging, as_of=None)
     page = await list_across(sources, merged, lambda s: own.get(s.id))
     _report(info, page.errors)
     ctx.loaders.prime(page.items)

@@ -13,7 +13,7 @@ from strawberry.types import Info
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
 from gateway.errors import UserInputError, XRegistryError
-from resolvers.connections import Connection
+from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
 from resolvers.ids import parse_global_id
@@ -91,70 +91,60 @@ class Query:
         return await _entity(info, source.id, xid, as_of)
 
     # -- across all registries ------------------------------------------------------------------
-    @strawberry.field(description="Endpoints of every registry (or of `registries`), merged in sort order.")
+    @paged_field("Endpoints of every registry (or of `registries`), merged in sort order.")
     async def endpoints(
         self, info: Info, registries: list[str] | None = None, filter: EndpointFilter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Endpoint]:
         return await across(info, group_type="endpoints", resource_type=None, registries=registries, filter=filter,
-                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Message groups of every registry (or of `registries`), merged in sort order.")
+    @paged_field("Message groups of every registry (or of `registries`), merged in sort order.")
     async def messagegroups(
         self, info: Info, registries: list[str] | None = None, filter: MessageGroupFilter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[MessageGroup]:
         return await across(info, group_type="messagegroups", resource_type=None, registries=registries,
-                            filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            filter=filter, sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Schema groups of every registry (or of `registries`), merged in sort order.")
+    @paged_field("Schema groups of every registry (or of `registries`), merged in sort order.")
     async def schemagroups(
         self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[SchemaGroup]:
         return await across(info, group_type="schemagroups", resource_type=None, registries=registries,
-                            filter=filter, sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            filter=filter, sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Messages of every registry (or of `registries`; message groups and "
-                                  "endpoints), merged in sort order.")
+    @paged_field("Messages of every registry (or of `registries`; message groups and "
+                 "endpoints), merged in sort order.")
     async def messages(
         self, info: Info, registries: list[str] | None = None, filter: MessageFilter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Message]:
         return await across(info, group_type=None, resource_type="messages", registries=registries, filter=filter,
-                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Schemas of every registry (or of `registries`), merged in sort order.")
+    @paged_field("Schemas of every registry (or of `registries`), merged in sort order.")
     async def schemas(
         self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Schema]:
         return await across(info, group_type=None, resource_type="schemas", registries=registries, filter=filter,
-                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Groups of one type (of any registry's model) across registries.")
+    @paged_field("Groups of one type (of any registry's model) across registries.")
     async def groups(
         self, info: Info, group_type: str, registries: list[str] | None = None, filter: Filter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Group]:
         return await across(info, group_type=group_type, resource_type=None, registries=registries, filter=filter,
-                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node)
 
-    @strawberry.field(description="Resources of one type (of any registry's model) across registries.")
+    @paged_field("Resources of one type (of any registry's model) across registries.")
     async def resources(
         self, info: Info, resource_type: str, registries: list[str] | None = None, filter: Filter | None = None,
-        sort: SortBy | None = None, first: int | None = None, after: str | None = None,
-        last: int | None = None, before: str | None = None,
+        sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Resource]:
         return await across(info, group_type=None, resource_type=resource_type, registries=registries, filter=filter,
-                            sort=sort, paging=_paging(first, after, last, before), wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node)
 
-
-def _paging(first: int | None, after: str | None, last: int | None, before: str | None) -> dict[str, Any]:
-    return {"first": first, "after": after, "last": last, "before": before}

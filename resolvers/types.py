@@ -23,7 +23,7 @@ from adapters.base import Entity as SourceEntity
 from adapters.effective import effective_message
 from gateway.errors import XRegistryError
 from gateway.xid import Xid
-from resolvers.connections import Connection, PageInfo, connection, make_listing, page_size
+from resolvers.connections import Connection, PageInfo, Paging, connection, make_listing, page_size, paged_field
 from resolvers.filters import (
     EndpointFilter,
     Filter,
@@ -97,13 +97,10 @@ def _id_attributes(info: Info, entity: SourceEntity) -> frozenset[str]:
     return frozenset({rdef.id_attribute} if rdef else ())
 
 
-def _page_args(first: int | None, after: str | None, last: int | None, before: str | None) -> dict[str, Any]:
-    return {"first": first, "after": after, "last": last, "before": before}
-
 
 async def collection(
     info: Info, owner: SourceEntity, ctypes: tuple[str, ...], filter: Filter | None, sort: SortBy | None,
-    paging: dict[str, Any],
+    paging: Paging,
 ) -> Connection:
     """A connection over the ``ctypes`` collection(s) of ``owner`` (the registry: across it)."""
     ctx = info.context
@@ -112,7 +109,7 @@ async def collection(
         return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
     subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
     listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
-                           to_sort(sort, source.model, ctypes[0], subject), as_of=owner.as_of, **paging)
+                           to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of)
     try:
         if owner.kind == "registry":
             page = await source.list(listing)
@@ -219,17 +216,16 @@ class Group(Entity):
     def group_type(self) -> str:
         return self.entity.ctype
 
-    @strawberry.field(description="The group's resources of one type.")
+    @paged_field("The group's resources of one type.")
     async def resources(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Resource]:
         gdef = info.context.sources[self.entity.registry].model.group(self.entity.ctype)
         if gdef is None or resource_type not in gdef.resources:
             raise XRegistryError("unknown_resource_type", self.entity.xid, name=resource_type, group=self.entity.ctype)
         return await collection(info, self.entity, (f"{self.entity.ctype}/{resource_type}",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
 
 @strawberry.interface(description="A resource: its default version's attributes, its `meta` and its versions.")
@@ -256,14 +252,13 @@ class Resource(Entity):
                                             e.as_of))
         return await _load(info, e, meta_xid)
 
-    @strawberry.field(description="The resource's versions.")
+    @paged_field("The resource's versions.")
     async def versions(
         self, info: Info, filter: Filter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Version]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/versions",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> Version | None:
@@ -422,14 +417,13 @@ class MessageGroup(Group):
     envelope: str | None = attr()
     protocol: str | None = attr()
 
-    @strawberry.field(description="The group's messages.")
+    @paged_field("The group's messages.")
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Message]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
 
 # -- endpoint domain -------------------------------------------------------------------------
@@ -461,14 +455,13 @@ class Endpoint(Group):
         node = to_node(target) if target is not None else None
         return node if isinstance(node, Message) else None
 
-    @strawberry.field(description="The endpoint's own messages.")
+    @paged_field("The endpoint's own messages.")
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Message]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
 
 # -- schema domain ---------------------------------------------------------------------------
@@ -503,14 +496,13 @@ class SchemaGroup(Group):
     schemagroupid: str = attr("The schema group's id.")
     format: str | None = attr()
 
-    @strawberry.field(description="The group's schemas.")
+    @paged_field("The group's schemas.")
     async def schemas(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Schema]:
         return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
 
 # -- any other model -------------------------------------------------------------------------
@@ -630,77 +622,69 @@ class Registry(Entity):
     def model(self, info: Info) -> JSON:
         return info.context.sources[self.entity.registry].model.to_json()
 
-    @strawberry.field(description="Endpoints.")
+    @paged_field("Endpoints.")
     async def endpoints(
         self, info: Info, filter: EndpointFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Endpoint]:
-        return await collection(info, self.entity, ("endpoints",), filter, sort, _page_args(first, after, last, before))
+        return await collection(info, self.entity, ("endpoints",), filter, sort, paging)
 
-    @strawberry.field(description="Message groups.")
+    @paged_field("Message groups.")
     async def messagegroups(
         self, info: Info, filter: MessageGroupFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[MessageGroup]:
         return await collection(info, self.entity, ("messagegroups",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
-    @strawberry.field(description="Schema groups.")
+    @paged_field("Schema groups.")
     async def schemagroups(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[SchemaGroup]:
         return await collection(info, self.entity, ("schemagroups",), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
-    @strawberry.field(description="Messages across all groups that have them (message groups and endpoints).")
+    @paged_field("Messages across all groups that have them (message groups and endpoints).")
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Message]:
         return await collection(info, self.entity, self._across(info, "messages"), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
-    @strawberry.field(description="Schemas across all schema groups.")
+    @paged_field("Schemas across all schema groups.")
     async def schemas(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Schema]:
         return await collection(info, self.entity, self._across(info, "schemas"), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
-    @strawberry.field(description="Groups of any type of the registry's model.")
+    @paged_field("Groups of any type of the registry's model.")
     async def groups(
         self, info: Info, group_type: str, filter: Filter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Group]:
         if info.context.sources[self.entity.registry].model.group(group_type) is None:
             raise XRegistryError("unknown_group_type", f"/{group_type}", name=group_type)
-        return await collection(info, self.entity, (group_type,), filter, sort, _page_args(first, after, last, before))
+        return await collection(info, self.entity, (group_type,), filter, sort, paging)
 
-    @strawberry.field(description="Resources of one type across all groups that have them.")
+    @paged_field("Resources of one type across all groups that have them.")
     async def resources(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Resource]:
         return await collection(info, self.entity, self._across(info, resource_type, required=True), filter, sort,
-                                _page_args(first, after, last, before))
+                                paging)
 
-    @strawberry.field(description="Versions of the resources of one type, across the registry.")
+    @paged_field("Versions of the resources of one type, across the registry.")
     async def versions(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
-        first: int | None = None, after: str | None = None, last: int | None = None,
-        before: str | None = None,
+        *, paging: Paging,
     ) -> Connection[Version]:
         ctypes = tuple(f"{c}/versions" for c in self._across(info, resource_type, required=True))
-        return await collection(info, self.entity, ctypes, filter, sort, _page_args(first, after, last, before))
+        return await collection(info, self.entity, ctypes, filter, sort, paging)
 
     @strawberry.field(description="One entity of this registry by XID (`…/meta` included).")
     async def lookup(self, info: Info, xid: str) -> Node | None:
