@@ -52,7 +52,7 @@ from adapters.slicing import cut, matches, nested_paths
 from gateway.config import RegistryConfig
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import Filters
+from gateway.registry.filters import FilterExpression, Filters
 from gateway.xid import Xid
 
 log = logging.getLogger("xreg.remote")
@@ -570,7 +570,5 @@ def _own_only(filters: Filters | None) -> Filters | None:
     """``filters`` without the terms on nested collections (which the remote evaluated)."""
     if filters is None:
         return None
-    from gateway.registry.filters import FilterExpression
-
     return Filters(tuple(FilterExpression(tuple(t for t in b.terms if not t.collections), b.exclude_all)
                          for b in filters.branches))

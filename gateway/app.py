@@ -19,9 +19,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from adapters.caller import CallerMiddleware
+from adapters.federation import Federation
+from adapters.local import LocalSource
+from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
+from gateway.http_api import build_routes as xregistry_routes
 from gateway.logs import redact_url
 from gateway.registry.service import LocalRegistry
+from resolvers import build_routes as graphql_routes
 
 log = logging.getLogger("xreg.gateway")
 
@@ -44,13 +50,6 @@ async def _health(request: Request) -> JSONResponse:
 
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
-    from adapters.caller import CallerMiddleware
-    from adapters.federation import Federation
-    from adapters.local import LocalSource
-    from gateway.auth import Authenticator
-    from gateway.http_api import build_routes as xregistry_routes
-    from resolvers import build_routes as graphql_routes
-
     settings = settings or load_settings()
     registry = registry or LocalRegistry.from_settings(settings)
     federation = Federation(settings, LocalSource(registry))

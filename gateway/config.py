@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
+from gateway.registry.ids import id_problem
+
 
 class ApiKey(BaseModel):
     """A static API key, stored as the SHA-256 hex digest of the key (never the key itself)."""
@@ -134,8 +136,6 @@ class RegistryConfig(BaseModel):
     @field_validator("id")
     @classmethod
     def _check_id(cls, value: str) -> str:
-        from gateway.registry.ids import id_problem
-
         problem = id_problem(value)
         if problem:
             raise ValueError(f"registry id {value!r}: {problem}")

@@ -12,6 +12,8 @@ from types import ModuleType
 from starlette.routing import BaseRoute, Route
 
 from gateway.config import Settings
+from resolvers.http import graphql_endpoint
+from resolvers.schema import build_schema
 
 
 def _graphiql() -> ModuleType | None:
@@ -26,9 +28,6 @@ def _graphiql() -> ModuleType | None:
 
 def build_routes(settings: Settings) -> list[BaseRoute]:
     """``/graphql`` (GET and POST), plus GraphiQL's own routes when available."""
-    from resolvers.http import graphql_endpoint
-    from resolvers.schema import build_schema
-
     graphiql = _graphiql()
     page = getattr(graphiql, "graphiql_page", None)
     endpoint = graphql_endpoint(settings, build_schema(settings), (lambda: page(settings)) if page else None)

@@ -21,7 +21,7 @@ from gateway.errors import UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from resolvers.connections import Connection, Paging, connection, make_listing
 from resolvers.filters import Filter, SortBy, to_filters, to_sort
-from resolvers.types import Timestamp
+from resolvers.scalars import Timestamp
 
 
 @strawberry.type(description="Cache figures of a registry since the gateway started.")

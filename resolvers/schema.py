@@ -22,7 +22,8 @@ from resolvers.limits import Limits, QueryLimits
 from resolvers.mutations import Mutation
 from resolvers.queries import Query
 from resolvers.reported import ReportedErrors
-from resolvers.types import SCALARS, TYPES, read_field
+from resolvers.scalars import SCALARS
+from resolvers.types import TYPES, read_field
 
 log = logging.getLogger("xreg.graphql")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any, NewType
+from typing import Any
 
 import strawberry
 from strawberry import ID, Private
@@ -24,6 +24,7 @@ from adapters.effective import effective_message
 from gateway.errors import XRegistryError
 from gateway.xid import Xid
 from resolvers.connections import Connection, PageInfo, Paging, connection, make_listing, page_size, paged_field
+from resolvers.federation import RegistryStatus
 from resolvers.filters import (
     EndpointFilter,
     Filter,
@@ -36,14 +37,7 @@ from resolvers.filters import (
 )
 from resolvers.ids import global_id
 from resolvers.references import resolve, resolve_strict
-
-if TYPE_CHECKING:
-    from resolvers.federation import RegistryStatus
-
-Timestamp = NewType("Timestamp", str)
-#: Custom scalars, for ``StrawberryConfig.scalar_map``.
-SCALARS = {Timestamp: strawberry.scalar(name="Timestamp", description="An RFC 3339 timestamp.",
-                                        serialize=str, parse_value=str)}
+from resolvers.scalars import Timestamp
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
 #: View attributes that are links to collections, not attributes of the entity.
@@ -609,9 +603,7 @@ class Registry(Entity):
         return info.context.sources[self.entity.registry].kind
 
     @strawberry.field(description="The registry's health: last success and error, circuit breaker, cache.")
-    def status(self, info: Info) -> Annotated[RegistryStatus, strawberry.lazy("resolvers.federation")]:
-        from resolvers.federation import RegistryStatus
-
+    def status(self, info: Info) -> RegistryStatus:
         return RegistryStatus(status=info.context.sources[self.entity.registry].status())
 
     @strawberry.field(description="The revision asked for with `registry(asOf:)`, null for the current state.")
