@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -30,6 +29,7 @@ from aiocache import RedisCache, SimpleMemoryCache
 from aiocache.base import BaseCache
 
 from adapters.base import SourceUnavailable
+from adapters.clock import SYSTEM_CLOCK, Clock
 
 log = logging.getLogger("xreg.cache")
 
@@ -75,8 +75,9 @@ class RegistryCache:
     """One registry's part of the cache (see the module documentation)."""
 
     def __init__(self, backend: BaseCache, namespace: str, *, ttl: float, stale_while_revalidate: float,
-                 stale_if_error: float) -> None:
+                 stale_if_error: float, clock: Clock = SYSTEM_CLOCK) -> None:
         self.backend = backend
+        self.clock = clock
         self.namespace = namespace
         self.ttl = ttl
         self.swr = stale_while_revalidate
@@ -103,7 +104,7 @@ class RegistryCache:
         except Exception as exc:
             self._backend_error("read", exc)
             return {}
-        now, out = time.time(), {}
+        now, out = self.clock.wall(), {}
         for key, stored in zip(keys, raw):
             if not isinstance(stored, dict) or "at" not in stored:
                 continue
@@ -116,7 +117,7 @@ class RegistryCache:
         """Remember ``values`` (JSON-compatible) from now on."""
         if not self.enabled or not values:
             return
-        now = time.time()
+        now = self.clock.wall()
         try:
             await self.backend.multi_set([(k, {"at": now, "v": v}) for k, v in values.items()],
                                          ttl=float(self.ttl + self.sie))
@@ -192,6 +193,10 @@ class RegistryCache:
             raise
         finally:
             del self._inflight[key]
+
+    async def settle(self) -> None:
+        """Wait for the background revalidations under way."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def close(self) -> None:
         """Stop background revalidation."""

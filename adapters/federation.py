@@ -26,6 +26,7 @@ import httpx
 
 from adapters.base import RegistrySource, SourceStatus
 from adapters.cache import RegistryCache, create_backend, fingerprint
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.file import FileSource
 from adapters.references import References
 from adapters.remote import RemoteSource
@@ -59,8 +60,11 @@ class Federation:
     """The configured registries (see the module documentation)."""
 
     def __init__(self, settings: Settings, local: RegistrySource, *,
-                 transports: Mapping[str, httpx.AsyncBaseTransport] | None = None) -> None:
-        """``transports``: an httpx transport per registry id, for tests that route requests."""
+                 transports: Mapping[str, httpx.AsyncBaseTransport] | None = None,
+                 clock: Clock = SYSTEM_CLOCK) -> None:
+        """``transports``: an httpx transport per registry id, for tests that route requests;
+        ``clock``: the time the remote sources read (tests move it by hand)."""
+        self.clock = clock
         self.settings = settings
         self.local = local
         self.transports = dict(transports or {})
@@ -72,6 +76,8 @@ class Federation:
         self._signal_installed = False
         #: How many reloads were applied (tests and logs).
         self.reloads = 0
+        #: How often the settings file was checked (each check that saw a change reloaded first).
+        self.polls = 0
         self.sources: Mapping[str, RegistrySource] = SourcesView(self)
 
     # -- building -----------------------------------------------------------------------------
@@ -83,8 +89,8 @@ class Federation:
         cache = RegistryCache(
             self.backend, f"xreg:{config.id}:{fingerprint(config.url or '', str(config.auth.forward))}",
             ttl=config.cache_ttl, stale_while_revalidate=config.stale_while_revalidate,
-            stale_if_error=config.stale_if_error)
-        return RemoteSource(config, cache, transport=self.transports.get(config.id))
+            stale_if_error=config.stale_if_error, clock=self.clock)
+        return RemoteSource(config, cache, transport=self.transports.get(config.id), clock=self.clock)
 
     @staticmethod
     def _ordered(configs: Sequence[RegistryConfig]) -> list[RegistryConfig]:
@@ -202,6 +208,7 @@ class Federation:
             if now is not None and now != last:
                 last = now
                 await self._reload_logged()
+            self.polls += 1
 
     # -- queries ------------------------------------------------------------------------------
     def ordered(self, ids: Sequence[str] | None = None) -> list[RegistrySource]:

@@ -18,7 +18,6 @@ import asyncio
 import json
 import logging
 import posixpath
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,7 @@ import httpx
 
 from adapters.base import SourceUnavailable
 from adapters.breaker import CircuitBreaker, CircuitOpen
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.retry import RETRY_ERRORS, RETRY_STATUSES, backoff_delay, retry_after
 from gateway.config import RegistryConfig
 
@@ -75,11 +75,12 @@ class RemoteClient:
     """Requests to one remote registry (see the module documentation)."""
 
     def __init__(self, config: RegistryConfig, *, base_url: str | None = None,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.registry = config.id
+        self.clock = clock
         self.base_url = (base_url or config.url or "").rstrip("/")
         self.config = config
-        self.breaker = CircuitBreaker(config.breaker.failures, config.breaker.reset_seconds)
+        self.breaker = CircuitBreaker(config.breaker.failures, config.breaker.reset_seconds, clock=clock.monotonic)
         t = config.timeouts
         #: The credentials sent (resolved from the secrets when the client was made).
         self.auth_headers = config.auth.resolved_headers()
@@ -117,12 +118,12 @@ class RemoteClient:
             answer = await self._with_retries(url, params, headers)
             self.breaker.success()
             verdict = True
-            self.last_success = time.time()
+            self.last_success = self.clock.wall()
             return answer
         except _Failure as failure:
             self.breaker.failure() if failure.counts else self.breaker.success()
             verdict = True
-            self.last_error, self.last_error_at = failure.reason, time.time()
+            self.last_error, self.last_error_at = failure.reason, self.clock.wall()
             log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
             raise SourceUnavailable(self.registry, failure.reason, subject) from None
         finally:
@@ -143,7 +144,7 @@ class RemoteClient:
                 if not failure.retry or attempt >= self.config.retries or wait > self.config.max_backoff_seconds:
                     raise
             attempt += 1
-            await asyncio.sleep(wait)
+            await self.clock.sleep(wait)
 
     async def _attempt(self, url: str, params: list[tuple[str, str]] | None,
                        headers: Mapping[str, str] | None) -> RemoteAnswer:

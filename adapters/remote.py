@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePag
 from adapters.breaker import CLOSED
 from adapters.cache import RegistryCache, caller_digest
 from adapters.caller import current_credentials
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, within
 from adapters.slicing import cut, matches, nested_paths
 from gateway.config import RegistryConfig
@@ -86,11 +86,12 @@ class RemoteSource(RegistrySource):
     kind = "xregistry"
 
     def __init__(self, config: RegistryConfig, cache: RegistryCache, *,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
+        self.clock = clock
         self.id = config.id
         self.base_url = config.url or ""
-        self.client = RemoteClient(config, transport=transport)
+        self.client = RemoteClient(config, transport=transport, clock=clock)
         self.cache = cache
         self.model = RegistryModel.default()
         self.capabilities: dict[str, Any] = {}
@@ -132,7 +133,7 @@ class RemoteSource(RegistrySource):
         async with self._discovering:
             if self._discovered:
                 return
-            self._discovered_at = time.monotonic()
+            self._discovered_at = self.clock.monotonic()
             caps, model, root = await _all(self._get("/capabilities"), self._get("/model"), self._get("/"))
             if root.status != 200:
                 raise SourceUnavailable(self.id, f"{self.client.url('/')} answered 404: not an xRegistry API")
@@ -149,7 +150,7 @@ class RemoteSource(RegistrySource):
             self._discovered = True
 
     async def _ready(self) -> None:
-        if not self._discovered and time.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL:
+        if not self._discovered and self.clock.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL:
             try:
                 await self._discover()
             except SourceUnavailable:
@@ -512,7 +513,7 @@ class RemoteSource(RegistrySource):
         """Mint a snapshot: a new number (1, 2, …) whose reads are held (see the module doc)."""
         self._expire()
         self._minted += 1
-        self._snapshots[self._minted] = Snapshot(self._minted, time.monotonic())
+        self._snapshots[self._minted] = Snapshot(self._minted, self.clock.monotonic())
         while len(self._snapshots) > self.config.snapshot_max:
             self._snapshots.popitem(last=False)  # the least recently used
         return self._minted
@@ -532,12 +533,12 @@ class RemoteSource(RegistrySource):
                 f"registry {self.id!r} is a remote xRegistry API without revisions, and {as_of} is not a live "
                 f"snapshot of it (snapshots are minted by reading its revision and expire "
                 f"{self.config.snapshot_ttl:g} s after their last use); read its revision again"))
-        snap.used = time.monotonic()
+        snap.used = self.clock.monotonic()
         self._snapshots.move_to_end(as_of)
         return snap
 
     def _expire(self) -> None:
-        now = time.monotonic()
+        now = self.clock.monotonic()
         for number in [n for n, s in self._snapshots.items() if now - s.used > self.config.snapshot_ttl]:
             del self._snapshots[number]
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.cache import RegistryCache, create_backend
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.remote import RemoteSource
 from gateway.config import RegistryConfig
 from tests.corpus import XREG_DATA
@@ -81,11 +82,12 @@ def remote_config(rid: str, url: str, **overrides: Any) -> RegistryConfig:
     return RegistryConfig(**values)
 
 
-def make_remote(config: RegistryConfig, backend=None) -> RemoteSource:
-    """A remote source with its own in-memory cache (or a share of ``backend``)."""
+def make_remote(config: RegistryConfig, backend=None, clock: Clock = SYSTEM_CLOCK) -> RemoteSource:
+    """A remote source with its own in-memory cache (or a share of ``backend``), reading ``clock``."""
     cache = RegistryCache(backend or create_backend("memory://"), f"xreg:{config.id}:test", ttl=config.cache_ttl,
-                          stale_while_revalidate=config.stale_while_revalidate, stale_if_error=config.stale_if_error)
-    return RemoteSource(config, cache)
+                          stale_while_revalidate=config.stale_while_revalidate, stale_if_error=config.stale_if_error,
+                          clock=clock)
+    return RemoteSource(config, cache, clock=clock)
 
 
 @pytest.fixture
@@ -93,8 +95,8 @@ async def open_remote():
     """``await open_remote(config)``: an opened remote source, closed after the test."""
     opened: list[RemoteSource] = []
 
-    async def make(config: RegistryConfig, backend=None) -> RemoteSource:
-        source = make_remote(config, backend)
+    async def make(config: RegistryConfig, backend=None, clock: Clock = SYSTEM_CLOCK) -> RemoteSource:
+        source = make_remote(config, backend, clock)
         await source.open()
         opened.append(source)
         return source

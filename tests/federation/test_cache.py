@@ -14,6 +14,7 @@ from gateway.auth import hash_key
 from gateway.config import ApiKey
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer, redis_or_skip
+from tests.support.clock import ManualClock
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 
@@ -42,15 +43,18 @@ async def test_hits_and_misses(remotes, open_remote):
 
 async def test_stale_answers_are_served_while_revalidated(remotes, open_remote):
     erp = remotes["erp"]
-    source = await open_remote(remote_config("erp", erp.base_url, cache_ttl=0.2, stale_while_revalidate=30))
+    time = ManualClock()
+    source = await open_remote(remote_config("erp", erp.base_url, cache_ttl=20, stale_while_revalidate=30),
+                               clock=time.clock)
     await source.get_many([GROUP])
-    await asyncio.sleep(0.25)
+    time.advance(25)  # stale, within stale-while-revalidate
     erp.wrapper.reset()
     erp.wrapper.delay = 0.3  # the revalidation is slow; the read must not wait for it
     started = asyncio.get_running_loop().time()
     found = await source.get_many([GROUP])
     assert GROUP.lower() in found and asyncio.get_running_loop().time() - started < 0.2
-    await asyncio.sleep(0.5)
+    assert erp.wrapper.requests == 0
+    await source.cache.settle()
     assert erp.wrapper.requests == 1  # revalidated in the background
     stats = source.status().cache
     assert stats["stale_hits"] == 1 and stats["revalidations"] == 1
@@ -61,15 +65,16 @@ async def test_stale_answers_are_served_while_revalidated(remotes, open_remote):
 
 async def test_stale_answers_are_served_when_the_remote_is_down(tmp_path, open_remote):
     server = GatewayServer("wind", ["windgenerator-kafka-avro.xreg.json"], tmp_path).start()
+    time = ManualClock()
     try:
-        source = await open_remote(remote_config("wind", server.base_url, cache_ttl=0.2, stale_while_revalidate=0,
-                                                 stale_if_error=60, retries=0))
+        source = await open_remote(remote_config("wind", server.base_url, cache_ttl=20, stale_while_revalidate=0,
+                                                 stale_if_error=60, retries=0), clock=time.clock)
         groups = await source.list(Listing(ctypes=("messagegroups",)))
         xids = [g.xid for g in groups.items]
         assert xids and await source.get_many(xids)
     finally:
         server.stop()
-    await asyncio.sleep(0.25)  # everything is stale now, and the remote gone
+    time.advance(25)  # everything is stale now, and the remote gone
     assert [g.xid for g in (await source.list(Listing(ctypes=("messagegroups",)))).items] == xids
     assert sorted(await source.get_many(xids)) == sorted(x.lower() for x in xids)
     with pytest.raises(SourceUnavailable):

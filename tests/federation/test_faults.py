@@ -9,6 +9,7 @@ import pytest
 
 from adapters.base import Listing, SourceUnavailable
 from tests.federation.conftest import remote_config
+from tests.support.clock import ManualClock
 
 GROUP = "/messagegroups/g1"
 
@@ -80,8 +81,9 @@ async def test_a_retry_after_beyond_the_cap_is_not_waited_for(faulty, open_remot
 
 async def test_the_circuit_opens_and_lets_one_trial_through(faulty, open_remote):
     hits = faulty[1]
+    clock = ManualClock()
     source = await open_remote(remote_config("down", faulty_url(faulty, "500"), retries=0,
-                                             breaker={"failures": 3, "reset_seconds": 0.3}))
+                                             breaker={"failures": 3, "reset_seconds": 30}), clock=clock.clock)
     # discovery made three failing requests: the circuit is open
     assert source.status().breaker == "open" and not source.status().healthy
     before = hits["500"]
@@ -90,7 +92,7 @@ async def test_the_circuit_opens_and_lets_one_trial_through(faulty, open_remote)
             await source.get_many([GROUP])
         assert "circuit open" in exc.value.reason
     assert hits["500"] == before  # nothing was sent
-    await asyncio.sleep(0.35)
+    clock.advance(31)
     assert source.status().breaker == "half_open"
     results = await asyncio.gather(*(source.get_many([f"/messagegroups/g{i}"]) for i in range(4)), return_exceptions=True)
     assert all(isinstance(r, SourceUnavailable) for r in results)

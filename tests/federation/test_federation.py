@@ -158,7 +158,7 @@ async def test_invalid_settings_file_is_refused_and_the_running_set_stays(regist
     try:
         assert list(fed.sources) == ["test", "erp"]
         cfg.write_text("registry_id: test\nregistries:\n  - {id: erp, kind: nonsense}\n")
-        await asyncio.sleep(0.3)
+        await _polled(fed, 2)  # the watcher has seen the change and refused it
         assert list(fed.sources) == ["test", "erp"] and fed.reloads == 0
         cfg.write_text(f"registry_id: test\nregistries:\n"
                        f"  - {{id: erp, kind: xregistry, url: '{remotes['erp'].base_url}'}}\n"
@@ -170,6 +170,16 @@ async def test_invalid_settings_file_is_refused_and_the_running_set_stays(regist
         assert list(fed.sources) == ["iot", "test", "erp"]  # priority 1 first, then as listed
     finally:
         await fed.close()
+
+
+async def _polled(fed: Federation, times: int) -> None:
+    """Wait until the settings watcher has checked the file ``times`` more times."""
+    start = fed.polls
+    for _ in range(500):
+        if fed.polls >= start + times:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the settings watcher stopped polling")
 
 
 async def test_sighup_reloads(registry, remotes, tmp_path):

@@ -3,7 +3,6 @@ between the pages of one snapshot (see adapters/remote.py, "snapshot")."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 
 import httpx
@@ -14,6 +13,7 @@ from gateway.auth import hash_key
 from gateway.errors import XRegistryError
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer
+from tests.support.clock import ManualClock
 
 TOKEN = "snapshot-tests-writer"
 DOCUMENTS = ["contoso-erp-jsons07.xreg.json", "mqtt-sparkplugB.xreg.json"]
@@ -88,10 +88,12 @@ async def test_a_snapshot_holds_what_it_fetched(writable, open_remote):
 
 
 async def test_snapshots_expire_and_are_bounded(writable, open_remote):
-    source = await open_remote(remote_config("snap", writable.base_url, snapshot_ttl=0.3, snapshot_max=2))
+    time = ManualClock()
+    source = await open_remote(remote_config("snap", writable.base_url, snapshot_ttl=30, snapshot_max=2),
+                               clock=time.clock)
     old = await source.revision()
     await source.count(Listing(ctypes=GROUPS.ctypes, as_of=old))
-    await asyncio.sleep(0.5)
+    time.advance(31)
     with pytest.raises(XRegistryError) as exc:
         await source.list(Listing(ctypes=GROUPS.ctypes, as_of=old))
     assert exc.value.type == "bad_request" and "snapshot" in exc.value.detail and "'snap'" in exc.value.detail

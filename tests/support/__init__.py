@@ -1,0 +1,1 @@
+"""Test infrastructure shared by every test directory (live servers, a manual clock)."""
