@@ -15,8 +15,6 @@ import json
 import os
 import re
 import shutil
-import socket
-import threading
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,8 +22,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from gateway.app import create_app
 from gateway.config import Settings
 from gateway.graphiql import ASSET_DIR, MANIFEST_PATH, sri_sha384
+from tests.support.live import LiveServer, bound_socket
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
@@ -53,35 +53,13 @@ def sample_endpoint_ids() -> set[str]:
     return ids
 
 
-class LiveGateway:
-    """The gateway app under uvicorn in a background thread, on a port bound up front."""
+class LiveGateway(LiveServer):
+    """The gateway app, its self URLs pointing at where it is served."""
 
     def __init__(self, settings: Settings) -> None:
-        import uvicorn
-
-        from gateway.app import create_app
-
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.bind(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.origin = f"http://127.0.0.1:{self.port}"
-        app = create_app(settings.model_copy(update={"base_url": f"{self.origin}/registry"}))
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    def __enter__(self) -> LiveGateway:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the gateway did not start")
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-        self.sock.close()
+        sock = bound_socket()
+        self.origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        super().__init__(create_app(settings.model_copy(update={"base_url": f"{self.origin}/registry"})), sock=sock)
 
 
 @pytest.fixture(scope="module")

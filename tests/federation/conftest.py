@@ -15,7 +15,7 @@ from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.remote import RemoteSource
 from gateway.config import RegistryConfig
 from tests.corpus import XREG_DATA
-from tests.federation.servers import GatewayServer, ResettingServer, Served, canary_app, faulty_app, free_socket
+from tests.federation.servers import GatewayServer, ResettingServer, Served, bound_socket, canary_app, faulty_app
 
 #: The remotes: registry id → the documents it serves.
 REMOTES = {
@@ -48,7 +48,7 @@ def _fresh_remotes(request) -> None:
 @pytest.fixture(scope="session")
 def canary() -> Iterator[tuple[Served, Any]]:
     app, hits = canary_app()
-    served = Served(app, free_socket()).start()
+    served = Served(app, bound_socket()).start()
     try:
         yield served, hits
     finally:
@@ -58,7 +58,7 @@ def canary() -> Iterator[tuple[Served, Any]]:
 @pytest.fixture(scope="session")
 def faulty(canary) -> Iterator[tuple[Served, Any]]:
     app, hits = faulty_app(canary[0].origin)
-    served = Served(app, free_socket()).start()
+    served = Served(app, bound_socket()).start()
     try:
         yield served, hits
     finally:

@@ -21,7 +21,7 @@ from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import XREG_DATA
-from tests.federation.servers import Instrumented, Served, free_socket
+from tests.federation.servers import Instrumented, Served, bound_socket
 
 
 async def load(db: Path, registry_id: str, base_url: str, documents: list[str]) -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     registry_id, data_dir, documents, extra = sys.argv[1], Path(sys.argv[2]), json.loads(sys.argv[3]), json.loads(sys.argv[4])
     if "api_keys" in extra:
         extra["api_keys"] = [ApiKey(**k) for k in extra["api_keys"]]
-    sock = free_socket()
+    sock = bound_socket()
     base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/registry"
     settings = Settings(data_dir=data_dir, registry_id=registry_id, base_url=base_url, config_watch_seconds=0, **extra)
     asyncio.run(load(data_dir / "registry.db", registry_id, base_url, documents))

@@ -18,45 +18,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-
-def free_socket() -> socket.socket:
-    """A TCP socket bound to a free port of 127.0.0.1 (``IPPROTO_TCP``: asyncio then sets
-    TCP_NODELAY on accepted connections — no Nagle delays)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    return sock
+from tests.support.live import LiveServer, bound_socket
 
 
-class Served:
-    """uvicorn serving an ASGI app on a socket already bound to 127.0.0.1."""
+class Served(LiveServer):
+    """A test server of the federation tests: :class:`LiveServer` with the ``origin`` naming."""
 
-    def __init__(self, app: Any, sock: socket.socket) -> None:
-        self.sock = sock
-        self.port = sock.getsockname()[1]
-        self.origin = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
+    def __init__(self, app: Any, sock: socket.socket | None = None) -> None:
+        super().__init__(app, log_level="error", sock=sock)
+        self.origin = self.url
 
-    def start(self) -> Served:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
 
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(20)
-        self.sock.close()
+
 
 
 class Instrumented:
@@ -325,7 +303,7 @@ class ResettingServer:
     """Accepts connections, reads the request and resets the connection (TCP RST)."""
 
     def __init__(self) -> None:
-        self.sock = free_socket()
+        self.sock = bound_socket()
         self.sock.listen(16)
         self.sock.settimeout(0.2)
         self.port = self.sock.getsockname()[1]
@@ -370,7 +348,7 @@ class RedisServer:
     def __init__(self) -> None:
         self.binary = shutil.which("redis-server")
         self.dir = tempfile.mkdtemp(prefix="xreg-redis-")
-        with free_socket() as sock:
+        with bound_socket() as sock:
             self.port = sock.getsockname()[1]
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen | None = None

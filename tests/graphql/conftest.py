@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from gateway.app import create_app
 from gateway.auth import hash_key
@@ -27,6 +25,7 @@ from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import CORPUS_117
+from tests.support.live import LiveServer
 
 REGISTRY_ID = "test"
 BASE_URL = "http://gw/registry"
@@ -127,26 +126,8 @@ async def empty(tmp_path: Path) -> AsyncIterator[GraphQL]:
         yield gql.as_writer()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.asynccontextmanager
 async def serve_uvicorn(settings: Settings, registry: LocalRegistry) -> AsyncIterator[str]:
-    """The real app on a real uvicorn at 127.0.0.1 (lifespan included); yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(settings, registry=registry), host="127.0.0.1", port=port,
-                                           log_level="warning", lifespan="on"))
-    task = asyncio.create_task(server.serve())
-    try:
-        for _ in range(200):
-            if server.started:
-                break
-            await asyncio.sleep(0.02)
-        assert server.started, "uvicorn did not start"
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await task
+    """The real app on a real uvicorn at 127.0.0.1, in this event loop; yields its base URL."""
+    async with LiveServer(create_app(settings, registry=registry)) as live:
+        yield live.url

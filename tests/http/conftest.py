@@ -10,7 +10,8 @@ import pytest
 
 from gateway.app import create_app
 from gateway.config import Settings
-from tests.http.support import SEED, LiveServer, asgi_client, make_settings, running
+from tests.http.support import SEED, asgi_client, make_settings, running
+from tests.support.live import LiveServer
 
 
 @pytest.fixture

@@ -5,14 +5,10 @@ lifespan, clients through ASGI, problem-document assertions, and a real uvicorn 
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
 from gateway.app import create_app
 from gateway.auth import hash_key
@@ -95,27 +91,3 @@ def assert_problem(response: httpx.Response, status: int, type_: str) -> dict[st
     return body
 
 
-class LiveServer:
-    """uvicorn serving an app on 127.0.0.1 in a thread of its own."""
-
-    def __init__(self, app) -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY on accept
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 20
-        while not self.server.started:
-            if not self.thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(20)
-        self.sock.close()

@@ -10,7 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 
 from gateway.app import create_app
-from tests.http.support import SEED, WRITE_KEY, LiveServer, bearer, make_settings
+from tests.http.support import SEED, WRITE_KEY, bearer, make_settings
+from tests.support.live import LiveServer
 
 
 def client(server) -> httpx.Client:

@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from gateway.app import create_app
-from tests.http.support import SEED, WRITE_KEY, LiveServer, bearer, make_settings
+from tests.http.support import SEED, WRITE_KEY, bearer, make_settings
+from tests.support.live import LiveServer
 
 #: Examples per operation and phase; the description has about a hundred operations.
 MAX_EXAMPLES = 12

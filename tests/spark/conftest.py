@@ -10,16 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 pytest.importorskip("pyspark")
 
@@ -30,6 +26,7 @@ from gateway.documents.normalise import normalise
 from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from tests.corpus import XREG_DATA
+from tests.support.live import LiveServer
 
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "main"
@@ -120,28 +117,11 @@ class Gateway:
         return data["importDocument"]["revision"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(app: Any) -> Iterator[str]:
-    """``app`` on a real uvicorn at 127.0.0.1 (a free port, its own thread); yields the base URL."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
+    """``app`` on a real uvicorn at 127.0.0.1 (its own thread); yields the base URL."""
+    with LiveServer(app) as live:
+        yield live.url
 
 
 @pytest.fixture(scope="session")

@@ -9,14 +9,12 @@ import hashlib
 import hmac
 import json
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import jwt
 import pytest
-import uvicorn
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from starlette.applications import Starlette
@@ -29,6 +27,7 @@ import gateway.auth as auth_mod
 from gateway.auth import Authenticator, AuthError, Principal, hash_key, principal_of
 from gateway.cli import app as cli_app
 from gateway.config import ApiKey, Settings
+from tests.support.live import LiveServer
 
 SECRET = "a-shared-secret-of-at-least-32-bytes!!"
 RW_KEY = "rw-key-plaintext-5b1f0c8e"
@@ -292,21 +291,8 @@ class JwksServer:
 @contextlib.asynccontextmanager
 async def serving(app: Any) -> AsyncIterator[str]:
     """Serve ``app`` with uvicorn on a free port of 127.0.0.1; yields its base URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        while not server.started:
-            if task.done():
-                task.result()
-            await asyncio.sleep(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        await task
-        sock.close()
+    async with LiveServer(app) as live:
+        yield live.url
 
 
 @pytest.fixture
