@@ -52,7 +52,9 @@ QUERY = """{ registry {
     dataschema { registryid schema { xid format } document } } } } } } }"""
 
 
-def referring_document(bases: dict[str, list[str]], groups: dict[str, list[str]], root: dict[str, str]) -> dict[str, Any]:
+def referring_document(
+    bases: dict[str, list[str]], groups: dict[str, list[str]], root: dict[str, str],
+) -> dict[str, Any]:
     """The local entities: per remote a group of messages based on that remote's messages, one
     message with a data schema in the ERP remote, an endpoint referencing every remote group.
     ``root`` gives each remote's root URL (``""``: the references are relative XIDs)."""
@@ -112,7 +114,7 @@ async def main() -> None:
         bases, groups = {}, {}
         share = [args.messages // 3 + (1 if i < args.messages % 3 else 0) for i in range(3)]
         async with httpx.AsyncClient(trust_env=False) as c:
-            for (rid, server), count in zip(servers.items(), share):
+            for (rid, server), count in zip(servers.items(), share, strict=False):
                 found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
                 groups[rid] = [g["xid"] for g in found.values()]
                 bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]

@@ -54,9 +54,10 @@ QUERIES: dict[str, str] = {
       nodes { xid name protocol usage messagegroups { xid name messages(first: 20) {
         totalCount nodes { xid name envelope protocol dataschemaformat } } } } } } }""",
     "message + schema": """{ lookup(xid: "%s") { ... on Message { xid name envelope envelopemetadata
-      dataschemaformat dataschema { xid schema { xid format versionid } document } } } }""" % MESSAGE,
+      dataschemaformat dataschema { xid schema { xid format versionid } document } } } }""".replace("%s", MESSAGE),
     "message search": """{ registry { messages(first: 50, filter: {format: "JsonStructure*",
-      raw: ["envelopemetadata.type.value=*Report*"]}) { totalCount nodes { xid name envelope dataschemaformat } } } }""",
+      raw: ["envelopemetadata.type.value=*Report*"]}) {
+        totalCount nodes { xid name envelope dataschemaformat } } } }""",
 }
 
 
@@ -103,7 +104,8 @@ async def baseline_message(registry: LocalRegistry) -> dict[str, Any]:
     schema = (await store.get_many([target]))[target.lower()]
     sdefault = schema.doc["default"]
     return {"lookup": {"xid": msg.xid, **_pick(default, "name", "envelope", "envelopemetadata", "dataschemaformat"),
-                       "dataschema": {"xid": target, "schema": {"xid": schema.xid, **_pick(sdefault, "format", "versionid")},
+                       "dataschema": {"xid": target,
+                                      "schema": {"xid": schema.xid, **_pick(sdefault, "format", "versionid")},
                                       "document": sdefault.get("schema")}}}
 
 
@@ -154,7 +156,9 @@ def _fields(value: Any) -> int:
     return 0
 
 
-async def load(send: Callable[[], Awaitable[httpx.Response]], requests: int, concurrency: int) -> tuple[list[float], float]:
+async def load(
+    send: Callable[[], Awaitable[httpx.Response]], requests: int, concurrency: int,
+) -> tuple[list[float], float]:
     """Latencies of ``requests`` requests sent by ``concurrency`` clients, and the wall time."""
     latencies: list[float] = []
     remaining = requests
@@ -291,7 +295,8 @@ async def main() -> None:
         print(f"{name:18}{'graphql':10}{g['rps']:8.0f}{g['p50_ms']:9.1f}{g['p99_ms']:9.1f}{g_ms:10.2f}{fields:8d}"
               f"{per:10.1f}{extra:11.1f}")
         print(f"{'':18}{'baseline':10}{b['rps']:8.0f}{b['p50_ms']:9.1f}{b['p99_ms']:9.1f}{b_ms:10.2f}")
-        print(f"{'':18}{'ratio':10}{b['rps'] / g['rps']:7.1f}x{g['p50_ms'] / b['p50_ms']:8.1f}x{'':9}{g_ms / b_ms:9.1f}x")
+        print(f"{'':18}{'ratio':10}{b['rps'] / g['rps']:7.1f}x{g['p50_ms'] / b['p50_ms']:8.1f}x"
+              f"{'':9}{g_ms / b_ms:9.1f}x")
         results[name] = {"graphql": {**g, "one_request_ms": g_ms}, "baseline": {**b, "one_request_ms": b_ms},
                          "fields": fields, "us_per_field": per, "extra_us_per_field": extra}
     print("\n" + json.dumps(results))

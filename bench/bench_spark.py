@@ -91,7 +91,8 @@ def start_gateway(data_dir: Path, workers: int) -> tuple[subprocess.Popen, str]:
     env = os.environ | {"XREG_DATA_DIR": str(data_dir), "XREG_REGISTRY_ID": REGISTRY_ID}
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "--factory", "gateway.app:create_app", "--host",
                              "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
-                             "--no-access-log"], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                             "--no-access-log"],
+                            env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
     while True:
         try:
@@ -158,7 +159,7 @@ def bench_dataset(
             df = (session.read.format("xregistry").option("url", url).option("entity", "messages")
                   .option("numPartitions", n).load())
             assert df.count() == messages
-            seconds, cpu = timed(lambda: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid)
+            seconds, cpu = timed(lambda df=df: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid)
             results.append({"dataset": label, "source": "xregistry data source", "partitions": n,
                             "rows": messages, "seconds": seconds, "gateway_cpu": cpu})
     finally:

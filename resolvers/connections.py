@@ -57,7 +57,7 @@ class Connection(Generic[T]):
 
     @strawberry.field(description="The page's nodes with their cursors.")
     def edges(self) -> list[Edge[T]]:
-        return [Edge(cursor=c, node=n) for c, n in zip(self.cursors, self.nodes)]
+        return [Edge(cursor=c, node=n) for c, n in zip(self.cursors, self.nodes, strict=False)]
 
     @strawberry.field(description="Cursors of the first and last node; whether more pages exist.")
     def page_info(self) -> PageInfo:
@@ -68,14 +68,17 @@ class Connection(Generic[T]):
     @strawberry.field(description="How many nodes the whole collection (with the filter) has.")
     def total_count(self) -> int:
         # synchronous when the source already knew the total (nested pages), else awaited
-        return self.total if self.total is not None else self._count()
+        # (strawberry awaits a returned coroutine; the annotation is the schema's type)
+        return self.total if self.total is not None else self._count()  # type: ignore[return-value]
 
     async def _count(self) -> int:
         self.total = await self.counter() if self.counter else len(self.nodes)
         return self.total
 
 
-def connection(page: SourcePage, wrap: Callable[[Any], Any], counter: Callable[[], Awaitable[int]] | None = None) -> Connection:
+def connection(
+    page: SourcePage, wrap: Callable[[Any], Any], counter: Callable[[], Awaitable[int]] | None = None,
+) -> Connection:
     """A :class:`Connection` over a source page, its items wrapped into GraphQL objects."""
     return Connection(nodes=[wrap(e) for e in page.items], cursors=page.cursors, has_next=page.has_next,
                       has_prev=page.has_prev, total=page.total, counter=counter)
@@ -89,9 +92,11 @@ def page_size(ctx: Context, first: int | None, last: int | None) -> tuple[int, b
     for name, value in (("first", first), ("last", last)):
         if value is not None and not 0 <= value <= bound:
             raise UserInputError(f"{name} must be between 0 and {bound}, not {value}")
-    if first is None and last is None:
-        return min(ctx.settings.page_size_default, bound), False
-    return (last, True) if last is not None else (first, False)
+    if last is not None:
+        return last, True
+    if first is not None:
+        return first, False
+    return min(ctx.settings.page_size_default, bound), False
 
 
 @dataclass(frozen=True)

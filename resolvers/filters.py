@@ -64,7 +64,7 @@ class SchemaFilter(Filter):
 
 
 #: Typed filter fields whose attribute has another name, per input type.
-_ATTRIBUTE = {MessageFilter: {"format": "dataschemaformat"}}
+_ATTRIBUTE: dict[type, dict[str, str]] = {MessageFilter: {"format": "dataschemaformat"}}
 _TYPED = ("name", "usage", "protocol", "envelope", "format")
 
 

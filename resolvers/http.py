@@ -73,6 +73,7 @@ def graphql_endpoint(
             return page if isinstance(page, Response) else HTMLResponse(str(page))
         try:
             if request.method in ("GET", "HEAD"):
+                allowed: tuple[OperationType, ...]
                 params, allowed = _params_of_get(request), (OperationType.QUERY,)
             else:
                 media = request.headers.get("content-type", "").split(";")[0].strip().lower()

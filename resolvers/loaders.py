@@ -55,7 +55,7 @@ class Loaders:
         found = await asyncio.gather(*(self.sources[r].complete(es) for r, es in groups.items()),
                                      return_exceptions=True)
         by_key: dict[tuple, dict | BaseException] = {}
-        for es, vs in zip(groups.values(), found):
+        for es, vs in zip(groups.values(), found, strict=False):
             for i, e in enumerate(es):
                 by_key[(e.registry, e.as_of, e.xid.lower())] = vs if isinstance(vs, BaseException) else vs[i]
         return [by_key[(e.registry, e.as_of, e.xid.lower())] for e in entities]
@@ -66,7 +66,7 @@ class Loaders:
             groups[(registry, listing)].append(parent)
         found = await asyncio.gather(*(self.sources[r].list_children(parents, listing)
                                        for (r, listing), parents in groups.items()), return_exceptions=True)
-        by_group = dict(zip(groups, found))
+        by_group = dict(zip(groups, found, strict=False))
         pages: list[SourcePage | BaseException] = []
         for r, parent, listing in keys:
             result = by_group[(r, listing)]

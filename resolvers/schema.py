@@ -1,14 +1,13 @@
 """The GraphQL schema of the gateway, and its SDL.
 
 ``build_schema(settings)`` is the executable schema with the settings' limits;
-``python -m resolvers.schema > schema.graphql`` regenerates the committed SDL (a test fails when
+``python -m resolvers > schema.graphql`` regenerates the committed SDL (a test fails when
 the two differ).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from functools import lru_cache
 
 import strawberry
@@ -60,6 +59,3 @@ def sdl() -> str:
     """The schema in GraphQL SDL, as committed in ``schema.graphql``."""
     return build_schema().as_str() + "\n"
 
-
-if __name__ == "__main__":
-    sys.stdout.write(sdl())

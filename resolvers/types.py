@@ -17,6 +17,7 @@ import strawberry
 from strawberry import ID, Private
 from strawberry.scalars import JSON
 from strawberry.types import Info
+from strawberry.types.base import get_object_definition
 
 from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
@@ -64,7 +65,7 @@ _FIELD_NAMES: dict[type, frozenset[str]] = {}
 def _field_names(cls: type) -> frozenset[str]:
     names = _FIELD_NAMES.get(cls)
     if names is None:
-        fields = cls.__strawberry_definition__.fields
+        fields = get_object_definition(cls, strict=True).fields
         names = _FIELD_NAMES[cls] = frozenset(n for f in fields for n in (f.python_name, f.graphql_name) if n)
     return names
 
@@ -164,12 +165,12 @@ class Node:
     @strawberry.field(description="Attributes without a typed field here (extension attributes).")
     def attributes(self, info: Info) -> JSON:
         view, known = self.entity.view, _field_names(type(self)) | _id_attributes(info, self.entity)
-        return {k: v for k, v in view.items() if k not in known and not _is_link(k, view)}
+        return JSON({k: v for k, v in view.items() if k not in known and not _is_link(k, view)})
 
     @strawberry.field(name="json", description="The entity's whole xRegistry JSON serialization.")
     def json_view(self, info: Info) -> JSON:
         # synchronous unless the collection counts are still to be read
-        return info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view
+        return JSON(info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view)
 
     @strawberry.field(description="The registry the entity belongs to (at the same revision).")
     async def registry(self, info: Info) -> Registry | None:
@@ -348,6 +349,7 @@ class DataSchema:
 
 @strawberry.interface(description="The attributes of a message definition (message domain).")
 class MessageDefinition:
+    entity: Private[SourceEntity]  # as every Node's (this interface is mixed into nodes)
     basemessageuri: str | None = attr()
     envelope: str | None = attr("e.g. `CloudEvents/1.0`.")
     envelopemetadata: JSON | None = attr()
@@ -380,7 +382,7 @@ class MessageDefinition:
         merged, problems = await effective_message(self.entity, base)
         for problem in problems:
             info.context.report(problem, info)
-        return merged
+        return JSON(merged)
 
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
     def dataschema(self, info: Info) -> DataSchema | None:

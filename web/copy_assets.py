@@ -51,7 +51,8 @@ def check_sources(manifest: dict) -> list[str]:
         package, _, version = entry["package"].rpartition("@")
         found = installed_version(package)
         if found is None:
-            problems.append(f"{name}: npm package {package} is not installed in web/node_modules (run `npm ci` in web/)")
+            problems.append(
+                f"{name}: npm package {package} is not installed in web/node_modules (run `npm ci` in web/)")
         elif found != version:
             problems.append(f"{name}: web/node_modules has {package}@{found}, the manifest pins {version}")
         elif not (NODE_MODULES / entry["source"]).is_file():

@@ -16,6 +16,7 @@ Choices this suite pins down where ``base.py`` leaves room:
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import random
 from dataclasses import replace
 
@@ -87,7 +88,7 @@ async def test_get_many_with_many_keys(store):
 async def test_revisions_strictly_increase(store):
     assert await store.current_revision() == 0
     revs = [await store.commit([group(f"g{i}")]) for i in range(5)]
-    assert revs[0] > 0 and all(a < b for a, b in zip(revs, revs[1:]))
+    assert revs[0] > 0 and all(a < b for a, b in itertools.pairwise(revs))
     assert await store.current_revision() == revs[-1]
     assert await store.commit([]) == revs[-1]
     assert await store.current_revision() == revs[-1]
@@ -412,7 +413,7 @@ async def test_conditions_match_the_reference_semantics(store, seed):
     assert not failures, f"{len(failures)} of {len(cases)} filters disagree:\n" + "\n".join(failures[:10])
 
     # count agrees with list, and sorting on scalar attributes follows compare_key.
-    for expr, any_of in cases[:20]:
+    for _, any_of in cases[:20]:
         assert await store.count(Query(MESSAGES, any_of=any_of)) == sum(matches(d, any_of) for d in by_key.values())
     for path in (("name",), ("size",), ("flag",), ("meta", "count")):
         for descending in (False, True):

@@ -95,7 +95,8 @@ async def test_paging_across_registries_visits_every_row_once(federation, ctype,
                 base = Listing(ctypes=(ctype,), limit=size, backward=backward,
                                **({"before": cursor} if backward else {"after": cursor}),
                                sort=make(sources[0]).sort if make(sources[0]) else None)
-                page = await list_across(sources, base, lambda s: (lambda own: own and replace(own, sort=base.sort))(make(s)))
+                page = await list_across(
+                    sources, base, lambda s, base=base: (lambda own: own and replace(own, sort=base.sort))(make(s)))
                 batch = [(e.registry, e.xid) for e in page.items]
                 seen = batch + seen if backward else seen + batch
                 if not (page.has_prev if backward else page.has_next):

@@ -8,7 +8,7 @@ from tests.corpus import REPO
 
 def test_committed_sdl_matches_the_code():
     committed = (REPO / "schema.graphql").read_text(encoding="utf-8")
-    assert committed == sdl(), "schema.graphql is stale: run `python -m resolvers.schema > schema.graphql`"
+    assert committed == sdl(), "schema.graphql is stale: run `python -m resolvers > schema.graphql`"
 
 
 def test_limits_do_not_change_the_sdl(tmp_path):

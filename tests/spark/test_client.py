@@ -124,7 +124,7 @@ def test_chunks_and_partitions_are_contiguous_and_balanced():
     chunks = chunk_groups(refs, "r", 9, "messagegroups", rows=60, page_size=500)
     assert sum(c.count for c in chunks) == 100 and sum(c.weight for c in chunks) == sum(r.children for r in refs)
     assert all(c.weight <= 60 or c.count == 1 for c in chunks)
-    assert [c.after for c in chunks][0] is None
+    assert next(c.after for c in chunks) is None
     runs = split_contiguous(chunks, 4)
     assert len(runs) == 4 and [c for run in runs for c in run] == chunks
     weights = [sum(c.weight for c in run) for run in runs]

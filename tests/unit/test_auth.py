@@ -181,7 +181,7 @@ async def test_hs256_time_claims(hs_auth: Authenticator) -> None:
 async def test_hs256_bad_signature_and_algorithms(hs_auth: Authenticator) -> None:
     err = await rejected(hs_auth, f"Bearer {hs_token(secret='another-secret-also-32-bytes-long!!')}")
     assert err.title == "The bearer token's signature is invalid."
-    head, body, sig = hs_token().split(".")
+    head, _body, sig = hs_token().split(".")
     forged = jwt.encode({"sub": "mallory", "exp": int(time.time()) + 60, "scope": "write"}, SECRET, algorithm="HS256")
     await rejected(hs_auth, f"Bearer {head}.{forged.split('.')[1]}.{sig}")
     unsigned = jwt.encode({"sub": "mallory", "exp": int(time.time()) + 60}, None, algorithm="none")

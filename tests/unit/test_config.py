@@ -64,7 +64,7 @@ def test_unknown_keys_in_the_yaml_file_are_rejected(monkeypatch, tmp_path):
 
 def test_missing_yaml_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("XREG_CONFIG", str(tmp_path / "nope.yaml"))
-    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.yaml"):
         load_settings()
 
 
