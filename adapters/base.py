@@ -9,7 +9,8 @@ xRegistry JSON view plus which registry it came from and the revision it was rea
 Collections are read through a :class:`Listing` (collection types, filters, sort, one keyset
 page). Cursors are opaque to callers, but every source issues them the same way — a
 :class:`~gateway.storage.base.Cursor` (the row's key and sort value) — and accepts any such
-position as ``after`` / ``before``, so that listings across registries can be merged. Writes exist only on writable sources; the
+position as ``after`` / ``before``, so that listings across registries can be merged. Writes exist
+only on writable sources; the
 others raise ``action_not_supported``.
 """
 
@@ -168,10 +169,10 @@ class RegistrySource(abc.ABC):
     base_url: str = ""
 
     # -- life cycle ---------------------------------------------------------------------------
-    async def open(self) -> None:
+    async def open(self) -> None:  # noqa: B027 - an optional hook: most sources need no preparation
         """Get ready to serve (connect, read the remote model, load the document)."""
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - an optional hook
         """Release connections and files."""
 
     def status(self) -> SourceStatus:

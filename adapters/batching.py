@@ -57,7 +57,7 @@ class EntityBatcher:
                 return exc
 
         found = await asyncio.gather(*(one(r, a, xs) for (r, a), xs in groups.items()))
-        by_group = dict(zip(groups, found))
+        by_group = dict(zip(groups, found, strict=False))
         out: list[Entity | BaseException | None] = []
         for registry, as_of, xid in keys:
             result = by_group[(registry, as_of)]

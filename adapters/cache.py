@@ -105,7 +105,7 @@ class RegistryCache:
             self._backend_error("read", exc)
             return {}
         now, out = self.clock.wall(), {}
-        for key, stored in zip(keys, raw):
+        for key, stored in zip(keys, raw, strict=False):
             if not isinstance(stored, dict) or "at" not in stored:
                 continue
             age = now - float(stored["at"])

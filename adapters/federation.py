@@ -153,7 +153,8 @@ class Federation:
                         changes.append(f"{'changed' if current is not None else 'added'} {config.id}")
                 await asyncio.gather(*(s.open() for s in fresh.values() if s is not self.local))
             except Exception as exc:
-                await asyncio.gather(*(s.close() for s in fresh.values() if s is not self.local), return_exceptions=True)
+                await asyncio.gather(*(s.close() for s in fresh.values() if s is not self.local),
+                                     return_exceptions=True)
                 if rebuild_all:
                     self.backend = old_backend
                 raise ConfigError(f"settings not reloaded: {exc}") from exc

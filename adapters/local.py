@@ -92,7 +92,8 @@ class LocalSource(RegistrySource):
     async def count(self, listing: Listing, parent: str | None = None) -> int:
         total = 0
         for ctype in listing.ctypes:
-            total += await count(self.store, Selection(ctype, parent=parent, filters=listing.filters, as_of=listing.as_of))
+            total += await count(self.store, Selection(ctype, parent=parent, filters=listing.filters,
+                                                       as_of=listing.as_of))
         return total
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
@@ -147,7 +148,7 @@ class LocalSource(RegistrySource):
         views = await render(self.store, self.model, records, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False)
         out = []
-        for rec, view in zip(records, views):
+        for rec, view in zip(records, views, strict=False):
             meta = view.pop("meta", None) if rec.kind == "resource" else None
             out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
                               revision=rec.revision))
@@ -309,5 +310,6 @@ def _cut(
         kept = [r for r in rows if not past(r, before) and _position(r, sort) != _cursor_position(before, sort)]
         dropped_after, rows = len(kept) < len(rows), kept
     if listing.backward:
-        return rows[-listing.limit:] if listing.limit else [], dropped_after, dropped_before or len(rows) > listing.limit
+        page = rows[-listing.limit:] if listing.limit else []
+        return page, dropped_after, dropped_before or len(rows) > listing.limit
     return rows[: listing.limit], dropped_after or len(rows) > listing.limit, dropped_before

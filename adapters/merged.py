@@ -92,14 +92,16 @@ async def list_across(sources: Sequence[RegistrySource], listing: Listing, listi
             continue
         own = replace(
             own, limit=listing.limit, backward=listing.backward,
-            after=_source_cursor(after, ranks.get(after.registry, len(ranks)), mine, after=True, descending=desc) if after else None,
-            before=_source_cursor(before, ranks.get(before.registry, len(ranks)), mine, after=False, descending=desc) if before else None,
+            after=_source_cursor(after, ranks.get(after.registry, len(ranks)), mine, after=True,
+                                 descending=desc) if after else None,
+            before=_source_cursor(before, ranks.get(before.registry, len(ranks)), mine, after=False,
+                                  descending=desc) if before else None,
         )
         jobs.append(source.list(own))
         asked.append((mine, source))
     results = await asyncio.gather(*jobs, return_exceptions=True)
     rows, errors, more_next, more_prev = [], [], False, False
-    for (mine, source), result in zip(asked, results):
+    for (mine, source), result in zip(asked, results, strict=False):
         if isinstance(result, SourceUnavailable):
             errors.append(result)
             continue
@@ -107,9 +109,10 @@ async def list_across(sources: Sequence[RegistrySource], listing: Listing, listi
             raise result
         more_next |= result.has_next
         more_prev |= result.has_prev
-        for entity, token in zip(result.items, result.cursors):
+        for entity, token in zip(result.items, result.cursors, strict=False):
             cursor = Cursor.decode(token)
-            rows.append(((order_key(cursor, listing.sort), mine), entity, Position(source.id, cursor.key, cursor.value)))
+            rows.append(((order_key(cursor, listing.sort), mine), entity, Position(source.id, cursor.key,
+                                                                                   cursor.value)))
     rows.sort(key=lambda r: r[0], reverse=desc)
     if listing.backward:
         more_prev |= len(rows) > listing.limit
@@ -120,7 +123,8 @@ async def list_across(sources: Sequence[RegistrySource], listing: Listing, listi
     return MergedPage([e for _, e, _ in rows], [p.encode() for _, _, p in rows], more_next, more_prev, errors)
 
 
-async def count_across(sources: Sequence[RegistrySource], listing_for: ListingFor) -> tuple[int, list[SourceUnavailable]]:
+async def count_across(sources: Sequence[RegistrySource], listing_for: ListingFor) -> tuple[int,
+                                                                                            list[SourceUnavailable]]:
     """How many rows the collection has across ``sources``, and the registries that failed."""
     asked = [(s, own) for s in sources if (own := listing_for(s)) is not None]
     results = await asyncio.gather(*(s.count(own) for s, own in asked), return_exceptions=True)

@@ -475,10 +475,11 @@ class RemoteSource(RegistrySource):
             by_parent = await self._children_batched(list(spelled.values()), ctype, listing.filters)
         rest = [k for k in spelled if k not in by_parent]
         found = await _all(*(self._collection(ctype, spelled[k], listing.filters) for k in rest))
-        by_parent.update(zip(rest, found))
+        by_parent.update(zip(rest, found, strict=False))
         return {k: cut(by_parent[k], listing) for k in spelled}
 
-    async def _children_batched(self, parents: list[str], ctype: str, filters: Filters | None) -> dict[str, list[Entity]]:
+    async def _children_batched(self, parents: list[str], ctype: str, filters: Filters | None) -> dict[str,
+                                                                                                       list[Entity]]:
         """The children of many parents, one request per parent collection (and batch of ids)."""
         child = ctype.split("/")[-1]
         leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]
@@ -494,7 +495,8 @@ class RemoteSource(RegistrySource):
             attr = self._id_attribute(first.level, first.ctype)
             params = [("filter", f"{attr}={Xid.parse(m).id}") for m in members]
             params += [("inline", child)] + [("inline", v) for v in self._inline_for(leaf_kind, ctype, child + ".")]
-            key = self.cache.key("k:" + collection.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
+            key = self.cache.key("k:" + collection.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)),
+                                 caller)
 
             async def fetch() -> dict[str, list[dict[str, Any]]]:
                 views = await self._pages(collection or "/", params, collection)

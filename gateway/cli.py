@@ -49,7 +49,8 @@ class ImportReport:
         return sum(1 for _, _, reason in self.rows if reason)
 
 
-async def run_import(settings: Settings, paths: list[Path], *, strict: bool, console: Console | None = None) -> ImportReport:
+async def run_import(settings: Settings, paths: list[Path], *, strict: bool,
+                     console: Console | None = None) -> ImportReport:
     """Import documents into the local registry, each file all-or-nothing."""
     from gateway.documents.normalise import normalise
     from gateway.documents.reader import find_documents, read_document
@@ -115,7 +116,8 @@ def import_cmd(
     for col in ("file", "created", "updated", "unchanged", "rejected"):
         table.add_column(col, justify="left" if col in ("file", "rejected") else "right")
     for path, counts, reason in report.rows:
-        table.add_row(Path(path).name, *(str(counts.get(k, 0)) if not reason else "-" for k in ("created", "updated", "unchanged")),
+        table.add_row(Path(path).name, *(str(counts.get(k, 0)) if not reason else "-" for k in ("created", "updated",
+                                                                                                "unchanged")),
                       reason)
     out.print(table)
     if report.rules:
@@ -124,13 +126,15 @@ def import_cmd(
             for line in report.changes:
                 out.print("  " + line, markup=False, highlight=False)
     if report.rejected:
-        err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; nothing was written from them.[/red]")
+        err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; "
+                  "nothing was written from them.[/red]")
         raise typer.Exit(1)
 
 
 @app.command("export")
 def export_cmd(
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: standard output).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o",
+                                                help="File to write (default: standard output).")] = None,
     as_of: Annotated[int | None, typer.Option("--as-of", help="Export the registry as of this revision.")] = None,
     config: ConfigOption = None,
 ) -> None:

@@ -53,7 +53,8 @@ class RegistryAuth(BaseModel):
     def _one_scheme(self) -> RegistryAuth:
         given = [n for n in ("bearer", "bearer_file", "bearer_env", "basic_username", "forward") if getattr(self, n)]
         if len(given) > 1:
-            raise ValueError(f"auth: choose one of bearer, bearer_file, bearer_env, basic_username, forward (got {', '.join(given)})")
+            raise ValueError("auth: choose one of bearer, bearer_file, bearer_env, basic_username, forward "
+                             f"(got {', '.join(given)})")
         if (self.basic_username is None) != (self.basic_password is None):
             raise ValueError("auth: basic_username and basic_password go together")
         return self
@@ -110,7 +111,8 @@ class RegistryConfig(BaseModel):
     model_config = {"extra": "forbid"}
 
     id: str = Field(description="The registry's id in the gateway (GraphQL registry ids, global ids).")
-    kind: RegistryKind = Field(description="local (the gateway's own store), xregistry (an HTTP API), file (a document).")
+    kind: RegistryKind = Field(
+        description="local (the gateway's own store), xregistry (an HTTP API), file (a document).")
     url: str | None = Field(None, description="xregistry: the API's root URL; file: the document's URL.")
     path: Path | None = Field(None, description="file: the document's path (relative: to the settings file).")
     base_url: str | None = Field(None, description="Another URL references use for this registry (its public URL).")
@@ -216,9 +218,11 @@ class Settings(BaseSettings):
     store_url: str = Field("", description="sqlite:///path/to/file.db (default: <data_dir>/registry.db) or mongodb://…")
     registry_id: str = Field("xregistry", description="The registryid of the local registry.")
     registry_name: str = Field("xRegistry gateway", description="The name of the local registry.")
-    base_url: str = Field("http://127.0.0.1:8080/registry", description="Public URL of the xRegistry HTTP API, used in self URLs.")
+    base_url: str = Field("http://127.0.0.1:8080/registry",
+                          description="Public URL of the xRegistry HTTP API, used in self URLs.")
     history_keep_revisions: int | None = Field(
-        None, ge=1, description="Keep superseded states and tombstones for this many revisions (unset: no limit by count)."
+        None, ge=1,
+        description="Keep superseded states and tombstones for this many revisions (unset: no limit by count)."
     )
     history_keep_days: float | None = Field(
         30.0, gt=0, description="Keep superseded states and tombstones this many days (unset: no limit by age)."
@@ -228,7 +232,8 @@ class Settings(BaseSettings):
     # -- HTTP -----------------------------------------------------------------------------------
     registry_prefix: str = Field("/registry", description="Path prefix of the xRegistry HTTP API.")
     max_body_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
-    page_size_default: int = Field(100, ge=1, description="Page size when a client asks for pagination without a limit.")
+    page_size_default: int = Field(100, ge=1,
+                                   description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")
     debug: bool = Field(False, description="Show internal error details to clients (never in production).")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(

@@ -161,7 +161,7 @@ def row_values(entity: str, registry: str, view: dict[str, Any], revision: int |
     """Every column of ``entity`` (fixed schema) for one entity's xRegistry view, by name, as
     Python values (timestamps still as RFC 3339 strings; :func:`converter` converts)."""
     xid = view["xid"]
-    group, resource, version, own = xid_parts(xid)
+    group, resource, _version, own = xid_parts(xid)
     out: dict[str, Any] = {"registry": registry, "xid": xid, "group": group, "id": own, "revision": revision}
     if entity == "schemaversions":
         out["schemaid"] = resource

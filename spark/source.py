@@ -203,7 +203,7 @@ def filter_expressions(terms: Mapping[str, Iterable[str]]) -> list[str] | None:
         return None
     attrs = sorted(usable)
     combos = itertools.product(*(usable[a] for a in attrs))
-    return [",".join(f"{a}={v}" for a, v in zip(attrs, combo)) for combo in combos]
+    return [",".join(f"{a}={v}" for a, v in zip(attrs, combo, strict=False)) for combo in combos]
 
 
 @dataclass(frozen=True)
@@ -395,7 +395,7 @@ def _row(entity: str, registry: str, view: dict[str, Any], revision: int) -> dic
 def _batch(rows: list[dict[str, Any]], columns: list[tuple[str, Any]], pa_schema: pa.Schema) -> pa.RecordBatch:
     """One Arrow batch; a column the fixed schema lacks is the entity's top-level attribute."""
     arrays = []
-    for (name, convert), field in zip(columns, pa_schema):
+    for (name, convert), field in zip(columns, pa_schema, strict=False):
         if rows and name in rows[0]:
             values = [convert(r[name]) for r in rows]
         else:

@@ -57,7 +57,8 @@ def decode_value(name: str, value: str, subject: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise XRegistryError("header_error", subject, name=name, detail="the percent-encoded bytes are not UTF-8") from None
+        raise XRegistryError("header_error", subject, name=name,
+                             detail="the percent-encoded bytes are not UTF-8") from None
 
 
 def _text(value: Any) -> str | None:
@@ -105,7 +106,8 @@ def document_response(view: dict[str, Any], rdef: ResourceDef, rid: str, *, stat
             out.append(("Location", quote(str(link), safe=_URL_SAFE)))
     elif s in view:
         body = document_bytes(view[s], content_type)
-        content_type = content_type or ("application/json" if not isinstance(view[s], str) else "text/plain; charset=utf-8")
+        content_type = content_type or ("application/json" if not isinstance(view[s],
+                                                                             str) else "text/plain; charset=utf-8")
     elif view.get(f"{s}base64"):
         body = _unbase64(str(view[f"{s}base64"]))
         content_type = content_type or "application/octet-stream"
@@ -132,7 +134,8 @@ def _convert(name: str, text: str, type_: str, subject: str) -> Any:
         if type_ == "decimal":
             return float(text)
     except ValueError:
-        raise XRegistryError("header_error", subject, name=f"xRegistry-{name}", detail=f"{text!r} is not a number") from None
+        raise XRegistryError("header_error", subject, name=f"xRegistry-{name}",
+                             detail=f"{text!r} is not a number") from None
     if type_ == "boolean":
         if text not in ("true", "false"):
             raise XRegistryError("header_error", subject, name=f"xRegistry-{name}", detail="expected true or false")
@@ -166,12 +169,14 @@ def header_attributes(
         if dot:
             current = attrs.setdefault(top, {})
             if not isinstance(current, dict):
-                raise XRegistryError("header_error", subject, name=raw_name, detail=f"{top} is given as a value and as a map")
+                raise XRegistryError("header_error", subject, name=raw_name,
+                                     detail=f"{top} is given as a value and as a map")
             if text != "null":
                 current[key] = text
             continue
         if top in attrs:
-            raise XRegistryError("header_error", subject, name=raw_name, detail=f"{top} is given as a value and as a map")
+            raise XRegistryError("header_error", subject, name=raw_name,
+                                 detail=f"{top} is given as a value and as a map")
         definition = defs.get(top)
         attrs[top] = _convert(top, text, definition.type if definition else "string", subject)
     return attrs

@@ -168,7 +168,8 @@ def check_context(flags: Flags, target: Target, method: str) -> None:
                 allowed.add("collections")
         if method in _WRITES:
             allowed.add("ignore")
-            if target.kind in (("version", "versions") if method == "DELETE" else ("resource", "meta", "version", "versions")):
+            if target.kind in (("version", "versions") if method == "DELETE" else ("resource", "meta", "version",
+                                                                                   "versions")):
                 allowed.add("setdefaultversionid")
             if method == "DELETE" and target.kind in ("group", "resource", "version"):
                 allowed.add("epoch")

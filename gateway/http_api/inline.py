@@ -89,10 +89,12 @@ def parse_inline(values: Iterable[str], model: RegistryModel, level: Level, subj
                 if part in _attributes(model, here):
                     raise XRegistryError("inline_noninlineable", subject, name=part, value=value)
                 raise XRegistryError("bad_inline", subject, value=value,
-                                     detail=f'"{part}" is not inlineable here (inlineable: {", ".join(names) or "nothing"})')
+                                     detail=f'"{part}" is not inlineable here '
+                                            f'(inlineable: {", ".join(names) or "nothing"})')
             nxt = names[part]
             if nxt is None and i < len(parts) - 1:
-                raise XRegistryError("bad_inline", subject, value=value, detail=f'"{part}" has nothing to inline below it')
+                raise XRegistryError("bad_inline", subject, value=value,
+                                     detail=f'"{part}" has nothing to inline below it')
             node = node.setdefault(part, {})
             here = nxt or here
     return _freeze(tree)

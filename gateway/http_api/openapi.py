@@ -14,7 +14,7 @@ from gateway.registry.ids import MAX_ID_LENGTH
 ID_PATTERN = rf"^[A-Za-z0-9_][A-Za-z0-9\-._~:@]{{0,{MAX_ID_LENGTH - 1}}}$"
 JSON = "application/json"
 
-_IGNORE_VALUE = "(?:\\*|{0})".format("|".join(IGNORES))
+_IGNORE_VALUE = "(?:\\*|{})".format("|".join(IGNORES))
 #: Boolean flags are bare (``?doc``); ``true`` / ``false`` are accepted too.
 _BOOLEAN = {"type": "string", "enum": ["", "true", "false"]}
 _FLAG_SCHEMAS: dict[str, dict[str, Any]] = {
@@ -108,7 +108,8 @@ def _entity_ops(kind: str, name: str, *, document: bool = False) -> dict[str, An
                               body="Collections")
         if kind == "resource":
             ops["post"] = _op(f"Create or update one version of the {name}", write, created, body="Entity")
-    ops["delete"] = _op(f"Delete a {name}", ["epoch"] + (["setdefaultversionid"] if kind == "version" else []), _DELETED)
+    ops["delete"] = _op(f"Delete a {name}", ["epoch"] + (["setdefaultversionid"] if kind == "version" else []),
+                        _DELETED)
     return ops
 
 
@@ -191,7 +192,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                     "properties": {
                         "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
                         "detail": {"type": "string"}, "subject": {"type": "string"}, "instance": {"type": "string"},
-                        "source": {"type": "string"}, "args": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "source": {"type": "string"}, "args": {"type": "object",
+                                                               "additionalProperties": {"type": "string"}},
                         "errors": {"type": "array", "items": {"type": "object"}},
                     },
                 },

@@ -49,7 +49,8 @@ class PageToken:
             if (parsed is None) != (direction == "last"):
                 raise ValueError(direction)
         except (ValueError, TypeError, UnicodeDecodeError) as exc:
-            raise XRegistryError("bad_request", subject, detail=f"?page={token!r} is not a page token of this API") from exc
+            raise XRegistryError("bad_request", subject,
+                                 detail=f"?page={token!r} is not a page token of this API") from exc
         if made_for != sort:
             raise XRegistryError("bad_request", subject, detail="?page belongs to a different ?sort; "
                                  "follow the Link headers as given")

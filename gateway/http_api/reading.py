@@ -40,7 +40,8 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
         inline = Inline(inline.names, everything=True)
     view = (await renderer.entities([rec], "", inline, {rec.key: narrowed}))[0]
     if inline.has("modelsource"):
-        raise XRegistryError("not_available", "/modelsource", detail="this registry's model is built in; it has no modelsource")
+        raise XRegistryError("not_available", "/modelsource",
+                             detail="this registry's model is built in; it has no modelsource")
     if inline.has("model"):
         view["model"] = call.model.to_json()
     if inline.has("capabilities"):
@@ -91,7 +92,7 @@ async def get_collection(call: Call) -> Response:
     renderer = call.renderer()
     narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in page.items}
     views = await renderer.entities(page.items, t.ctype, inline, narrowed)
-    body = {rec.id: view for rec, view in zip(page.items, views)}
+    body = {rec.id: view for rec, view in zip(page.items, views, strict=False)}
     if flags.doc:
         relativize(body, t.xid, collection=True)
     total = await count(call.registry.store, sel)
@@ -123,7 +124,8 @@ def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
     return {"Content-Location": url_for(call.registry.base_url, str(Xid.parse(rec.xid).version(str(default))))}
 
 
-async def document(call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+async def document(call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str,
+                                                                                      str] | None = None) -> Response:
     """The document view of a resource or version."""
     rdef = call.target.rdef
     flags = replace(call.flags, doc=False, binary=False)

@@ -126,14 +126,15 @@ class Renderer:
             sub_inline = inline.child(name)
             if sub_inline is not None:
                 await self._inline(records, views, name, child_ctype, sub_inline, sub)
-            for rec, view in zip(records, views):
+            for rec, view in zip(records, views, strict=False):
                 f = sub[rec.key]
                 if f is None:
                     continue
                 if sub_inline is None:
                     view[f"{name}count"] = 0 if f.exclude_all else await count(
                         self.store, Selection(ctype=child_ctype, parent=rec.xid, filters=f))
-                params = f.params if view[f"{name}count"] and f.branches else [] if view[f"{name}count"] else ["excludeall"]
+                counted = view[f"{name}count"]
+                params = f.params if counted and f.branches else [] if counted else ["excludeall"]
                 if params:
                     view[f"{name}url"] += "?" + urlencode([("filter", p) for p in params])
         rdef = resource_def(self.model, ctype) if level in ("resource", "version") else None
@@ -152,8 +153,8 @@ class Renderer:
             for child in children[rec.key]:
                 narrowed[child.key] = await self.narrow(child, sub[rec.key])
         rendered = await self.entities(flat, child_ctype, inline, narrowed)
-        by_key = {c.key: v for c, v in zip(flat, rendered)}
-        for rec, view in zip(records, views):
+        by_key = {c.key: v for c, v in zip(flat, rendered, strict=False)}
+        for rec, view in zip(records, views, strict=False):
             view[name] = {c.id: by_key[c.key] for c in children[rec.key]}
             view[f"{name}count"] = len(view[name])
 

@@ -37,7 +37,8 @@ _COLLECTION: dict[str, Handler] = {
 }
 #: The handler of each method, per target kind.
 HANDLERS: dict[str, dict[str, Handler]] = {
-    "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root, "POST": writing.write_root},
+    "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root,
+             "POST": writing.write_root},
     "api": {"GET": reading.get_api},
     "groups": _COLLECTION,
     "group": {"GET": reading.get_entity, "PUT": writing.write_group, "PATCH": writing.write_group,

@@ -121,7 +121,7 @@ async def _views(call: Call, ctype: str, xids: list[str], inline: Inline) -> dic
     found = await call.registry.store.get_many(xids)
     records = [found[x.lower()] for x in xids if x.lower() in found]
     views = await Renderer(call.registry, call.flags).entities(records, ctype, inline)
-    return {rec.id: view for rec, view in zip(records, views)}
+    return {rec.id: view for rec, view in zip(records, views, strict=False)}
 
 
 def _created(outcome: Outcome, xid: str) -> bool:
@@ -233,7 +233,8 @@ def _delete_map(call: Call, value: Any) -> dict[str, Any]:
         check_id(eid, subject=f"{t.xid}/{eid}", attribute=id_attr)
         given = member.get(id_attr)
         if given is not None and given != eid:
-            raise XRegistryError("mismatched_id", f"{t.xid}/{eid}", singular=id_attr[:-2], invalid_id=given, expected_id=eid)
+            raise XRegistryError("mismatched_id", f"{t.xid}/{eid}", singular=id_attr[:-2], invalid_id=given,
+                                 expected_id=eid)
         if t.kind == "resources":
             meta = member.get("meta")
             if isinstance(meta, dict) and meta.get("epoch") is not None:
@@ -306,7 +307,8 @@ async def write_group(call: Call) -> Response:
                     await apply_resource(call, cs, t.gtype, t.gid, rtype, rid, rbody, patch=False)
 
         await run(call, build_post)
-        out = {r: await _views(call, f"{t.gtype}/{r}", [f"{t.xid}/{r}/{rid}" for rid in members], inline.child(r) or NOTHING)
+        out = {r: await _views(call, f"{t.gtype}/{r}", [f"{t.xid}/{r}/{rid}" for rid in members],
+                               inline.child(r) or NOTHING)
                for r, members in maps.items()}
         return json_response(out)
     body = drop_ids(call, body, gdef.id_attribute)
@@ -326,7 +328,8 @@ async def _entity_response(call: Call, xid: str, inline: Inline, outcome: Outcom
     headers = {**content_location(call, rec), **(headers or {})}
     if _created(outcome, xid):
         rdef = call.target.rdef
-        headers["Location"] = _self(call, xid, details=rec.kind in ("resource", "version") and bool(rdef and rdef.hasdocument))
+        headers["Location"] = _self(call, xid, details=rec.kind in ("resource",
+                                                                    "version") and bool(rdef and rdef.hasdocument))
         return json_response(body, 201, headers)
     return json_response(body, 200, headers)
 

@@ -365,7 +365,8 @@ class Changeset:
         self._finish(state, "version", f"{gtype}/{rtype}/versions", user, body, ids)
 
     # -- versions, meta, default version and documents, one at a time -------------------------
-    async def _open_resource(self, gtype: str, gid: str, rtype: str, rid: str, *, create: bool) -> tuple[ResourceDef, _State]:
+    async def _open_resource(self, gtype: str, gid: str, rtype: str, rid: str, *, create: bool) -> tuple[ResourceDef,
+                                                                                                         _State]:
         """Checks shared by the single-version / meta writes; the resource's state, its versions loaded.
 
         ``create``: the resource (and its group) may be created implicitly; otherwise it must exist.
@@ -530,7 +531,8 @@ class Changeset:
 
         # meta attributes
         user_meta = _merge(_user_view(meta_old) if patch or meta_in is None else {},
-                           _strip(meta_req, META_READONLY | {rdef.id_attribute, "defaultversionid"}), patch or meta_in is None)
+                           _strip(meta_req, META_READONLY | {rdef.id_attribute, "defaultversionid"}),
+                           patch or meta_in is None)
         user_meta.pop("defaultversionsticky", None)
         user_meta.pop("defaultversionid", None)  # set below; a cross-reference has none
         if xref:
@@ -544,7 +546,8 @@ class Changeset:
         key = rxid.lower()
         collection_changed = key in self._children_changed
         old_meta_user = _user_view(meta_old)
-        meta_changed = rstate.doc is None or old_meta_user != _user_view({**meta_ids, **user_meta}) or collection_changed
+        meta_changed = rstate.doc is None or old_meta_user != _user_view({**meta_ids,
+                                                                          **user_meta}) or collection_changed
         if meta_changed or (self.touch and meta_in is not None):
             meta_doc = {**meta_ids, **user_meta}
             self._stamp(meta_doc, meta_req, meta_old if rstate.doc else None)
@@ -621,7 +624,8 @@ class Changeset:
             rxid = str(vxid.resource)
             remaining = await self._version_states(rxid, state.ctype)
             if not remaining:
-                raise XRegistryError("bad_request", xid, detail="the last version of a resource cannot be deleted; delete the resource")
+                raise XRegistryError("bad_request", xid,
+                                     detail="the last version of a resource cannot be deleted; delete the resource")
             rstate = await self._state(rxid)
             meta = (rstate.doc or {}).get("meta") or {}
             keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != vxid.version_id
@@ -807,7 +811,8 @@ def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryMod
         target = None
     if target is None or target.level != "resource" or (target.group_type, target.resource_type) != (gtype, rtype):
         raise XRegistryError("malformed_xref", rxid, xref=xref,
-                             detail=f"xref must be the XID of a {rtype[:-1] if rtype.endswith('s') else rtype} (/{gtype}/<id>/{rtype}/<id>)")
+                             detail=f"xref must be the XID of a {rtype[:-1] if rtype.endswith('s') else rtype} "
+                                    f"(/{gtype}/<id>/{rtype}/<id>)")
     if xref.lower() == rxid.lower():
         raise XRegistryError("malformed_xref", rxid, xref=xref, detail="a resource cannot reference itself")
 

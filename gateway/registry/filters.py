@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Union
+from typing import Any, NamedTuple
 
 from gateway.errors import XRegistryError
 from gateway.storage.semantics import ANY_ITEM, ANY_KEY, Condition, Sort
@@ -43,7 +43,7 @@ EXCLUDE_ALL = "excludeall"
 
 Path = tuple[str, ...]
 IsCollection = Callable[[Path, str], bool]
-Collections = Union[Mapping[str, Any], IsCollection, None]
+Collections = Mapping[str, Any] | IsCollection | None
 
 _PLAIN = re.compile(r"[^.\[\]'\"=<>!,*\s]+")
 _INDEX = re.compile(r"\[(\d+)\]")
@@ -174,7 +174,7 @@ def parse_filters(values: Sequence[str], *, subject: str = "/", collections: Col
     """Parse all ``filter`` values of a request (OR'd); ``excludeall`` must come alone."""
     branches = tuple(parse_filter(v, subject=subject, collections=collections) for v in values)
     if len(branches) > 1 and any(b.exclude_all for b in branches):
-        value = next(v for v, b in zip(values, branches) if b.exclude_all)
+        value = next(v for v, b in zip(values, branches, strict=False) if b.exclude_all)
         raise XRegistryError(
             "bad_filter", subject, value=value, detail='"excludeall" cannot be combined with other filters'
         )

@@ -183,7 +183,8 @@ async def render(
         elif rec.kind == "group":
             gdef = model.group(rec.ctype)
             names = gdef.resources if gdef else {}
-            out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"), 0) for r in names}))
+            out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"),
+                                                                       0) for r in names}))
         elif rec.kind == "resource":
             out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
                                      include_meta=include_meta))

@@ -155,7 +155,8 @@ class LocalRegistry:
                    and not _is_collection_link(k, self.model.groups)]
         if unknown:
             raise XRegistryError("unknown_group_type", f"/{unknown[0]}", name=unknown[0],
-                                 detail=f"the model has no group type {unknown[0]!r} (known: {', '.join(self.model.groups)})")
+                                 detail=f"the model has no group type {unknown[0]!r} "
+                                        f"(known: {', '.join(self.model.groups)})")
         await cs.prefetch(["/", *document_xids(doc, self.model)])
         reg_attrs = {k: doc[k] for k in IMPORTED_REGISTRY_ATTRIBUTES if k in doc}
         if reg_attrs:
@@ -196,7 +197,8 @@ class LocalRegistry:
             raise XRegistryError("bad_request", "/", detail=f"revision {as_of} is not readable: "
                                  f"the registry keeps revisions {oldest} to {current}")
 
-    async def iter_ctype(self, ctype: str, *, as_of: int | None = None, page_size: int = 2000) -> AsyncIterator[EntityRecord]:
+    async def iter_ctype(self, ctype: str, *, as_of: int | None = None,
+                         page_size: int = 2000) -> AsyncIterator[EntityRecord]:
         """Every live entity of one collection type, in key order, page by page."""
         after = None
         while True:

@@ -86,7 +86,8 @@ def resource_view(
     """A resource: its default version's attributes, then ``meta`` and ``versions`` links."""
     meta = rec.doc.get("meta") or {}
     default = dict(rec.doc.get("default") or {})
-    id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)), f"{rec.ctype.split('/')[-1].rstrip('s')}id")
+    id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)),
+                   f"{rec.ctype.split('/')[-1].rstrip('s')}id")
     out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}
     if default:
         out["versionid"] = default.pop("versionid", meta.get("defaultversionid"))

@@ -187,7 +187,8 @@ class _SQL:
             elif _PATH_KEY.fullmatch(seg):
                 jpath += f'."{seg}"'
             else:
-                obj = f"(CASE WHEN json_type({node}, {self.p(jpath)}) = 'object' THEN json_extract({node}, {self.p(jpath)}) END)"
+                obj = (f"(CASE WHEN json_type({node}, {self.p(jpath)}) = 'object' "
+                       f"THEN json_extract({node}, {self.p(jpath)}) END)")
                 node, jpath = f"xreg_member({obj}, {self.p(seg)})", "$"
         sel = ("row", row) if row is not None else ("path", node, jpath)
         return tables, where, sel
@@ -478,7 +479,8 @@ class SQLiteStore(Store):
             await self._check(query.as_of)
             sql = _SQL()
             where = self._where(sql, query)
-            return await self._one(f"SELECT count(*) FROM {self._source(query)} WHERE {' AND '.join(where)}", sql.params)
+            return await self._one(f"SELECT count(*) FROM {self._source(query)} WHERE {' AND '.join(where)}",
+                                   sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         self.stats.hit("count_children")
@@ -492,7 +494,8 @@ class SQLiteStore(Store):
                 values = ", ".join(f"({sql.p(k)}, {sql.p('' if k == '/' else k)})" for k in chunk)
                 vis = self._visible(sql, as_of)
                 text = (f"WITH p(k, prefix) AS (VALUES {values}) "
-                        f"SELECT p.k, count(*) FROM p JOIN {self._source(Query(ctype, as_of=as_of))} ON ctype = {sql.p(ctype)} AND {vis} "
+                        f"SELECT p.k, count(*) FROM p JOIN {self._source(Query(ctype, as_of=as_of))} "
+                        f"ON ctype = {sql.p(ctype)} AND {vis} "
                         "AND xkey > p.prefix || '/' AND xkey < p.prefix || '0' GROUP BY p.k")
                 for k, n in await self._all(text, sql.params):
                     out[k] = n
