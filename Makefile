@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install assets system-deps run test bench lock clean
+.PHONY: install assets system-deps run test lint bench lock clean
 
 install: assets $(VENV)/.installed
 
@@ -28,9 +28,14 @@ run: install
 	$(BIN)/xreg-gateway import samples/
 	$(BIN)/xreg-gateway serve --host $(HOST) --port $(PORT)
 
-## The whole test suite (installs what it needs first).
-test: install system-deps
+## The whole test suite (installs what it needs first): lint and types, then pytest.
+test: install system-deps lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## ruff (rules and line length in pyproject.toml) and mypy on the packages.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 ## Debian packages the tests need — Chromium (browser test), redis-server (shared cache), a Java
 ## runtime (Spark) — installed only when missing and only as root.

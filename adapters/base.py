@@ -17,6 +17,7 @@ others raise ``action_not_supported``.
 from __future__ import annotations
 
 import abc
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,7 +213,7 @@ class RegistrySource(abc.ABC):
             out[parent.lower()] = page
         return out
 
-    async def complete(self, entities: Sequence[Entity]) -> list[dict[str, Any]]:
+    async def complete(self, entities: Sequence[Entity]) -> builtins.list[dict[str, Any]]:
         """The full views of entities (``partial`` ones with their collection counts), in order."""
         return [e.view for e in entities]
 
@@ -220,7 +221,7 @@ class RegistrySource(abc.ABC):
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
         limit: int = 100, after: str | None = None,
-    ) -> tuple[list[ChangeItem], bool]:
+    ) -> tuple[builtins.list[ChangeItem], bool]:
         """Entities written after revision ``since`` (as of ``until``), in XID order, one page;
         and whether more follow."""
 

@@ -20,7 +20,7 @@ import logging
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urljoin, urlsplit
 
 import httpx
@@ -154,7 +154,9 @@ class RemoteClient:
             async with asyncio.timeout(total):
                 for _ in range(_MAX_REDIRECTS + 1):
                     self.requests += 1
-                    async with self.http.stream("GET", url, params=params, headers=headers) as response:
+                    # (None keeps a followed link's own query; a list of str pairs is a valid QueryParamTypes)
+                    query = cast(list[tuple[str, str | int | float | bool | None]] | None, params)
+                    async with self.http.stream("GET", url, params=query, headers=headers) as response:
                         if response.status_code not in _REDIRECTS:
                             return await self._answer(response)
                         target = urljoin(str(response.url), response.headers.get("location", ""))

@@ -10,6 +10,7 @@ their resources costs the same number of store calls as a page of 10.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -121,13 +122,14 @@ class LocalSource(RegistrySource):
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
         limit: int = 100, after: str | None = None,
-    ) -> tuple[list[ChangeItem], bool]:
+    ) -> tuple[builtins.list[ChangeItem], bool]:
         if since < 0:
             raise XRegistryError("bad_request", "/", detail="since must be a revision (0 or more)")
         if until is not None and until < since:
             raise XRegistryError("bad_request", "/", detail=f"until ({until}) is before since ({since})")
         await self.check_revision(until)
-        after_key = decode_cursor(after).key if after else None
+        position = decode_cursor(after)
+        after_key = position.key if position is not None else None
         try:
             found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key)
         except RevisionGone as exc:
@@ -141,7 +143,7 @@ class LocalSource(RegistrySource):
         ]
         return items, more
 
-    async def _entities(self, records: Sequence[EntityRecord], as_of: int | None) -> list[Entity]:
+    async def _entities(self, records: Sequence[EntityRecord], as_of: int | None) -> builtins.list[Entity]:
         """Entities for stored records, in their order; ``partial`` (collection counts left out)."""
         if not records:
             return []
@@ -154,7 +156,7 @@ class LocalSource(RegistrySource):
                               revision=rec.revision))
         return out
 
-    async def complete(self, entities: Sequence[Entity]) -> list[dict[str, Any]]:
+    async def complete(self, entities: Sequence[Entity]) -> builtins.list[dict[str, Any]]:
         """Full views: one ``count_children`` per child collection type and revision."""
         wanted: dict[tuple[str, int | None], list[Entity]] = {}
         for e in entities:
@@ -174,7 +176,7 @@ class LocalSource(RegistrySource):
             out.append(view)
         return out
 
-    def _children_of(self, e: Entity) -> list[str]:
+    def _children_of(self, e: Entity) -> builtins.list[str]:
         """The collection types directly below an entity."""
         if e.kind == "registry":
             return list(self.model.groups)

@@ -34,6 +34,7 @@ collections read under it (each at most :data:`MAX_COLLECTION` entities).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -369,7 +370,7 @@ class RemoteSource(RegistrySource):
     async def count(self, listing: Listing, parent: str | None = None) -> int:
         return len(await self._entities_of(listing, parent))
 
-    async def _entities_of(self, listing: Listing, parent: str | None) -> list[Entity]:
+    async def _entities_of(self, listing: Listing, parent: str | None) -> builtins.list[Entity]:
         snap = self._snapshot(listing.as_of)
         await self._ready()
         if snap is not None:
@@ -380,8 +381,8 @@ class RemoteSource(RegistrySource):
         return [e for batch in found for e in batch]
 
     def _inline_params(
-        self, ctype: str, path: str, below: list[str], filters: Filters | None,
-    ) -> list[tuple[str, str]]:
+        self, ctype: str, path: str, below: builtins.list[str], filters: Filters | None,
+    ) -> builtins.list[tuple[str, str]]:
         """The ``inline`` parameters that bring the entities of ``ctype`` (``below`` the fetched
         ``path``) with what their views need, plus the nested collections ``filters`` (evaluated
         in the gateway) reach into."""
@@ -400,7 +401,7 @@ class RemoteSource(RegistrySource):
             params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
         return params
 
-    async def _collection(self, ctype: str, parent: str | None, filters: Filters | None) -> list[Entity]:
+    async def _collection(self, ctype: str, parent: str | None, filters: Filters | None) -> builtins.list[Entity]:
         """Every entity of ``ctype`` (under ``parent``) that satisfies ``filters``."""
         if filters is not None and filters.exclude_all:
             return []
@@ -411,7 +412,7 @@ class RemoteSource(RegistrySource):
         below = names[above + 1:]
         remote_filter = self.supports("filter") and filters is not None and bool(filters.branches)
         params = self._inline_params(ctype, path, below, None if remote_filter else filters)
-        if remote_filter:  # relative to the collection asked for: every term prefixed with the inlined path
+        if remote_filter and filters is not None:  # relative to the collection asked for: terms prefixed
             prefix = "".join(f"{name}." for name in below)
             params += [("filter", ",".join(prefix + str(term) for term in branch.terms)) for branch in filters.branches]
         caller, _ = self._caller()
@@ -429,7 +430,7 @@ class RemoteSource(RegistrySource):
             trees = [t for t in trees if matches(t, own)]
         return [self._entity(t, path) for t in trees]
 
-    async def _held(self, snap: Snapshot, ctype: str, filters: Filters | None) -> list[Entity]:
+    async def _held(self, snap: Snapshot, ctype: str, filters: Filters | None) -> builtins.list[Entity]:
         """Every entity of ``ctype`` across the registry that satisfies ``filters``, as the
         snapshot holds it: fetched whole (no filter sent) on the first touch, held from then on."""
         if filters is not None and filters.exclude_all:
@@ -463,7 +464,7 @@ class RemoteSource(RegistrySource):
         for p in parents:
             spelled.setdefault(p.lower(), p)
         if snap is not None:  # one held copy of the collection across the registry, grouped by parent
-            grouped: dict[str, list[Entity]] = {k: [] for k in spelled}
+            grouped: dict[str, builtins.list[Entity]] = {k: [] for k in spelled}
             for e in await self._held(snap, ctype, listing.filters):
                 owned = grouped.get(Xid.parse(e.xid).parent.key)
                 if owned is not None:
@@ -478,12 +479,12 @@ class RemoteSource(RegistrySource):
         by_parent.update(zip(rest, found, strict=False))
         return {k: cut(by_parent[k], listing) for k in spelled}
 
-    async def _children_batched(self, parents: list[str], ctype: str, filters: Filters | None) -> dict[str,
-                                                                                                       list[Entity]]:
+    async def _children_batched(self, parents: builtins.list[str], ctype: str, filters: Filters | None) -> dict[str,
+                                                                                                       builtins.list[Entity]]:
         """The children of many parents, one request per parent collection (and batch of ids)."""
         child = ctype.split("/")[-1]
         leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]
-        by_collection: dict[str, list[str]] = {}
+        by_collection: dict[str, builtins.list[str]] = {}
         for p in parents:
             parsed = Xid.parse(p)
             by_collection.setdefault(parsed.collection_path if parsed.collection else "", []).append(p)
@@ -545,7 +546,7 @@ class RemoteSource(RegistrySource):
             del self._snapshots[number]
 
     async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-                      limit: int = 100, after: str | None = None) -> tuple[list[ChangeItem], bool]:
+                      limit: int = 100, after: str | None = None) -> tuple[builtins.list[ChangeItem], bool]:
         raise XRegistryError("action_not_supported", "/", action="changes",
                              detail=f"registry {self.id!r} is a remote xRegistry API; it has no change feed")
 

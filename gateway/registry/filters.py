@@ -75,7 +75,7 @@ class Term(NamedTuple):
             return path
         if c.op == "null":
             return path + "=null"
-        value = c.value if c.wildcard else c.value.replace("*", "\\*")
+        value = (c.value or "") if c.wildcard else (c.value or "").replace("*", "\\*")
         return path + _SYMBOL[c.op] + value
 
 

@@ -15,9 +15,11 @@ xRegistry filter grammar that produces them and for their reference semantics).
 from __future__ import annotations
 
 import abc
+import builtins
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import EllipsisType
 from typing import Any, Literal
 
 from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
@@ -69,7 +71,7 @@ class Write:
     kind: Kind
     ctype: str
     doc: dict[str, Any] | None
-    expect: int | type(Ellipsis) | None = ...
+    expect: int | EllipsisType | None = ...
 
     @property
     def key(self) -> str:
@@ -319,7 +321,7 @@ class Store(abc.ABC):
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
         limit: int | None = None, after: str | None = None,
-    ) -> list[Change]:
+    ) -> builtins.list[Change]:
         """Entities whose latest state (as of ``until``) was written after revision ``since``,
         tombstones included, ordered by entity key; ``after`` is the last key already seen.
         Raises :class:`RevisionGone` when history older than the feed needs was pruned."""
@@ -331,7 +333,7 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
-    ) -> list[Change]:
+    ) -> builtins.list[Change]:
         """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
 
     @abc.abstractmethod

@@ -41,6 +41,7 @@ take too, which is atomic only within this process.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import inspect
 import json
@@ -118,7 +119,7 @@ def _forms(op: str, value: str, wildcard: bool) -> list[dict]:
         # (?![\s\S]) is "end of text": ``$`` would also match before a final newline.
         return [{"$regex": f"^{pattern}(?![\\s\\S])", "$options": "s"}]
     mop = _OPS[op]
-    forms = [{mop: value.lower()}]
+    forms: list[dict[str, Any]] = [{mop: value.lower()}]
     if value in ("true", "false"):
         forms.append({mop: value == "true"})
     number = numeric_value(value)
@@ -151,7 +152,7 @@ def compile_condition(cond: Condition, *, strict: bool = False) -> tuple[dict, b
         return _and(guards + [{_field(cond.path[:n]): {"$type": kind}}]), False
     f = _field(cond.path)
     if cond.op in ("exists", "null"):
-        hit = {"$or": [{f: {"$ne": None}}, {f: {"$type": "array"}}]}
+        hit: dict[str, Any] = {"$or": [{f: {"$ne": None}}, {f: {"$type": "array"}}]}
     else:
         forms = [_match(f, x, strict) for x in _forms("eq" if negated else cond.op, cond.value or "", cond.wildcard)]
         hit = forms[0] if len(forms) == 1 else {"$or": forms}
@@ -342,8 +343,8 @@ class MongoStore(Store):
         flt, clauses = self._base(query)
         desc = bool(query.sort and query.sort.descending) != reverse
         direction = DESCENDING if desc else ASCENDING
-        bounds = [(">", query.after), ("<", query.before)] + ([bound] if bound else [])
-        bounds = [(op, c) for op, c in bounds if c is not None]
+        given: list[tuple[str, Cursor | None]] = [(">", query.after), ("<", query.before), *([bound] if bound else [])]
+        bounds = [(op, c) for op, c in given if c is not None]
         if query.sort is None:
             # Key order: fold the parent range and the cursors into one range of the index.
             sort = [("xkey", direction)]
@@ -445,7 +446,7 @@ class MongoStore(Store):
             rows = await self._scan(query, reverse=backward, bound=None, limit=None if limit is None else limit + 1)
             more = limit is not None and len(rows) > limit
             rows = rows[:limit] if limit is not None else rows
-            if backward:
+            if query.before is not None:  # read backwards
                 rows.reverse()
                 has_prev = more
                 has_next = bool(await self._scan(replace(query, before=None), reverse=False,
@@ -458,7 +459,7 @@ class MongoStore(Store):
         return Page(items=rows, has_next=has_next, has_prev=has_prev)
 
     @staticmethod
-    def _page_in_python(query: Query, rows: list[EntityRecord]) -> Page:
+    def _page_in_python(query: Query, rows: builtins.list[EntityRecord]) -> Page:
         """A page ordered by ``filters.compare_key`` in Python (containers, odd sort paths)."""
         sort = query.sort or Sort(())
         desc = sort.descending
@@ -533,7 +534,7 @@ class MongoStore(Store):
 
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
-    ) -> list[Change]:
+    ) -> builtins.list[Change]:
         flt: dict[str, Any] = {"rev_from": {"$gt": since}}
         if until is None:
             flt["rev_to"] = None
@@ -573,7 +574,7 @@ class MongoStore(Store):
             return_document=ReturnDocument.AFTER, session=session)
         return int(doc["value"])
 
-    async def _apply(self, writes: list[Write], note: str, session: Any) -> int:
+    async def _apply(self, writes: builtins.list[Write], note: str, session: Any) -> int:
         # In a transaction, take the revision first: the counter's write lock makes concurrent
         # committers conflict (and retry), and an abort on Conflict rolls it back. Without
         # one, check first and take it last, so a Conflict leaves nothing behind.

@@ -168,6 +168,8 @@ def _scalar_match(stored: Any, op: str, value: str, wildcard: bool) -> bool:
             return False
         pattern = ".*".join(re.escape(p.lower()) for p in wildcard_parts(value))
         return re.fullmatch(pattern, stored.lower(), re.DOTALL) is not None
+    a: Any
+    b: Any
     if isinstance(stored, bool):
         if value not in ("true", "false"):
             return False
@@ -189,9 +191,10 @@ def matches_condition(doc: dict[str, Any], cond: Condition) -> bool:
     if cond.op in ("exists", "null"):
         return any(v is not None for v in values) == (cond.op == "exists")
     op = "eq" if cond.op == "ne" else cond.op
+    value = cond.value or ""
     hit = any(
-        any(_scalar_match(e, op, cond.value, cond.wildcard) for e in v)
-        if isinstance(v, list) else _scalar_match(v, op, cond.value, cond.wildcard)
+        any(_scalar_match(e, op, value, cond.wildcard) for e in v)
+        if isinstance(v, list) else _scalar_match(v, op, value, cond.wildcard)
         for v in values
     )
     return hit != (cond.op == "ne")

@@ -50,6 +50,7 @@ a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transa
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import re
@@ -298,7 +299,7 @@ class SQLiteStore(Store):
             raise RuntimeError("SQLiteStore is not open")
         return self._db
 
-    async def _all(self, sql: str, params: Any = ()) -> list[tuple]:
+    async def _all(self, sql: str, params: Any = ()) -> list[Any]:
         async with self.db.execute(sql, params) as cur:
             return list(await cur.fetchall())
 
@@ -416,12 +417,13 @@ class SQLiteStore(Store):
                 key, strict = min(highs, key=lambda b: (b[0], not b[1]))
                 where.append(f"xkey {'<' if strict else '<='} {sql.p(key)}")
         else:
-            rank, num, text = sql.sort_columns(query.sort)
+            sort = query.sort
+            rank, num, text = sql.sort_columns(sort)
             cols = [rank, num, text, "xkey"]
             row = f"({', '.join(cols)})"
 
             def past(op: str, cursor: Cursor) -> str:
-                if query.sort.descending:
+                if sort.descending:
                     op = op.translate(str.maketrans("<>", "><"))
                 r, n, s = _sort_tuple(cursor.value)
                 return f"{row} {op} ({sql.p(r)}, {sql.p(n)}, {sql.p(s)}, {sql.p(cursor.key)})"
@@ -451,11 +453,11 @@ class SQLiteStore(Store):
         limit = query.limit
         async with self._lock:
             await self._check(query.as_of)
-            sql, backward = self._main_sql(query, None if limit is None else limit + 1)
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1)
             rows = await self._all(sql.text, sql.params)
             more = limit is not None and len(rows) > limit
             rows = rows[:limit] if limit is not None else rows
-            if backward:
+            if query.before is not None:  # read backwards
                 rows.reverse()
                 has_prev = more
                 # Anything at or after the ``before`` cursor (within the other constraints)?
@@ -503,7 +505,7 @@ class SQLiteStore(Store):
 
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
-    ) -> list[Change]:
+    ) -> builtins.list[Change]:
         sql = _SQL()
         where = [f"rev_from > {sql.p(since)}"]
         if until is None:
