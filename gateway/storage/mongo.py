@@ -483,7 +483,7 @@ class MongoStore(Store):
         window, limit = ordered[i0:i1], query.limit
         more = limit is not None and len(window) > limit
         if query.before is not None:
-            page = window if limit is None else window[len(window) - limit:] if limit else []
+            page = window if limit is None else window[max(len(window) - limit, 0):] if limit else []
             return Page(page, has_next=max(i0, i1) < n, has_prev=more)
         return Page(window if limit is None else window[:limit], has_next=more, has_prev=min(i0, i1) > 0)
 

@@ -207,3 +207,15 @@ async def test_live_transaction_aborts_on_conflict(live_store):
     revs = await asyncio.gather(*(store.commit([msg("g", f"c{i}")]) for i in range(8)))
     assert sorted(revs) == list(range(r1 + 1, r1 + 9))
     assert await store.count(Query(MESSAGES)) == 9
+
+
+async def test_a_backward_page_ordered_in_python_keeps_every_row_before_the_cursor(store):
+    # sorting on an attribute that holds objects makes the store order the page in Python;
+    # a limit larger than the rows before the cursor must return all of them (not a few)
+    await store.commit([msg("g", f"m{i}", {"shape": {"n": i}}) for i in range(5)])
+    query = Query(MESSAGES, sort=Sort(("shape",)), limit=4)
+    whole = await store.list(replace(query, limit=10))
+    assert [r.id for r in whole.items] == [f"m{i}" for i in range(5)]
+    before = cursor_for(whole.items[3], query.sort)
+    page = await store.list(replace(query, before=before))
+    assert [r.id for r in page.items] == ["m0", "m1", "m2"] and page.has_next and not page.has_prev
