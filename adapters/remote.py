@@ -479,8 +479,9 @@ class RemoteSource(RegistrySource):
         by_parent.update(zip(rest, found, strict=False))
         return {k: cut(by_parent[k], listing) for k in spelled}
 
-    async def _children_batched(self, parents: builtins.list[str], ctype: str, filters: Filters | None) -> dict[str,
-                                                                                                       builtins.list[Entity]]:
+    async def _children_batched(
+        self, parents: builtins.list[str], ctype: str, filters: Filters | None,
+    ) -> dict[str, builtins.list[Entity]]:
         """The children of many parents, one request per parent collection (and batch of ids)."""
         child = ctype.split("/")[-1]
         leaf_kind = ("group", "resource", "version")[len(ctype.split("/")) - 1]

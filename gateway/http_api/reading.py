@@ -112,7 +112,7 @@ async def entity_body(call: Call, rec: EntityRecord, flags: Flags, inline: Inlin
     if flags.doc:
         relativize(view, rec.xid, collection=False)
     if flags.collections:
-        view = {r: view[r] for r in call.model.group(rec.ctype).resources}
+        view = {r: view[r] for r in call.model.group_def(rec.ctype).resources}
     return view
 
 
@@ -124,14 +124,15 @@ def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
     return {"Content-Location": url_for(call.registry.base_url, str(Xid.parse(rec.xid).version(str(default))))}
 
 
-async def document(call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str,
-                                                                                      str] | None = None) -> Response:
+async def document(
+    call: Call, rec: EntityRecord, *, status: int = 200, headers: dict[str, str] | None = None,
+) -> Response:
     """The document view of a resource or version."""
-    rdef = call.target.rdef
+    rdef = call.target.resource_def
     flags = replace(call.flags, doc=False, binary=False)
     view = (await Renderer(call.registry, flags).entities([rec], rec.ctype, Inline({rdef.singular: NOTHING})))[0]
     view["self"] = view["self"].removesuffix(DETAILS)
-    return document_response(view, rdef, call.target.rid, status=status,
+    return document_response(view, rdef, call.target.resource_id, status=status,
                              headers={**content_location(call, rec), **(headers or {})})
 
 
@@ -156,7 +157,8 @@ def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
     view = meta_view(rec, call.registry.base_url)
     if call.flags.doc:
         if view.get("xref"):
-            view = {k: v for k, v in view.items() if k in ("self", "xid", "xref", call.target.rdef.id_attribute)}
+            keep = ("self", "xid", "xref", call.target.resource_def.id_attribute)
+            view = {k: v for k, v in view.items() if k in keep}
         relativize(view, view["xid"], collection=False)
     return view
 

@@ -10,6 +10,7 @@ IDs must be valid IDs (``malformed_id``); ``$details`` is allowed on resources a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel, ResourceDef
@@ -22,6 +23,9 @@ ROOT_APIS = ("capabilities", "model", "export", "openapi.json")
 
 #: Target kinds, from the registry down.
 KINDS = ("root", "api", "groups", "group", "resources", "resource", "meta", "versions", "version")
+
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,31 @@ class Target:
     vid: str | None = None
     details: bool = False
     rdef: ResourceDef | None = None
+
+    # The parts a route has, typed: handlers of a route use these (a missing one is a bug).
+    @property
+    def group_type(self) -> str:
+        return _part(self.gtype, "group type", self)
+
+    @property
+    def group_id(self) -> str:
+        return _part(self.gid, "group id", self)
+
+    @property
+    def resource_type(self) -> str:
+        return _part(self.rtype, "resource type", self)
+
+    @property
+    def resource_id(self) -> str:
+        return _part(self.rid, "resource id", self)
+
+    @property
+    def version_id(self) -> str:
+        return _part(self.vid, "version id", self)
+
+    @property
+    def resource_def(self) -> ResourceDef:
+        return _part(self.rdef, "resource model", self)
 
     @property
     def xid(self) -> str:
@@ -97,6 +126,12 @@ def _check_details(segs: list[str], path: str) -> bool:
     return False
 
 
+def _part(value: T | None, what: str, target: Target) -> T:
+    if value is None:
+        raise AssertionError(f"{target.kind} target {target.path!r} has no {what}")
+    return value
+
+
 def parse_target(path: str, model: RegistryModel) -> Target:
     """The target of ``path`` (relative to the API prefix); raises ``api_not_found``,
     ``bad_details`` or ``malformed_id``."""
@@ -125,14 +160,17 @@ def parse_target(path: str, model: RegistryModel) -> Target:
     if len(segs) == 3:
         return Target("resources", path, gtype=gtype, gid=gid, rtype=rtype, rdef=rdef)
     rid = check_id(segs[3], subject=path, attribute=rdef.id_attribute)
-    common = dict(gtype=gtype, gid=gid, rtype=rtype, rid=rid, rdef=rdef)
+
+    def below_resource(kind: str, vid: str | None = None, details: bool = False) -> Target:
+        return Target(kind, path, gtype=gtype, gid=gid, rtype=rtype, rid=rid, rdef=rdef, vid=vid, details=details)
+
     if len(segs) == 4:
-        return Target("resource", path, details=details, **common)
+        return below_resource("resource", details=details)
     if segs[4] == "meta" and len(segs) == 5:
-        return Target("meta", path, **common)
+        return below_resource("meta")
     if segs[4] != "versions" or len(segs) > 6:
         raise _not_found(path)
     if len(segs) == 5:
-        return Target("versions", path, **common)
+        return below_resource("versions")
     vid = check_id(segs[5], subject=path, attribute="versionid")
-    return Target("version", path, vid=vid, details=details, **common)
+    return below_resource("version", vid=vid, details=details)

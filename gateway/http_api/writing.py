@@ -19,7 +19,7 @@ from gateway.http_api.body import json_object, parse_json, read_body
 from gateway.http_api.capabilities import capabilities
 from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
-from gateway.http_api.flags import UNSET
+from gateway.http_api.flags import _Unset
 from gateway.http_api.inline import NOTHING, Inline
 from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body
 from gateway.http_api.render import DETAILS, Renderer, relativize
@@ -88,7 +88,7 @@ async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dic
     """Write a group and the resources nested in it."""
     subject = f"/{gtype}/{gid}"
     await cs.put_group(gtype, gid, body, patch=patch)
-    for rtype in call.model.group(gtype).resources:
+    for rtype in call.model.group_def(gtype).resources:
         if body.get(rtype) is not None:
             for rid, rbody in entity_map(body[rtype], f"{subject}/{rtype}", rtype).items():
                 await apply_resource(call, cs, gtype, gid, rtype, rid, rbody, patch=patch)
@@ -106,14 +106,14 @@ async def apply_resource(
 async def apply_default_version(call: Call, cs: Changeset, created: str | None = None) -> None:
     """The ``setdefaultversionid`` flag, after the rest of the request."""
     wanted = call.flags.setdefaultversionid
-    if wanted is UNSET:
+    if isinstance(wanted, _Unset):
         return
     t = call.target
     if wanted == "request":
         if created is None:
             raise XRegistryError("defaultversionid_request", t.resource_xid)
         wanted = created
-    await cs.set_default_version(t.gtype, t.gid, t.rtype, t.rid, wanted)
+    await cs.set_default_version(t.group_type, t.group_id, t.resource_type, t.resource_id, wanted)
 
 
 async def _views(call: Call, ctype: str, xids: list[str], inline: Inline) -> dict[str, Any]:
@@ -194,23 +194,24 @@ async def write_collection(call: Call) -> Response:
     t = call.target
     inline = call.inline()
     patch = call.request.method == "PATCH"
-    what = t.rtype if t.kind == "resources" else "versions" if t.kind == "versions" else t.gtype
+    what = t.resource_type if t.kind == "resources" else "versions" if t.kind == "versions" else t.group_type
     members = entity_map(await json_body(call), t.path, what)
     if t.kind == "versions":
         if not members and await call.registry.store.get(t.resource_xid) is None:
             raise XRegistryError("missing_versions", t.path)
 
         async def build(cs: Changeset) -> None:
-            await cs.put_versions(t.gtype, t.gid, t.rtype, t.rid, members, patch=patch)
+            await cs.put_versions(t.group_type, t.group_id, t.resource_type, t.resource_id, members, patch=patch)
             await apply_default_version(call, cs)
     else:
         async def build(cs: Changeset) -> None:
-            await prefetch(call, cs, {t.gtype: members if t.kind == "groups" else {t.gid: {t.rtype: members}}})
+            await prefetch(call, cs, {t.group_type: members if t.kind == "groups"
+                                      else {t.group_id: {t.resource_type: members}}})
             for eid, ebody in members.items():
                 if t.kind == "groups":
-                    await apply_group(call, cs, t.gtype, eid, ebody, patch=patch)
+                    await apply_group(call, cs, t.group_type, eid, ebody, patch=patch)
                 else:
-                    await apply_resource(call, cs, t.gtype, t.gid, t.rtype, eid, ebody, patch=patch)
+                    await apply_resource(call, cs, t.group_type, t.group_id, t.resource_type, eid, ebody, patch=patch)
 
     await run(call, build)
     out = await _views(call, t.ctype, [f"{t.xid}/{eid}" for eid in members], inline)
@@ -224,9 +225,9 @@ def _delete_map(call: Call, value: Any) -> dict[str, Any]:
     if t.kind == "versions":
         what, id_attr = "versions", "versionid"
     elif t.kind == "resources":
-        what, id_attr = t.rtype, t.rdef.id_attribute
+        what, id_attr = t.resource_type, t.resource_def.id_attribute
     else:
-        what, id_attr = t.gtype, call.model.group(t.gtype).id_attribute
+        what, id_attr = t.group_type, call.model.group_def(t.group_type).id_attribute
     members = entity_map(value, t.path, what)
     epochs: dict[str, Any] = {}
     for eid, member in members.items():
@@ -293,7 +294,7 @@ async def write_group(call: Call) -> Response:
     t = call.target
     inline = call.inline()
     body = json_object(await json_body(call), t.path)
-    gdef = call.model.group(t.gtype)
+    gdef = call.model.group_def(t.group_type)
     if call.request.method == "POST":
         extra = next((k for k in body if k not in gdef.resources), None)
         if extra is not None:
@@ -301,10 +302,10 @@ async def write_group(call: Call) -> Response:
         maps = {r: entity_map(v, f"{t.xid}/{r}", r) for r, v in body.items()}
 
         async def build_post(cs: Changeset) -> None:
-            await prefetch(call, cs, {t.gtype: {t.gid: maps}})
+            await prefetch(call, cs, {t.group_type: {t.group_id: maps}})
             for rtype, members in maps.items():
                 for rid, rbody in members.items():
-                    await apply_resource(call, cs, t.gtype, t.gid, rtype, rid, rbody, patch=False)
+                    await apply_resource(call, cs, t.group_type, t.group_id, rtype, rid, rbody, patch=False)
 
         await run(call, build_post)
         out = {r: await _views(call, f"{t.gtype}/{r}", [f"{t.xid}/{r}/{rid}" for rid in members],
@@ -314,8 +315,8 @@ async def write_group(call: Call) -> Response:
     body = drop_ids(call, body, gdef.id_attribute)
     patch = call.request.method == "PATCH"
     async def build(cs: Changeset) -> None:
-        await prefetch(call, cs, {t.gtype: {t.gid: body}})
-        await apply_group(call, cs, t.gtype, t.gid, body, patch=patch)
+        await prefetch(call, cs, {t.group_type: {t.group_id: body}})
+        await apply_group(call, cs, t.group_type, t.group_id, body, patch=patch)
 
     _, outcome = await run(call, build)
     return await _entity_response(call, t.xid, inline, outcome)
@@ -348,20 +349,20 @@ async def write_resource(call: Call) -> Response:
     inline = call.inline()
     body = json_object(await json_body(call), t.path)
     if call.request.method == "POST":
-        body = drop_ids(call, body, t.rdef.id_attribute)
+        body = drop_ids(call, body, t.resource_def.id_attribute)
 
         async def build_post(cs: Changeset) -> str:
-            vid = await cs.post_version(t.gtype, t.gid, t.rtype, t.rid, body)
+            vid = await cs.post_version(t.group_type, t.group_id, t.resource_type, t.resource_id, body)
             await apply_default_version(call, cs, vid)
             return vid
 
         vid, outcome = await run(call, build_post)
         return await _entity_response(call, f"{t.xid}/versions/{vid}", inline, outcome)
-    body = drop_ids(call, body, t.rdef.id_attribute)
+    body = drop_ids(call, body, t.resource_def.id_attribute)
     patch = call.request.method == "PATCH"
 
     async def build(cs: Changeset) -> None:
-        await apply_resource(call, cs, t.gtype, t.gid, t.rtype, t.rid, body, patch=patch)
+        await apply_resource(call, cs, t.group_type, t.group_id, t.resource_type, t.resource_id, body, patch=patch)
         await apply_default_version(call, cs)
 
     _, outcome = await run(call, build)
@@ -373,11 +374,11 @@ async def write_resource(call: Call) -> Response:
 async def write_meta(call: Call) -> Response:
     t = call.target
     call.inline()
-    body = _meta_ignores(call, drop_ids(call, json_object(await json_body(call), t.path), t.rdef.id_attribute))
+    body = _meta_ignores(call, drop_ids(call, json_object(await json_body(call), t.path), t.resource_def.id_attribute))
     patch = call.request.method == "PATCH"
 
     async def build(cs: Changeset) -> None:
-        await cs.put_meta(t.gtype, t.gid, t.rtype, t.rid, body, patch=patch)
+        await cs.put_meta(t.group_type, t.group_id, t.resource_type, t.resource_id, body, patch=patch)
         await apply_default_version(call, cs)
 
     await run(call, build)
@@ -389,11 +390,12 @@ async def write_version(call: Call) -> Response:
     if t.document_view:
         return await write_document(call)
     inline = call.inline()
-    body = drop_ids(call, json_object(await json_body(call), t.path), t.rdef.id_attribute, "versionid")
+    body = drop_ids(call, json_object(await json_body(call), t.path), t.resource_def.id_attribute, "versionid")
     patch = call.request.method == "PATCH"
 
     async def build(cs: Changeset) -> None:
-        await cs.put_version(t.gtype, t.gid, t.rtype, t.rid, t.vid, body, patch=patch)
+        await cs.put_version(t.group_type, t.group_id, t.resource_type, t.resource_id, t.version_id, body,
+                             patch=patch)
         await apply_default_version(call, cs)
 
     _, outcome = await run(call, build)
@@ -406,17 +408,17 @@ async def write_document(call: Call) -> Response:
     t = call.target
     method = call.request.method
     raw = await read_body(call.request, call.settings.max_body_bytes, t.path)
-    attrs = header_attributes(call.request.headers.items(), call.model, t.gtype, t.rtype, t.path)
+    attrs = header_attributes(call.request.headers.items(), call.model, t.group_type, t.resource_type, t.path)
     if "id" in call.flags.ignore:
-        attrs.pop(t.rdef.id_attribute, None)
+        attrs.pop(t.resource_def.id_attribute, None)
         if t.kind == "version":
             attrs.pop("versionid", None)
     content_type = call.request.headers.get("content-type")
     new_version = method == "POST"
 
     async def build(cs: Changeset) -> str | None:
-        vid = await cs.put_document(t.gtype, t.gid, t.rtype, t.rid, t.vid, attrs, raw, content_type,
-                                    new_version=new_version)
+        vid = await cs.put_document(t.group_type, t.group_id, t.resource_type, t.resource_id, t.vid, attrs, raw,
+                                    content_type, new_version=new_version)
         await apply_default_version(call, cs, vid)
         return vid
 

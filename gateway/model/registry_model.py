@@ -222,6 +222,10 @@ class RegistryModel:
     def group(self, plural: str) -> GroupDef | None:
         return self.groups.get(plural)
 
+    def group_def(self, plural: str) -> GroupDef:
+        """The group type ``plural``, which the caller knows exists (``KeyError`` otherwise)."""
+        return self.groups[plural]
+
     def resource(self, group_plural: str, resource_plural: str) -> ResourceDef | None:
         g = self.groups.get(group_plural)
         return g.resources.get(resource_plural) if g else None
