@@ -16,14 +16,14 @@ import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
 from gateway.registry.timestamps import parse_ts, utc_now
 from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
-from gateway.storage.base import EntityRecord, Query, Store, Write
+from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -50,7 +50,7 @@ class Outcome:
 @dataclass
 class _State:
     xid: str
-    kind: str
+    kind: str  # "" while the entity does not exist
     ctype: str
     doc: dict[str, Any] | None
     stored_rev: int | None  # revision of the stored state, None when it did not exist
@@ -59,6 +59,13 @@ class _State:
     def id(self) -> str:
         """The entity's own id (a version's ``versionid``)."""
         return Xid.parse(self.xid).id or ""
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The attributes of an entity that exists (in the store or in this changeset)."""
+        if self.doc is None:
+            raise AssertionError(f"{self.xid} has no state here")
+        return self.doc
 
 
 class Changeset:
@@ -214,7 +221,7 @@ class Changeset:
                       patch)
         ids = {"registryid": registry_id, "xid": "/"}
         if self._finish(state, "registry", "", user, attrs, ids):
-            self._errors.extend(validate_attributes(state.doc, registry_definitions(self.model), subject="/",
+            self._errors.extend(validate_attributes(state.body, registry_definitions(self.model), subject="/",
                                                     extensible=True, model=self.model))
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
@@ -298,13 +305,14 @@ class Changeset:
 
         if xref:
             if default_attrs.keys() - {"versionid", "epoch"} or versions_in:
-                raise XRegistryError("extra_xref_attribute", rxid, name=next(iter(default_attrs or versions_in)))
+                raise XRegistryError("extra_xref_attribute", rxid, name=next(iter(default_attrs or versions_in or {})))
             for vstate in existing_versions:
                 self._set(vstate, "version", vctype, None)
         else:
             # 1. versions in the request
-            for vid in sorted((versions_in or {}), key=str.lower):
-                vbody = versions_in[vid]
+            requested = versions_in or {}
+            for vid in sorted(requested, key=str.lower):
+                vbody = requested[vid]
                 if not isinstance(vbody, dict):
                     raise XRegistryError("invalid_attribute", str(Xid(gtype, gid, rtype, rid, vid)), path="versions",
                                          name="versions", detail="each version must be an object")
@@ -315,7 +323,7 @@ class Changeset:
                 if rstate.doc is not None:
                     target = (meta_old or {}).get("defaultversionid")
                 elif (meta_in or {}).get("defaultversionid"):
-                    target = meta_in["defaultversionid"]
+                    target = (meta_in or {})["defaultversionid"]
                 elif not versions_in:
                     target = await self._next_version_id(rxid, vctype)
             # a resource without versions (new, or an xref turned back into a normal resource)
@@ -396,7 +404,7 @@ class Changeset:
         if not isinstance(attrs, dict):
             raise XRegistryError("invalid_attribute", str(Xid.parse(rxid).meta_of()), path="meta", name="meta",
                                  detail="meta must be an object")
-        old_xref = (rstate.doc.get("meta") or {}).get("xref")
+        old_xref = (rstate.body.get("meta") or {}).get("xref")
         new_xref = attrs.get("xref", old_xref if patch else None)
         vctype = f"{gtype}/{rtype}/versions"
         if new_xref:
@@ -568,17 +576,17 @@ class Changeset:
     def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
         """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
         by_id = {s.id: s for s in versions}
-        fresh = sorted((s for s in versions if not s.doc.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
-        settled = [s for s in versions if s.doc.get(ANCESTOR_ID)]
+        fresh = sorted((s for s in versions if not s.body.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
+        settled = [s for s in versions if s.body.get(ANCESTOR_ID)]
         for s in fresh:
             vid = s.id
-            s.doc[ANCESTOR_ID] = _newest(settled) if settled else vid
+            s.body[ANCESTOR_ID] = _newest(settled) if settled else vid
             settled.append(s)
         for s in versions:
-            anc = s.doc.get(ANCESTOR_ID)
+            anc = s.body.get(ANCESTOR_ID)
             vid = s.id
             if anc == "request":
-                s.doc[ANCESTOR_ID] = anc = vid
+                s.body[ANCESTOR_ID] = anc = vid
             if anc not in by_id:
                 raise XRegistryError("unknown_id", s.xid, singular="version", id=anc,
                                      detail=f"ancestorid {anc!r} names no version of {rxid}")
@@ -586,7 +594,7 @@ class Changeset:
             seen: list[str] = []
             cur = s.id
             while True:
-                nxt = by_id[cur].doc[ANCESTOR_ID]
+                nxt = by_id[cur].body[ANCESTOR_ID]
                 if nxt == cur:
                     break
                 if cur in seen:
@@ -597,8 +605,8 @@ class Changeset:
     def _repair_ancestors(self, versions: list[_State]) -> None:
         ids = {s.id for s in versions}
         for s in versions:
-            if s.doc.get(ANCESTOR_ID) not in ids:
-                s.doc[ANCESTOR_ID] = s.id
+            if s.body.get(ANCESTOR_ID) not in ids:
+                s.body[ANCESTOR_ID] = s.id
                 if s.xid.lower() not in self._dirty:
                     self._set(s, s.kind, s.ctype, s.doc)
 
@@ -650,7 +658,7 @@ class Changeset:
             gstate = self._states.get(Xid.parse(state.xid).group.key)
             group_attrs = gstate.doc if gstate else None
         try:
-            validate_entity(level, state.doc, model=self.model, group_type=gtype, resource_type=rtype,
+            validate_entity(level, state.body, model=self.model, group_type=gtype, resource_type=rtype,
                             subject=state.xid, group_attrs=group_attrs)
         except ValidationErrors as errs:
             self._errors.extend(errs.errors)
@@ -658,7 +666,7 @@ class Changeset:
             self._errors.append(err)
 
     def _validate_meta(self, rstate: _State, gtype: str, rtype: str) -> None:
-        meta = rstate.doc["meta"]
+        meta = rstate.body["meta"]
         try:
             validate_entity("meta", meta, model=self.model, group_type=gtype, resource_type=rtype,
                             subject=meta["xid"])
@@ -683,7 +691,8 @@ class Changeset:
     def writes(self) -> list[Write]:
         """The store writes this changeset amounts to (after validation)."""
         states = [self._states[key] for key in self._dirty]
-        return [Write(xid=s.xid, kind=s.kind, ctype=s.ctype, doc=s.doc, expect=s.stored_rev) for s in states]
+        return [Write(xid=s.xid, kind=cast(Kind, s.kind), ctype=s.ctype, doc=s.doc, expect=s.stored_rev)
+                for s in states]
 
     async def commit(self, note: str = "") -> Outcome:
         """Validate, then write everything in one store revision. Raises on any violation."""
@@ -818,7 +827,7 @@ def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryMod
 
 
 def _age_key(state: _State) -> tuple[Any, str]:
-    created = state.doc.get("createdat") or ""
+    created = state.body.get("createdat") or ""
     try:
         moment = parse_ts(created).timestamp()
     except (ValueError, TypeError):
@@ -830,8 +839,8 @@ def _newest(versions: list[_State]) -> str:
     """The newest version per the ``manual`` versionmode: among leaves (not anyone's ancestor),
     the latest ``createdat``, ties by the highest versionid (case-insensitive)."""
     ancestors = {
-        s.doc.get(ANCESTOR_ID) for s in versions
-        if s.doc.get(ANCESTOR_ID) and s.doc.get(ANCESTOR_ID) != s.id
+        s.body.get(ANCESTOR_ID) for s in versions
+        if s.body.get(ANCESTOR_ID) and s.body.get(ANCESTOR_ID) != s.id
     }
     leaves = [s for s in versions if s.id not in ancestors] or versions
     return max(leaves, key=_age_key).id
