@@ -125,7 +125,7 @@ def _protocol_options(e: dict[str, Any]) -> dict[str, Any]:
     return opts if isinstance(opts, dict) else {}
 
 
-def _endpoint_urls(e: dict[str, Any]) -> list[str] | None:
+def _endpoint_urls(e: dict[str, Any]) -> list[Any] | None:
     eps = _protocol_options(e).get("endpoints")
     if not isinstance(eps, list):
         return None
@@ -148,7 +148,7 @@ DERIVED: dict[str, Callable[[dict[str, Any]], Any]] = {
 }
 
 
-def xid_parts(xid: str) -> tuple[str, str, str | None, str | None]:
+def xid_parts(xid: str) -> tuple[str, str | None, str | None, str]:
     """``(group id, resource id or None, version id or None, own id)`` of a group/resource/version XID."""
     parts = xid.strip("/").split("/")
     group = parts[1]

@@ -22,7 +22,7 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, overload
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, In, InputPartition
@@ -59,7 +59,12 @@ def _revisions(name: str, value: str | None) -> int | dict[str, int] | None:
         raise ValueError(f"option {name} must be a revision or registry=revision pairs, not {value!r}") from None
 
 
+@overload
+def _int(options: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int: ...
+@overload
+def _int(options: Mapping[str, str], name: str, default: None, *, minimum: int = 1) -> int | None: ...
 def _int(options: Mapping[str, str], name: str, default: int | None, *, minimum: int = 1) -> int | None:
+    """An integer option (``default`` when not given); ``ValueError`` naming it when malformed."""
     value = options.get(name.lower())
     if value is None or str(value).strip() == "":
         return default
@@ -287,9 +292,10 @@ class XRegistryReader(DataSourceReader):
         """Take equality and IN on the pushable columns of the entity type; leave the rest."""
         fixed = set(schema_for(self.options.entity).fieldNames())
         for f in filters:
-            column = f.attribute[0] if len(f.attribute) == 1 else None
+            attribute: tuple[str, ...] = getattr(f, "attribute", ())  # (each kind of Filter has one)
+            column = attribute[0] if len(attribute) == 1 else None
             values = _pushed_value(f) if column in PUSHABLE and column in fixed else None
-            if values is None:
+            if column is None or values is None:
                 yield f
                 continue
             self.pushed[column] = self.pushed[column] & values if column in self.pushed else values
@@ -336,7 +342,7 @@ class XRegistryReader(DataSourceReader):
         rows: list[dict[str, Any]] = []
         with GatewayClient(self.options.client_config()) as gw:
             pages = (self._changes(gw, partition) if isinstance(partition, ChangesPartition)
-                     else self._snapshot(gw, partition))
+                     else self._snapshot(gw, cast(SnapshotPartition, partition)))
             for page in prefetched(pages):
                 rows.extend(r for r in page if self._matches(r))
                 if len(rows) >= BATCH_ROWS:

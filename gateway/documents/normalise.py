@@ -15,6 +15,7 @@ the content of schema documents.
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -141,7 +142,7 @@ class _Normaliser:
             groups = doc.get(plural)
             if isinstance(groups, dict):
                 doc[plural] = self.entities(groups, f"/{plural}", singular,
-                                            lambda g, p, pl=plural: self.group(pl, g, p))
+                                            functools.partial(self.group, plural))
         self.dataschema_formats(doc)
         return doc
 
@@ -224,7 +225,7 @@ class _Normaliser:
             target, rule = LEGACY_ATTRIBUTES.get(attr, (None, ""))
             if rule and target is None:
                 self.drop(ent, attr, path, rule, "the parent's id, implied by the location")
-            elif rule and attr != target:
+            elif rule and target is not None and attr != target:
                 self.rename(ent, attr, target, path, rule)
             elif attr.lower() == f"{singular}id" and attr != f"{singular}id":
                 self.rename(ent, attr, f"{singular}id", path, "legacy-attribute-names")
@@ -315,11 +316,11 @@ class _Normaliser:
                 if xid is not None:
                     self.note(path, "json-pointer-ref", f"messagegroups[{i}]", f"messagegroups {value!r} -> {xid!r}")
                     refs[i] = xid
-        options = e.get("protocoloptions")
-        if isinstance(options, dict):
-            self.reference(options, "willmessage", path, "protocoloptions.willmessage")
+        protocol_options = e.get("protocoloptions")
+        if isinstance(protocol_options, dict):
+            self.reference(protocol_options, "willmessage", path, "protocoloptions.willmessage")
             if _is_amqp(e.get("protocol")):
-                self.amqp(options, AMQP_ENDPOINT_OPTIONS, path, "protocoloptions")
+                self.amqp(protocol_options, AMQP_ENDPOINT_OPTIONS, path, "protocoloptions")
 
     # -- messages ----------------------------------------------------------------------------
 
@@ -432,7 +433,8 @@ def _schema_format(doc: dict, ref: Any) -> str | None:
     schema = ((group or {}).get("schemas") or {}).get(target.resource_id) if isinstance(group, dict) else None
     if not isinstance(schema, dict):
         return None
-    versions = schema.get("versions") if isinstance(schema.get("versions"), dict) else {}
+    given = schema.get("versions")
+    versions: dict[str, Any] = given if isinstance(given, dict) else {}
     if target.version_id is not None:
         version = versions.get(target.version_id)
         return version.get("format") if isinstance(version, dict) else None

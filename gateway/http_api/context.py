@@ -49,11 +49,11 @@ class Call:
         if t.kind in ("root", "api"):
             return ("registry",)
         if t.kind in ("groups", "group"):
-            return ("group", t.gtype)
+            return ("group", t.group_type)
         if t.kind in ("resources", "resource"):
-            return ("resource", t.gtype, t.rtype)
+            return ("resource", t.group_type, t.resource_type)
         if t.kind in ("versions", "version"):
-            return ("version", t.gtype, t.rtype)
+            return ("version", t.group_type, t.resource_type)
         return ("meta",)
 
     def inline(self, default: list[str] | None = None) -> Inline:

@@ -78,8 +78,8 @@ def attribute_headers(view: dict[str, Any], rdef: ResourceDef) -> list[tuple[str
         if name in skip:
             continue
         if isinstance(value, dict):
-            texts = {k: _text(v) for k, v in value.items()}
-            if value and all(t is not None for t in texts.values()):
+            texts = {k: t for k, v in value.items() if (t := _text(v)) is not None}
+            if value and len(texts) == len(value):  # only maps of scalars become headers
                 out += [(f"xRegistry-{name}.{k}", encode_value(t)) for k, t in texts.items()
                         if _TOKEN.fullmatch(f"{name}.{k}")]
             continue
@@ -147,7 +147,7 @@ def header_attributes(
     headers: Iterable[tuple[str, str]], model: RegistryModel, gtype: str, rtype: str, subject: str,
 ) -> dict[str, Any]:
     """Version attributes from the ``xRegistry-*`` headers of a document write."""
-    rdef = model.resource(gtype, rtype)
+    rdef = model.resource_def(gtype, rtype)
     defs = entity_definitions("version", model=model, group_type=gtype, resource_type=rtype)
     attrs: dict[str, Any] = {}
     seen: set[str] = set()

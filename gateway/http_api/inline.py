@@ -55,7 +55,7 @@ def inlineable(model: RegistryModel, level: Level) -> dict[str, Level | None]:
         gdef = model.group(level[1])
         return {r: ("resource", level[1], r) for r in (gdef.resources if gdef else {})}
     rdef = model.resource(level[1], level[2]) if kind in ("resource", "version") else None
-    doc = {rdef.singular: None} if rdef is not None and rdef.hasdocument else {}
+    doc: dict[str, Level | None] = {rdef.singular: None} if rdef is not None and rdef.hasdocument else {}
     if kind == "resource":
         return {"meta": None, "versions": ("version", level[1], level[2]), **doc}
     return doc
@@ -63,10 +63,9 @@ def inlineable(model: RegistryModel, level: Level) -> dict[str, Level | None]:
 
 def _attributes(model: RegistryModel, level: Level) -> set[str]:
     names = set(COMMON_ATTRIBUTES) | {"specversion", "registryid", "versionid", "isdefault"}
-    if level[0] == "group" and model.group(level[1]):
-        names |= set(model.group(level[1]).attributes)
-    if level[0] in ("resource", "version") and model.resource(level[1], level[2]):
-        rdef = model.resource(level[1], level[2])
+    if level[0] == "group" and (gdef := model.group(level[1])):
+        names |= set(gdef.attributes)
+    if level[0] in ("resource", "version") and (rdef := model.resource(level[1], level[2])):
         names |= set(rdef.attributes) | {f"{rdef.singular}base64", f"{rdef.singular}url", f"{rdef.singular}uri"}
     return names - {"*"}
 

@@ -99,6 +99,8 @@ class Renderer:
         if rec.kind == "registry":
             for name in {t.collections[0] for t in branch.terms if t.collections}:
                 sub = branch.descend(name)
+                if sub is None:  # (not reached: a term of the branch names this collection)
+                    continue
                 if not await count(self.store, Selection(ctype=name, filters=Filters((sub,)))):
                     return False
             return True
@@ -163,7 +165,7 @@ class Renderer:
     ) -> dict[str, list[EntityRecord]]:
         """The members of collection type ``ctype`` below each record, filtered per record."""
         out: dict[str, list[EntityRecord]] = {rec.key: [] for rec in records}
-        plain = [rec for rec in records if sub[rec.key] is None or not sub[rec.key].branches]
+        plain = [rec for rec in records if not ((f := sub[rec.key]) and f.branches)]
         if len(plain) > SCAN_THRESHOLD:
             wanted = {rec.key for rec in plain}
             after = None

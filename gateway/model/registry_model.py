@@ -226,6 +226,10 @@ class RegistryModel:
         """The group type ``plural``, which the caller knows exists (``KeyError`` otherwise)."""
         return self.groups[plural]
 
+    def resource_def(self, group_plural: str, resource_plural: str) -> ResourceDef:
+        """A resource type the caller knows exists (``KeyError`` otherwise)."""
+        return self.groups[group_plural].resources[resource_plural]
+
     def resource(self, group_plural: str, resource_plural: str) -> ResourceDef | None:
         g = self.groups.get(group_plural)
         return g.resources.get(resource_plural) if g else None

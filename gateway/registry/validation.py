@@ -400,8 +400,10 @@ def validate_entity(
 
 def _check_ids(run: _Run, attrs: dict, level: str, model: RegistryModel, group_type: str,
                resource_type: str | None) -> None:
-    group = model.group(group_type)
-    id_attrs = [group.id_attribute] if level == "group" else [group.resources[resource_type].id_attribute]
+    if level == "group":
+        id_attrs = [model.group_def(group_type).id_attribute]
+    else:
+        id_attrs = [model.resource_def(group_type, resource_type or "").id_attribute]
     if level == "version":
         id_attrs.append("versionid")
     for name in id_attrs:  # core/spec.md, <SINGULAR>id: "Otherwise, an error (malformed_id)"
