@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,11 +78,15 @@ async def _other_writer(path: Path, name: str) -> None:
         await other.apply_document({"messagegroups": {"g": {"name": name}}})
 
 
+def _registry(path: Path, recorder: _Recorder, **policy: Any) -> LocalRegistry:
+    """A registry whose back-off is recorded (its jitter always the largest delay)."""
+    write_policy = WritePolicy(**policy, sleep=recorder.sleep, uniform=lambda lo, hi: hi)
+    return LocalRegistry(SQLiteStore(path), registry_id="test", write_policy=write_policy)
+
+
 async def test_a_unit_that_lost_a_race_is_rebuilt_after_a_back_off(tmp_path: Path) -> None:
-    path = tmp_path / "r.db"
-    recorder = _Recorder()
-    policy = WritePolicy(attempts=5, base_delay=0.1, sleep=recorder.sleep, uniform=lambda lo, hi: hi)
-    async with LocalRegistry(SQLiteStore(path), registry_id="test", write_policy=policy) as reg:
+    path, recorder = tmp_path / "r.db", _Recorder()
+    async with _registry(path, recorder, attempts=5, base_delay=0.1) as reg:
         await reg.apply_document({"messagegroups": {"g": {"name": "start"}}})
         builds = 0
 
@@ -103,10 +108,8 @@ async def test_a_unit_that_lost_a_race_is_rebuilt_after_a_back_off(tmp_path: Pat
 
 
 async def test_a_unit_that_keeps_losing_fails_with_server_busy_and_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "r.db"
-    recorder = _Recorder()
-    policy = WritePolicy(attempts=3, base_delay=0.05, sleep=recorder.sleep, uniform=lambda lo, hi: hi)
-    async with LocalRegistry(SQLiteStore(path), registry_id="test", write_policy=policy) as reg:
+    path, recorder = tmp_path / "r.db", _Recorder()
+    async with _registry(path, recorder, attempts=3, base_delay=0.05) as reg:
         await reg.apply_document({"messagegroups": {"g": {"name": "start"}}})
         attempt = 0
 
