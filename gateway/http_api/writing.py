@@ -46,14 +46,15 @@ ABSENT = object()
 
 
 async def json_body(call: Call, *, required: bool = True) -> Any:
-    """The request's JSON body (:data:`ABSENT` when empty and not ``required``); ``xRegistry-*``
-    headers are refused alongside JSON metadata."""
+    """The request's JSON body (:data:`ABSENT` when there is none and it is not ``required``: zero
+    bytes; a body of white space is refused, never read as "no body"); ``xRegistry-*`` headers are
+    refused alongside JSON metadata."""
     header = has_attribute_headers(call.request.headers.items())
     if header:
         raise XRegistryError("extra_xregistry_header", call.subject, name=header,
                              detail="the metadata is in the body; use $details or drop the header")
     raw = await read_body(call.request, call.settings.max_body_bytes, call.subject)
-    if not required and not raw.strip():
+    if not required and not raw:
         return ABSENT
     return parse_json(raw, call.request.headers.get("content-type"), call.subject)
 

@@ -213,6 +213,11 @@ async def test_deleting_members_of_collections(app, client):
     meta_epoch = (await client.get("/registry/messagegroups/b/messages/m/meta")).json()["epoch"]
     ok = await client.request("DELETE", "/registry/messagegroups/b/messages", json={"m": {"meta": {"epoch": meta_epoch}}})
     assert ok.status_code == 204
+    # a body of white space is not "no body": refused, nothing deleted
+    blank = await client.request("DELETE", "/registry/messagegroups", content=b"  \n",
+                                 headers={"content-type": "application/json"})
+    assert_problem(blank, 400, "missing_body")
+    assert set((await client.get("/registry/messagegroups")).json()) == {"b", "c"}
     assert (await client.delete("/registry/messagegroups")).status_code == 204  # no body: all of them
     assert (await client.get("/registry/messagegroups")).json() == {}
 
