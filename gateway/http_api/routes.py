@@ -54,8 +54,12 @@ HANDLERS: dict[str, dict[str, Handler]] = {
 
 
 def allowed_methods(target: Target) -> str:
-    """The ``Allow`` header value of a target (documents cannot be patched: ``$details``)."""
-    return ", ".join([*(m for m in HANDLERS[target.kind] if not (m == "PATCH" and target.document_view)), "OPTIONS"])
+    """The ``Allow`` header value of a target (documents cannot be patched: ``$details``; every
+    readable target answers ``HEAD`` as its ``GET`` without the body)."""
+    methods = [m for m in HANDLERS[target.kind] if not (m == "PATCH" and target.document_view)]
+    if "GET" in methods:
+        methods.insert(methods.index("GET") + 1, "HEAD")
+    return ", ".join([*methods, "OPTIONS"])
 
 
 class XRegistryAPI:
@@ -86,15 +90,16 @@ class XRegistryAPI:
                 allow = allowed_methods(target)
                 response = Response(status_code=200, headers={"Allow": allow, "Access-Control-Allow-Methods": allow})
             else:
-                handler = methods.get(request.method)
+                method = "GET" if request.method == "HEAD" else request.method  # HEAD: GET's headers
+                handler = methods.get(method)
                 if handler is None:
                     raise XRegistryError("action_not_supported", target.path, action=request.method)
-                if request.method == "PATCH" and target.document_view:
+                if method == "PATCH" and target.document_view:
                     raise XRegistryError("details_required", target.xid)
                 principal = await principal_of(request)
-                state.auth.require(principal, "read" if request.method == "GET" else "write")
+                state.auth.require(principal, "read" if method == "GET" else "write")
                 flags = parse_flags(request.query_params.multi_items(), target.path)
-                check_context(flags, target, request.method)
+                check_context(flags, target, method)
                 call = Call(request, target, flags, state.registry, state.settings, request_id)
                 response = await handler(call)
         except AuthError as err:
@@ -111,4 +116,8 @@ class XRegistryAPI:
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
         response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
         response.headers["X-Request-Id"] = request_id
+        if request.method == "HEAD":  # the same status and headers (Content-Length included), no body
+            head = Response(status_code=response.status_code)
+            head.raw_headers = list(response.raw_headers)
+            response = head
         return response

@@ -144,8 +144,8 @@ async def test_model_capabilities_discovery_and_options(seeded):
     assert discovery.json() == {"registries": [BASE]}
     options = await seeded.options("/registry/messagegroups/orders/messages/created/meta")
     assert options.status_code == 200
-    assert options.headers["allow"] == options.headers["access-control-allow-methods"] == "GET, PUT, PATCH, OPTIONS"
-    assert (await seeded.options("/registry")).headers["allow"] == "GET, PUT, PATCH, POST, OPTIONS"
+    assert options.headers["allow"] == options.headers["access-control-allow-methods"] == "GET, HEAD, PUT, PATCH, OPTIONS"
+    assert (await seeded.options("/registry")).headers["allow"] == "GET, HEAD, PUT, PATCH, POST, OPTIONS"
 
 
 @pytest.mark.parametrize("expression, expected", [
@@ -234,3 +234,15 @@ async def test_a_dangling_xref_resource_reads_as_ids_and_xref(client):
     assert meta == {"messageid": "alias", "self": "#/", "xid": "/messagegroups/g/messages/alias/meta",
                     "xref": "/messagegroups/g/messages/gone"}
     assert_problem(await client.get("/registry/messagegroups/g/messages/alias/versions?doc"), 400, "cannot_doc_xref")
+
+
+async def test_head_answers_the_gets_status_and_headers_without_a_body(seeded):
+    for path in ("/registry", "/registry/messagegroups?limit=1", "/registry/messagegroups/orders",
+                 "/registry/schemagroups/sg/schemas/s", "/registry/messagegroups/nope"):
+        get, head = await seeded.get(path), await seeded.head(path)
+        assert head.status_code == get.status_code and head.content == b"", path
+        for name in ("content-type", "content-length", "location"):
+            assert head.headers.get(name) == get.headers.get(name), (path, name)
+        assert head.headers.get_list("link") == get.headers.get_list("link"), path
+    paged = await seeded.head("/registry/messagegroups?limit=1")
+    assert any("rel=next" in v for v in paged.headers.get_list("link"))  # pagination links survive HEAD
