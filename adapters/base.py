@@ -68,6 +68,27 @@ class SourceStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class Materialisation:
+    """A message as it really is: its ``basemessageuri`` chain merged (message/spec.md).
+
+    ``attributes`` is the entity's view with the merged attributes laid over it — what its
+    GraphQL fields show. ``inherited`` names, for each attribute the message does not declare,
+    the ``(registry, XID)`` of the base that supplied it; ``chain`` the bases passed, nearest
+    first. ``unresolved`` is ``(reference, reason)`` where the chain stopped short (``dangling``,
+    ``external``, ``too_deep``, ``unresolved``, ``circular``), with the errors met in
+    ``problems``. ``pending``: the chain goes on in another registry and has not been followed
+    yet (the GraphQL loaders complete it at read time).
+    """
+
+    attributes: dict[str, Any]
+    inherited: dict[str, tuple[str, str]] = field(default_factory=dict)
+    chain: tuple[tuple[str, str], ...] = ()
+    unresolved: tuple[str, str] | None = None
+    pending: bool = False
+    problems: tuple[XRegistryError, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Entity:
     """One entity as its xRegistry JSON view.
 
@@ -89,6 +110,14 @@ class Entity:
     meta: dict[str, Any] | None = None
     partial: bool = False
     revision: int | None = None
+    #: A message's materialised view (``None``: not a message, or not materialised yet).
+    materialised: Materialisation | None = None
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        """What the entity's attributes are: the materialised view of a message, else its view."""
+        m = self.materialised
+        return m.attributes if m is not None else self.view
 
     @property
     def id(self) -> str:
@@ -115,6 +144,12 @@ class Listing:
     after: str | None = None
     before: str | None = None
     as_of: int | None = None
+    #: Filters and sort read the declared attributes of messages, not their materialised ones
+    #: (a source that keeps no materialised view reads declared attributes anyway).
+    declared: bool = False
+    #: Free-text search words (every one must match); ``None``: no search. A source that cannot
+    #: search refuses the listing (``searchable``).
+    search: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -152,6 +187,10 @@ class WriteOutcome:
     deleted: list[str] = field(default_factory=list)
     revision: int | None = None
     normalisations: list[tuple[str, str, str]] = field(default_factory=list)
+    #: Messages re-materialised because a base of theirs was written.
+    rematerialised: list[str] = field(default_factory=list)
+    #: ``(message XID, reference)`` of messages whose base is not in the registry.
+    dangling: list[tuple[str, str]] = field(default_factory=list)
 
 
 class RegistrySource(abc.ABC):
@@ -163,6 +202,8 @@ class RegistrySource(abc.ABC):
     model: RegistryModel
     #: Whether :meth:`put_group` and the other writes are supported.
     writable: bool = False
+    #: Whether listings with a free-text ``search`` are supported (a store with a text index).
+    searchable: bool = False
     #: ``local``, ``xregistry`` or ``file``.
     kind: str = "local"
     #: The root URL of the registry's xRegistry HTTP API (``""``: none); absolute references

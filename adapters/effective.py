@@ -1,80 +1,112 @@
-"""The effective definition of a message: its ``basemessageuri`` chain merged.
+"""Materialising messages at read time, across registries.
 
-A message may name a base message (``basemessageuri``), which may name its own, in any
-registry. The effective definition starts from the last base and lays each message of the chain
-over it, ending with the message itself: objects (``envelopemetadata``, ``protocoloptions``, …)
-merge key by key, anything else is replaced. A base's identity (its ids, ``xid``, ``self``,
-``epoch``, timestamps, links) never leaks into the result. A chain that comes back to a message
-already in it is a cycle: reported, not followed; a base that cannot be resolved ends the chain
-(reported too). Each step is one load, so the chains of a page of messages advance together,
-one batch per registry per step.
+The local registry keeps each message's materialisation in its store (see
+``gateway.registry.materialise``): a chain that stays inside it needs nothing here. What is
+left is a chain that leaves a registry — a remote registry's message naming its
+``basemessageuri`` (remotes keep no materialised view), or a local chain ending at an absolute
+URL of another registry. :func:`complete` follows it through the federation's reference rules,
+one load per step (the request's batching loader: the chains of a page of messages advance
+together, one batch per registry per step), and lays the message over what it found. A base
+from a registry that keeps a materialised view contributes that view whole. Nothing here is an
+error for the query (message/spec.md: dangling references are permitted); the problems met are
+kept on the materialisation for the fields that report them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
-from adapters.base import Entity
+from adapters.base import Entity, Materialisation
 from gateway.errors import XRegistryError
-from gateway.xid import Xid
+from gateway.registry.materialise import BASE, IDENTITY, MAX_DEPTH, merge
 
 #: Resolves a reference made in a registry by an entity (``unresolved_reference`` on failure).
 Resolve = Callable[[Any, str, str], Awaitable[Entity]]
-
-#: Longest chain followed.
-MAX_DEPTH = 32
-#: A base's attributes that describe that base, not the definition it contributes.
-IDENTITY = frozenset({
-    "xid", "self", "shortself", "epoch", "createdat", "modifiedat", "versionid", "isdefault", "ancestorid",
-    "metaurl", "versionsurl", "versionscount", "basemessageuri", "name", "description", "documentation", "icon",
-})
+#: The collection types a base message may be of.
+MESSAGE_TYPES = ("messages", "messages/versions")
 
 
-def merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    """``over`` laid over ``base``: objects merged recursively, other values replaced."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = value
-    return out
+def is_message(entity: Entity) -> bool:
+    """Whether ``entity`` is a message (resource or version)."""
+    return entity.ctype.endswith("messages") or entity.ctype.endswith("messages/versions")
 
 
-async def effective_message(message: Entity, resolve: Resolve) -> tuple[dict[str, Any], list[XRegistryError]]:
-    """The merged definition of ``message`` and the problems met on its chain."""
-    chain, problems = [message], []
-    seen = {(message.registry, message.xid.lower())}
-    current = message
-    while current.view.get("basemessageuri"):
-        if len(chain) > MAX_DEPTH:
-            problems.append(XRegistryError("unresolved_reference", current.xid, registry=current.registry,
-                                           reference=current.view["basemessageuri"],
+def needs_completion(entity: Entity) -> bool:
+    """Whether :func:`complete` has anything to do for ``entity``."""
+    m = entity.materialised
+    if m is not None:
+        return m.pending
+    return is_message(entity) and bool(entity.view.get(BASE))
+
+
+def contribution(entity: Entity) -> dict[str, Any]:
+    """What an entity contributes to the messages based on it: its (materialised) attributes,
+    its identity and its own id left out."""
+    own_id = entity.id
+    return {k: v for k, v in entity.attributes.items()
+            if k not in IDENTITY and not (k.endswith("id") and v == own_id and k != "dataschemaxid")}
+
+
+async def complete(entity: Entity, resolve: Resolve) -> Entity:
+    """``entity`` with its materialisation completed through the other registries (unchanged
+    when there is nothing to complete)."""
+    if not needs_completion(entity):
+        return entity
+    m = entity.materialised
+    over = contribution(entity)
+    inherited = dict(m.inherited) if m is not None else {}
+    chain = list(m.chain) if m is not None else []
+    reference: Any = m.unresolved[0] if m is not None and m.unresolved else entity.view.get(BASE)
+    referrer = (entity.registry, chain[-1][1] if chain else entity.xid)
+    seen = {(entity.registry, entity.xid.lower()), *((r, x.lower()) for r, x in chain)}
+    layers: list[tuple[tuple[str, str], dict[str, Any], dict[str, tuple[str, str]]]] = []
+    problems: list[XRegistryError] = []
+    unresolved: tuple[str, str] | None = None
+    while reference:
+        if len(chain) >= MAX_DEPTH:
+            unresolved = (str(reference), "too_deep")
+            problems.append(XRegistryError("unresolved_reference", referrer[1], registry=referrer[0],
+                                           reference=reference,
                                            detail=f"the basemessageuri chain is longer than {MAX_DEPTH}"))
             break
         try:
-            base = await resolve(current.view["basemessageuri"], current.registry, current.xid)
+            base = await resolve(reference, referrer[0], referrer[1])
         except XRegistryError as exc:
+            unresolved = (str(reference), "unresolved")
             problems.append(exc)
             break
         key = (base.registry, base.xid.lower())
         if key in seen:
-            path = " -> ".join(f"{e.registry}:{e.xid}" for e in [*chain, base])
-            problems.append(XRegistryError("unresolved_reference", current.xid, registry=current.registry,
-                                           reference=current.view["basemessageuri"],
-                                           detail=f"basemessageuri cycle: {path}"))
+            passed = [(entity.registry, entity.xid), *chain, (base.registry, base.xid)]
+            path = " -> ".join(f"{r}:{x}" for r, x in passed)
+            unresolved = (str(reference), "circular")
+            problems.append(XRegistryError("unresolved_reference", referrer[1], registry=referrer[0],
+                                           reference=reference, detail=f"basemessageuri cycle: {path}"))
             break
         seen.add(key)
-        chain.append(base)
-        current = base
-    result: dict[str, Any] = {}
-    for entity in reversed(chain[1:]):
-        result = merge(result, {k: v for k, v in entity.view.items() if k not in IDENTITY and not _own_id(entity, k)})
-    return merge(result, message.view), problems
-
-
-def _own_id(entity: Entity, key: str) -> bool:
-    """``messageid`` and the like: a base's own id."""
-    xid = Xid.parse(entity.xid)
-    return key.endswith("id") and entity.view.get(key) == (xid.resource_id if xid.level == "version" else xid.id)
+        chain.append((base.registry, base.xid))
+        bm = base.materialised
+        layers.append(((base.registry, base.xid), contribution(base), dict(bm.inherited) if bm else {}))
+        if bm is not None:  # a materialised base stands for its whole chain (as far as it resolved)
+            chain.extend(bm.chain)
+            seen.update((r, x.lower()) for r, x in bm.chain)
+            if not bm.pending:
+                unresolved = bm.unresolved
+                break
+            reference = bm.unresolved[0] if bm.unresolved else None
+            referrer = (base.registry, bm.chain[-1][1] if bm.chain else base.xid)
+        else:
+            reference = base.view.get(BASE)
+            referrer = (base.registry, base.xid)
+    merged: dict[str, Any] = {}
+    origin: dict[str, tuple[str, str]] = {}
+    for where, attrs, their_inherited in reversed(layers):
+        merged = merge(merged, attrs)
+        origin.update({a: their_inherited.get(a, where) for a in attrs})
+    inherited.update({a: origin[a] for a in merged if a not in over})
+    materialised = Materialisation(
+        attributes={**entity.view, **merge(merged, over)}, inherited=inherited, chain=tuple(chain),
+        unresolved=unresolved, pending=False, problems=tuple(problems))
+    return replace(entity, materialised=materialised)

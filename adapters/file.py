@@ -42,6 +42,7 @@ class FileSource(RegistrySource):
 
     kind = "file"
     writable = False
+    searchable = True
 
     def __init__(self, config: RegistryConfig) -> None:
         self.config = config

@@ -14,16 +14,17 @@ import builtins
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, WriteOutcome
+from adapters.base import ChangeItem, Entity, Listing, Materialisation, RegistrySource, SourcePage, WriteOutcome
 from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import XRegistryError
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.reads import Selection, count, render, select, store_sort
+from gateway.registry.materialise import derived_of, message_ctypes
+from gateway.registry.reads import NOTHING, Materialised, Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
 from gateway.storage.base import EntityRecord, RevisionGone
-from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, sort_value
+from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
 from gateway.xid import Xid
 
 #: A key past every stored key (XIDs are ASCII).
@@ -34,6 +35,7 @@ class LocalSource(RegistrySource):
     """A :class:`LocalRegistry` (the store-backed registry) as a writable source."""
 
     writable = True
+    searchable = True
 
     def __init__(self, registry: LocalRegistry) -> None:
         self.registry = registry
@@ -41,6 +43,12 @@ class LocalSource(RegistrySource):
         self.id = registry.registry_id
         self.model = registry.model
         self.base_url = registry.base_url
+        #: Message collection types (materialised in the store), with their id attribute.
+        self.messages = message_ctypes(self.model)
+
+    def _materialised(self, listing: Listing) -> Materialised:
+        """The collection types a listing's filters and sort read materialised."""
+        return NOTHING if listing.declared else self.messages
 
     # -- reads --------------------------------------------------------------------------------
     async def revision(self) -> int:
@@ -74,9 +82,11 @@ class LocalSource(RegistrySource):
         pages = []
         for ctype in listing.ctypes:
             sel = Selection(ctype, parent=parent, filters=listing.filters, sort=listing.sort, limit=listing.limit,
-                            after=after, before=before, as_of=listing.as_of)
+                            after=after, before=before, as_of=listing.as_of, materialised=self._materialised(listing),
+                            search=listing.search)
             pages.append((ctype, await select(self.store, sel)))
-        rows = [(rec, store_sort(ctype, listing.sort)) for ctype, page in pages for rec in page.items]
+        rows = [(rec, store_sort(ctype, listing.sort, self._materialised(listing)))
+                for ctype, page in pages for rec in page.items]
         has_next = any(p.has_next for _, p in pages)
         has_prev = any(p.has_prev for _, p in pages)
         if len(pages) > 1:  # merge the collections' pages in sort order
@@ -94,7 +104,8 @@ class LocalSource(RegistrySource):
         total = 0
         for ctype in listing.ctypes:
             total += await count(self.store, Selection(ctype, parent=parent, filters=listing.filters,
-                                                       as_of=listing.as_of))
+                                                       as_of=listing.as_of, materialised=self._materialised(listing),
+                                                       search=listing.search))
         return total
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
@@ -102,13 +113,14 @@ class LocalSource(RegistrySource):
         keys = sorted({p.lower() for p in parents})
         # the hull of the parents' key ranges (k + "/", k + "0"): one index range scan
         sel = Selection(ctype, filters=listing.filters, after=Cursor(min(k + "/" for k in keys)),
-                        before=Cursor(max(k + "0" for k in keys)), as_of=listing.as_of)
+                        before=Cursor(max(k + "0" for k in keys)), as_of=listing.as_of,
+                        materialised=self._materialised(listing), search=listing.search)
         by_parent: dict[str, list[EntityRecord]] = {k: [] for k in keys}
         for rec in (await select(self.store, sel)).items:
             owned = by_parent.get(Xid.parse(rec.key).parent.key)
             if owned is not None:
                 owned.append(rec)
-        sort = store_sort(ctype, listing.sort)
+        sort = store_sort(ctype, listing.sort, self._materialised(listing))
         after, before = decode_cursor(listing.after), decode_cursor(listing.before)
         cut = {k: _cut(recs, sort, listing, after, before) for k, recs in by_parent.items()}
         rendered = iter(await self._entities([r for rows, *_ in cut.values() for r in rows], listing.as_of))
@@ -152,9 +164,23 @@ class LocalSource(RegistrySource):
         out = []
         for rec, view in zip(records, views, strict=False):
             meta = view.pop("meta", None) if rec.kind == "resource" else None
+            materialised = self._materialisation(rec, view) if rec.ctype in self.messages else None
             out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
-                              revision=rec.revision))
+                              revision=rec.revision, materialised=materialised))
         return out
+
+    def _materialisation(self, rec: EntityRecord, view: dict[str, Any]) -> Materialisation | None:
+        """A stored message's materialisation, as the sources show it."""
+        derived = derived_of(rec.kind, rec.doc)
+        if not derived:
+            return None
+        unresolved = derived.get("unresolved")
+        return Materialisation(
+            attributes={**view, **derived["attributes"]},
+            inherited={a: (self.id, x) for a, x in derived.get("inherited", {}).items()},
+            chain=tuple((self.id, x) for x in derived.get("chain", ())),
+            unresolved=(unresolved["reference"], unresolved["reason"]) if unresolved else None,
+            pending=bool(unresolved and unresolved["reason"] == "external"))
 
     async def complete(self, entities: Sequence[Entity]) -> builtins.list[dict[str, Any]]:
         """Full views: one ``count_children`` per child collection type and revision."""
@@ -266,7 +292,8 @@ def _with_epoch(attrs: dict[str, Any], epoch: int | None) -> dict[str, Any]:
 
 def _outcome(outcome: Outcome) -> WriteOutcome:
     return WriteOutcome(created=list(outcome.created), updated=list(outcome.updated),
-                        unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision)
+                        unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision,
+                        rematerialised=list(outcome.rematerialised), dangling=list(outcome.dangling))
 
 
 def _end_cursor(sort: Sort | None) -> Cursor:
@@ -285,7 +312,7 @@ def _position(rec: EntityRecord, sort: Sort | None) -> tuple:
     """Where a record sorts (ascending): its sort value's reference order, then its key."""
     if sort is None:
         return ((), rec.key)
-    return (_order_key(sort_value(rec.doc, sort.path)), rec.key)
+    return (_order_key(record_sort_value(rec, sort.path)), rec.key)
 
 
 def _cursor_position(cursor: Cursor, sort: Sort | None) -> tuple:

@@ -43,6 +43,8 @@ class ImportReport:
     rows: list[tuple[str, dict[str, int], str]] = field(default_factory=list)
     rules: Counter = field(default_factory=Counter)
     changes: list[str] = field(default_factory=list)
+    #: Messages whose base message is not in the registry (permitted; they stay as declared).
+    dangling: list[str] = field(default_factory=list)
 
     @property
     def rejected(self) -> int:
@@ -75,6 +77,8 @@ async def run_import(settings: Settings, paths: list[Path], *, strict: bool,
                 else:
                     counts = _kind_counts(registry, outcome)
                     report.rows.append((str(path), counts, ""))
+                    report.dangling += [f"{path.name}: {xid}: basemessageuri {ref} is not in the registry"
+                                        for xid, ref in outcome.dangling]
                     for n in notes:
                         report.rules[n.rule] += 1
                         report.changes.append(f"{path.name}: {n.path}: {n.rule}: {n.detail}")
@@ -125,6 +129,12 @@ def import_cmd(
         if verbose:
             for line in report.changes:
                 out.print("  " + line, markup=False, highlight=False)
+    if report.dangling:
+        out.print(f"{len(report.dangling)} message(s) name a base message that is not in the registry; they show "
+                  "what they declare until it is imported" + ("" if verbose else " (--verbose lists them)"))
+        if verbose:
+            for line in report.dangling:
+                out.print("  " + line, markup=False, highlight=False)
     if report.rejected:
         err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; "
                   "nothing was written from them.[/red]")
@@ -136,16 +146,19 @@ def export_cmd(
     output: Annotated[Path | None, typer.Option("--output", "-o",
                                                 help="File to write (default: standard output).")] = None,
     as_of: Annotated[int | None, typer.Option("--as-of", help="Export the registry as of this revision.")] = None,
+    materialised: Annotated[bool, typer.Option(
+        "--materialised", help="Each message as it really is (its basemessageuri chain merged) instead of what it "
+                               "declares; such a document is for reading, not for importing back.")] = False,
     config: ConfigOption = None,
 ) -> None:
-    """Write the local registry as one xRegistry 1.0-rc4 document."""
+    """Write the local registry as one xRegistry 1.0-rc4 document (what each entity declares)."""
     settings = _settings(config)
 
     async def run() -> dict:
         registry = LocalRegistry.from_settings(settings)
         await registry.open()
         try:
-            return await registry.export_document(as_of=as_of)
+            return await registry.export_document(as_of=as_of, materialised=materialised)
         finally:
             await registry.close()
 

@@ -26,7 +26,8 @@ from strawberry.types.field import StrawberryField
 from adapters.base import Listing, SourcePage
 from gateway.errors import UserInputError
 from gateway.registry.filters import Filters
-from gateway.storage.semantics import Sort
+from gateway.registry.search import search_words
+from gateway.storage.semantics import RANK, Sort
 from resolvers.context import Context
 
 T = TypeVar("T")
@@ -107,11 +108,16 @@ class Paging:
     after: str | None = None
     last: int | None = None
     before: str | None = None
+    search: str | None = None
 
 
-#: The paging arguments, in the order the schema lists them (after the field's own).
+#: The paging arguments, in the order the schema lists them (after the field's own), and the
+#: free-text search every collection takes.
 _PAGING_ARGUMENTS = (("first", Optional[int]), ("after", Optional[str]),  # noqa: UP045 - runtime annotations
-                     ("last", Optional[int]), ("before", Optional[str]))  # noqa: UP045
+                     ("last", Optional[int]), ("before", Optional[str]),  # noqa: UP045
+                     ("search", Optional[str]))  # noqa: UP045
+_DESCRIPTIONS = {"search": "Free text: entities whose ids, names, descriptions, labels or message types hold every "
+                           "word (a message's inherited values too), most relevant first unless `sort` is given."}
 
 
 class Paged(FieldExtension):
@@ -122,7 +128,7 @@ class Paged(FieldExtension):
         own = [a for a in field.arguments if a.python_name != "paging"]
         field.arguments = [*own, *(
             StrawberryArgument(python_name=name, graphql_name=None, type_annotation=StrawberryAnnotation(kind),
-                               default=None)
+                               default=None, description=_DESCRIPTIONS.get(name))
             for name, kind in _PAGING_ARGUMENTS)]
 
     def resolve(self, next_: Callable[..., Any], source: Any, info: Info, **kwargs: Any) -> Any:
@@ -144,9 +150,12 @@ def paged_field(description: str) -> Any:
 
 def make_listing(
     ctx: Context, ctypes: Sequence[str], filters: Filters | None, sort: Sort | None, paging: Paging, *,
-    as_of: int | None,
+    as_of: int | None, declared: bool = False,
 ) -> Listing:
     """The :class:`Listing` of one connection field's arguments."""
     limit, backward = page_size(ctx, paging.first, paging.last)
+    search = search_words(paging.search) if paging.search is not None else None
+    if search is not None and sort is None:
+        sort = Sort(RANK)
     return Listing(ctypes=tuple(ctypes), filters=filters, sort=sort, limit=limit, backward=backward,
-                   after=paging.after, before=paging.before, as_of=as_of)
+                   after=paging.after, before=paging.before, as_of=as_of, declared=declared, search=search)

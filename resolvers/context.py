@@ -61,7 +61,7 @@ class Context:
     reported: list[GraphQLError] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.loaders = Loaders(self.sources)
+        self.loaders = Loaders(self.sources, lambda: self.references)
 
     @cached_property
     def references(self) -> References:

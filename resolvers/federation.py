@@ -102,6 +102,13 @@ def chosen(info: Info, registries: list[str] | None) -> list[RegistrySource]:
     return [s for rid, s in sources.items() if wanted is None or rid in wanted]
 
 
+def unsearchable(registry: str, subject: str) -> XRegistryError:
+    """The error reported for a registry left out of a search."""
+    return XRegistryError("action_not_supported", subject, registry=registry, action="search",
+                          detail=f"registry {registry!r} cannot be searched (free text needs the gateway's own "
+                                 "store); use filter instead")
+
+
 async def across(
     info: Info, *, group_type: str | None, resource_type: str | None, registries: list[str] | None,
     filter: Filter | None, sort: SortBy | None, paging: Paging, wrap: Callable[[Any], Any],
@@ -111,13 +118,18 @@ async def across(
     subject = "/" + (resource_type or group_type or "")
     sources = chosen(info, registries)
     own: dict[str, Listing] = {}
+    if paging.search is not None:  # the registries that cannot search are left out, and said so
+        for source in [s for s in sources if not s.searchable]:
+            info.context.report(unsearchable(source.id, subject), info)
+        sources = [s for s in sources if s.searchable]
     for source in sources:
         ctypes = ctypes_of(source.model, group_type, resource_type)
         if ctypes:
             own[source.id] = make_listing(
                 ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
-                to_sort(sort, source.model, ctypes[0], subject), Paging(first=paging.first, last=paging.last),
-                as_of=None)
+                to_sort(sort, source.model, ctypes[0], subject),
+                Paging(first=paging.first, last=paging.last, search=paging.search),
+                as_of=None, declared=bool(getattr(filter, "declared", False)))
     if not own:
         if resource_type is not None:
             raise XRegistryError("unknown_resource_type", subject, name=resource_type, group=group_type or "any")
@@ -126,6 +138,7 @@ async def across(
     page = await list_across(sources, merged, lambda s: own.get(s.id))
     _report(info, page.errors)
     ctx.loaders.prime(page.items)
+    page.items = await ctx.loaders.settle(page.items)
 
     async def total() -> int:
         count, errors = await count_across(sources, lambda s: own.get(s.id))

@@ -16,6 +16,7 @@ from typing import Any
 
 import strawberry
 
+from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters, Term, parse_filters, parse_sort
 from gateway.registry.reads import collection_tree
@@ -51,11 +52,16 @@ class MessageGroupFilter(Filter):
     envelope: str | None = None
 
 
-@strawberry.input(description="Filters of messages; `format` is the `dataschemaformat`.")
+@strawberry.input(description="Filters of messages; `format` is the `dataschemaformat`. Typed fields, `raw` "
+                              "expressions and the sort match the materialised message (its `basemessageuri` "
+                              "chain merged) unless `declared` is true.")
 class MessageFilter(Filter):
     protocol: str | None = None
     envelope: str | None = None
     format: str | None = None
+    declared: bool = strawberry.field(
+        default=False, description="Match (and sort by) what each message declares itself, not its materialised "
+                                   "attributes.")
 
 
 @strawberry.input(description="Filters of schema groups, schemas and schema versions.")
@@ -102,11 +108,47 @@ def to_filters(given: Filter | None, model: RegistryModel, ctype: str, subject: 
     for label in given.labels or ():
         typed.append(_term(("labels", label.key), label.value))
     raw = parse_filters(given.raw, subject=subject, collections=collection_tree(model, ctype)) if given.raw else None
+    if raw is not None:
+        _refuse_plain_words(raw, given.raw or [], model, ctype, subject)
     if raw is not None and raw.exclude_all:
         return raw
     if raw is None:
         return Filters((FilterExpression(tuple(typed)),)) if typed else None
     return Filters(tuple(FilterExpression((*typed, *branch.terms)) for branch in raw.branches))
+
+
+#: Attributes every entity may have (core/spec.md), beside those its model defines.
+CORE_ATTRIBUTES = frozenset({
+    "name", "description", "documentation", "icon", "labels", "epoch", "xid", "self", "shortself", "createdat",
+    "modifiedat", "deprecated", "versionid", "isdefault", "ancestorid", "contenttype", "meta", "metaurl",
+    "versionsurl", "versionscount", "registryid", "specversion",
+    # the message, endpoint and schema domains' nested objects
+    "envelopemetadata", "envelopeoptions", "protocoloptions", "messagegroups", "usage", "channel", "deployed",
+    "format", "schema", "schemauri", "schemaurl", "xref", "defaultversionid", "defaultversionsticky",
+})
+
+
+def _refuse_plain_words(raw: Filters, given: list[str], model: RegistryModel, ctype: str, subject: str) -> None:
+    """A raw expression that is one word naming no attribute (``earthquake``) is a search typed
+    as a filter — it would test that such an attribute exists, and match nothing: refused, with
+    how to search instead."""
+    parts = ctype.split("/")
+    definition = (model.group(parts[0]) if len(parts) == 1 else model.resource(parts[0], parts[1])
+                  if len(parts) >= 2 else None)
+    if definition is None or "*" in definition.attributes:
+        return
+    id_attribute = f"{definition.singular}id"
+    for branch, text in zip(raw.branches, given, strict=False):
+        for term in branch.terms:
+            cond = term.condition
+            word = cond.path[0] if cond.path else ""
+            if (not term.collections and cond.op == "exists" and len(cond.path) == 1 and word not in CORE_ATTRIBUTES
+                    and word not in definition.attributes and word != id_attribute):
+                raise XRegistryError(
+                    "bad_filter", subject, value=text,
+                    detail=f'"{word}" is not an attribute of {parts[-1]}, so this filter (an attribute test) matches '
+                           f'nothing; to find entities by text, use the search argument: {parts[-1]}(search: '
+                           f'"{word}")')
 
 
 def to_sort(given: SortBy | None, model: RegistryModel, ctype: str, subject: str) -> Sort | None:

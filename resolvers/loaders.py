@@ -5,18 +5,25 @@ one :meth:`~adapters.base.RegistrySource.get_many` per registry and revision, ne
 one :meth:`~adapters.base.RegistrySource.list_children` per registry and listing, full views
 (collection counts) with one :meth:`~adapters.base.RegistrySource.complete` per registry. So the number
 of source (and store) calls grows with the depth of a query, not with the size of its pages.
+
+Every message handed out is materialised (:meth:`Loaders.settle`): a chain that leaves its
+registry is completed here through the reference rules, the chains of a page advancing
+together, one batch per registry per step (``adapters.effective``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from strawberry.dataloader import DataLoader
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
+from adapters.effective import MESSAGE_TYPES, complete, needs_completion
+from adapters.references import References
 
 #: ``(registry, as_of, XID as written)``; matched case-insensitively
 EntityKey = tuple[str, "int | None", str]
@@ -28,8 +35,10 @@ class Loaders:
     """The loaders of one request. A registry that fails (a remote that is down) fails only the
     loads addressed to it."""
 
-    def __init__(self, sources: Mapping[str, RegistrySource]) -> None:
+    def __init__(self, sources: Mapping[str, RegistrySource], references: Callable[[], References]) -> None:
         self.sources = sources
+        self.references = references
+        self._completed: dict[tuple, asyncio.Future[Entity]] = {}
         self.batcher = EntityBatcher(sources)
         self.entities: DataLoader[EntityKey, Entity | None] = self.batcher.loader
         self.children: DataLoader[ChildrenKey, SourcePage] = DataLoader(self._children)
@@ -37,12 +46,40 @@ class Loaders:
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
 
     async def entity(self, registry: str, xid: str, as_of: int | None) -> Entity | None:
-        """One entity by XID (``None`` when it does not exist)."""
-        return await self.batcher.load(registry, xid, as_of)
+        """One entity by XID (``None`` when it does not exist), materialised."""
+        entity = await self.batcher.load(registry, xid, as_of)
+        return await self._settled(entity) if entity is not None else None
 
     async def many(self, registry: str, xids: list[str], as_of: int | None) -> list[Entity | None]:
-        """Several entities by XID, in order."""
-        return await self.entities.load_many([(registry, as_of, x) for x in xids])
+        """Several entities by XID, in order, materialised."""
+        found = await self.entities.load_many([(registry, as_of, x) for x in xids])
+        return list(await asyncio.gather(*(self._settled(e) if e is not None else _none() for e in found)))
+
+    async def settle(self, entities: list[Entity]) -> list[Entity]:
+        """``entities`` with the materialisation of their messages completed across registries."""
+        if not any(needs_completion(e) for e in entities):
+            return entities
+        return list(await asyncio.gather(*(self._settled(e) for e in entities)))
+
+    async def _settled(self, entity: Entity) -> Entity:
+        if not needs_completion(entity):
+            return entity
+        key = (entity.registry, entity.as_of, entity.xid.lower())
+        future = self._completed.get(key)
+        if future is None:
+            future = self._completed[key] = asyncio.ensure_future(complete(entity, self._base_of(entity)))
+        return await future
+
+    def _base_of(self, owner: Entity) -> Any:
+        """How ``owner``'s chain loads its bases: the raw (unmaterialised) loads, inside its
+        registry at its revision, elsewhere at the current state."""
+        async def load(registry: str, xid: str) -> Entity | None:
+            return await self.batcher.load(registry, xid, owner.as_of if registry == owner.registry else None)
+
+        async def base(reference: Any, registry: str, subject: str) -> Entity:
+            return await self.references().resolve(reference, registry, load, subject, MESSAGE_TYPES)
+
+        return base
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read by a page, so that later look-ups of them are free."""
@@ -71,7 +108,14 @@ class Loaders:
         for r, parent, listing in keys:
             result = by_group[(r, listing)]
             pages.append(result if isinstance(result, BaseException) else result[parent.lower()])
-        for page in pages:
-            if isinstance(page, SourcePage):
-                self.prime(page.items)
+        ready = [page for page in pages if isinstance(page, SourcePage)]
+        for page in ready:
+            self.prime(page.items)
+        settled = iter(await self.settle([e for page in ready for e in page.items]))  # all chains at once
+        for page in ready:
+            page.items = [next(settled) for _ in page.items]
         return pages
+
+
+async def _none() -> None:
+    return None

@@ -45,6 +45,10 @@ class ImportResult:
     updated: int
     unchanged: int
     normalisations: list[Normalisation]
+    rematerialised: int = strawberry.field(description="Messages not in the document whose materialised view "
+                                                       "changed because a base of theirs did.")
+    dangling: list[str] = strawberry.field(description="Messages whose `basemessageuri` names a message that is not "
+                                                       "in the registry (permitted: they show what they declare).")
 
 
 def _object(value: Any, subject: str) -> dict[str, Any]:
@@ -60,7 +64,7 @@ async def _result(info: Info, registry: str, xid: str, outcome: WriteOutcome) ->
     if xid not in outcome.deleted:
         found = await info.context.source(registry).get_many([xid])
         entity = found.get(xid.lower())
-        node = to_node(entity) if entity is not None else None
+        node = to_node((await info.context.loaders.settle([entity]))[0]) if entity is not None else None
     return WriteResult(revision=outcome.revision, created=outcome.created, updated=outcome.updated,
                        deleted=outcome.deleted, node=node)
 
@@ -158,4 +162,5 @@ class Mutation:
             revision=outcome.revision, created=len(outcome.created), updated=len(outcome.updated),
             unchanged=len(outcome.unchanged),
             normalisations=[Normalisation(path=p, rule=r, detail=d) for p, r, d in outcome.normalisations],
+            rematerialised=len(outcome.rematerialised), dangling=[xid for xid, _ in outcome.dangling],
         )

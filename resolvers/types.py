@@ -10,6 +10,7 @@ entity was read at, so a registry read ``asOf`` a revision stays at that revisio
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from enum import Enum
 from typing import Any
 
@@ -21,11 +22,10 @@ from strawberry.types.base import get_object_definition
 
 from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
-from adapters.effective import effective_message
 from gateway.errors import XRegistryError
 from gateway.xid import Xid
 from resolvers.connections import Connection, PageInfo, Paging, connection, make_listing, page_size, paged_field
-from resolvers.federation import RegistryStatus
+from resolvers.federation import RegistryStatus, unsearchable
 from resolvers.filters import (
     EndpointFilter,
     Filter,
@@ -37,7 +37,7 @@ from resolvers.filters import (
     to_sort,
 )
 from resolvers.ids import global_id
-from resolvers.references import resolve, resolve_strict
+from resolvers.references import resolve
 from resolvers.scalars import Timestamp
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
@@ -52,10 +52,12 @@ def attr(description: str | None = None) -> Any:
 
 
 def read_field(obj: Any, name: str) -> Any:
-    """The default resolver: an entity's attribute fields read its view, anything else is getattr."""
+    """The default resolver: an entity's attribute fields read its attributes (a message's
+    materialised view, any other entity's view), anything else is getattr."""
     entity = getattr(obj, "__dict__", _NO_ATTRIBUTES).get("entity")
     if type(entity) is SourceEntity:
-        return entity.view.get(name)
+        m = entity.materialised
+        return (m.attributes if m is not None else entity.view).get(name)
     return getattr(obj, name)
 
 
@@ -104,11 +106,16 @@ async def collection(
         return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
     subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
     listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
-                           to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of)
+                           to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of,
+                           declared=bool(getattr(filter, "declared", False)))
+    if listing.search is not None and not source.searchable:
+        info.context.report(unsearchable(source.id, subject), info)
+        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
     try:
         if owner.kind == "registry":
             page = await source.list(listing)
             ctx.loaders.prime(page.items)
+            page.items = await ctx.loaders.settle(page.items)
             return connection(page, to_node, lambda: _count(info, source, listing))
         return connection(await ctx.loaders.children.load((owner.registry, owner.xid, listing)), to_node)
     except SourceUnavailable as exc:  # the registry is down: no rows, and the error reported
@@ -164,7 +171,7 @@ class Node:
 
     @strawberry.field(description="Attributes without a typed field here (extension attributes).")
     def attributes(self, info: Info) -> JSON:
-        view, known = self.entity.view, _field_names(type(self)) | _id_attributes(info, self.entity)
+        view, known = self.entity.attributes, _field_names(type(self)) | _id_attributes(info, self.entity)
         return JSON({k: v for k, v in view.items() if k not in known and not _is_link(k, view)})
 
     @strawberry.field(name="json", description="The entity's whole xRegistry JSON serialization.")
@@ -196,12 +203,12 @@ class Entity(Node):
 
     @strawberry.field(description="The entity's labels.")
     def labels(self) -> list[Label]:
-        labels = self.entity.view.get("labels") or {}
+        labels = self.entity.attributes.get("labels") or {}
         return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
 
     @strawberry.field(description="The value of one label.")
     def label(self, key: str) -> str | None:
-        labels = self.entity.view.get("labels")
+        labels = self.entity.attributes.get("labels")
         return labels.get(key) if isinstance(labels, dict) else None
 
 
@@ -283,15 +290,15 @@ class DataSchema:
 
     @strawberry.field(description="The message's `dataschemaformat`.")
     def format(self) -> str | None:
-        return self.message.view.get("dataschemaformat")
+        return self.message.attributes.get("dataschemaformat")
 
     @strawberry.field(description="The inline schema (`dataschema`), when the message carries one.")
     def inline(self) -> JSON | None:
-        return self.message.view.get("dataschema")
+        return self.message.attributes.get("dataschema")
 
     @strawberry.field(description="The `dataschemauri`, as written.")
     def uri(self) -> str | None:
-        return self.message.view.get("dataschemauri")
+        return self.message.attributes.get("dataschemauri")
 
     @strawberry.field(description="The XID of the schema or schema version the reference resolves to.")
     async def xid(self, info: Info) -> str | None:
@@ -322,7 +329,7 @@ class DataSchema:
 
     @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
     async def document(self, info: Info) -> JSON | None:
-        inline = self.message.view.get("dataschema")
+        inline = self.message.attributes.get("dataschema")
         if inline is not None:
             return inline
         target = await self._resolved(info)
@@ -335,19 +342,77 @@ class DataSchema:
         return await self.memo["target"]
 
     async def _resolve(self, info: Info) -> SourceEntity | None:
-        view = self.message.view
-        reference = view.get("dataschemaxid") or view.get("dataschemauri")
+        attrs = self.message.attributes
+        name = "dataschemaxid" if attrs.get("dataschemaxid") else "dataschemauri"
+        reference = attrs.get(name)
         if not reference:
             return None
-        if not view.get("dataschemaxid"):
+        owner = _writer_of(self.message, name)
+        if name == "dataschemauri":
             try:
-                info.context.references.targets(reference, self.message.registry, self.message.xid)
+                info.context.references.targets(reference, owner.registry, owner.xid)
             except XRegistryError:
                 return None  # a schema document outside the registries: not a registry reference
-        return await resolve(info, self.message, reference, ("schemas", "schemas/versions"))
+        return await resolve(info, owner, reference, ("schemas", "schemas/versions"))
 
 
-@strawberry.interface(description="The attributes of a message definition (message domain).")
+def _writer_of(message: SourceEntity, attribute: str) -> SourceEntity:
+    """The entity a (materialised) attribute of ``message`` was written in: the base it was
+    inherited from (references in it are relative to that base's registry), or the message."""
+    m = message.materialised
+    origin = m.inherited.get(attribute) if m is not None else None
+    if origin is None or origin[0] == message.registry:
+        return message
+    return SourceEntity(origin[0], origin[1], "resource", "", {}, None)
+
+
+@strawberry.type(description="An attribute a message takes from a base message, and that base.")
+class Inherited:
+    attribute: str
+    xid: str = strawberry.field(description="The base message (or message version) that supplies the value.")
+    registryid: str = strawberry.field(description="The registry of that base.")
+
+
+@strawberry.type(description="What a message (or message version) declares itself, before its `basemessageuri` "
+                             "chain is merged.")
+class DeclaredMessage:
+    entity: Private[SourceEntity]  # the message without its materialisation: fields read its view
+    name: str | None = attr()
+    description: str | None = attr()
+    documentation: str | None = attr()
+    icon: str | None = attr()
+    basemessageuri: str | None = attr()
+    envelope: str | None = attr()
+    envelopemetadata: JSON | None = attr()
+    envelopeoptions: JSON | None = attr()
+    protocol: str | None = attr()
+    protocoloptions: JSON | None = attr()
+    dataschemaformat: str | None = attr()
+    dataschemauri: str | None = attr()
+    dataschemaxid: str | None = attr()
+    datacontenttype: str | None = attr()
+
+    @strawberry.field(description="The labels the message declares.")
+    def labels(self) -> list[Label]:
+        labels = self.entity.view.get("labels") or {}
+        return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
+
+    @strawberry.field(description="The payload schema the message declares.")
+    def dataschema(self) -> DataSchema | None:
+        return _dataschema(self.entity)
+
+
+def _dataschema(entity: SourceEntity) -> DataSchema | None:
+    attrs = entity.attributes
+    if attrs.get("dataschema") is None and not attrs.get("dataschemauri") and not attrs.get("dataschemaxid"):
+        return None
+    return DataSchema(message=entity, memo={})
+
+
+@strawberry.interface(description="The attributes of a message definition (message domain). Every attribute is "
+                                  "the materialised value: the `basemessageuri` chain followed to its end and "
+                                  "merged back up (message/spec.md); `declared` gives what the message states "
+                                  "itself and `inheritedFrom` where each inherited value comes from.")
 class MessageDefinition:
     entity: Private[SourceEntity]  # as every Node's (this interface is mixed into nodes)
     basemessageuri: str | None = attr()
@@ -371,25 +436,36 @@ class MessageDefinition:
         node = to_node(target) if target is not None else None
         return node if isinstance(node, Message) else None
 
-    @strawberry.field(description="The definition in effect: the `basemessageuri` chain merged, each message "
-                                  "over its base (objects merged key by key); a cycle or an unresolvable base "
-                                  "is reported and ends the chain.")
-    async def effective(self, info: Info) -> JSON:
-        async def base(reference: Any, registry: str, subject: str) -> SourceEntity:
-            owner = SourceEntity(registry, subject, "resource", "", {}, self.entity.as_of)
-            return await resolve_strict(info, owner, reference, _MESSAGES)
+    @strawberry.field(description="What the message declares itself (its own attributes, nothing inherited).")
+    def declared(self) -> DeclaredMessage:
+        return DeclaredMessage(entity=replace(self.entity, materialised=None))
 
-        merged, problems = await effective_message(self.entity, base)
-        for problem in problems:
+    @strawberry.field(name="inheritedFrom", description="The attributes taken from a base message, each with the "
+                                                        "base that supplies it (nearest first in the chain).")
+    def inherited_from(self) -> list[Inherited]:
+        m = self.entity.materialised
+        return [Inherited(attribute=a, xid=x, registryid=r) for a, (r, x) in sorted(m.inherited.items())] if m else []
+
+    @strawberry.field(name="unresolvedBase", description="Where the `basemessageuri` chain stopped short (a "
+                                                         "dangling or unreachable reference, a cycle), or null. Not an "
+                                                         "error: the message shows what did resolve.")
+    def unresolved_base(self, info: Info) -> str | None:
+        m = self.entity.materialised
+        if m is None or m.unresolved is None:
+            return None
+        for problem in m.problems:
             info.context.report(problem, info)
-        return JSON(merged)
+        return m.unresolved[0]
+
+    @strawberry.field(description="The materialised definition as one JSON object (the typed fields' values, "
+                                  "extension attributes included). A base that does not resolve is not an error "
+                                  "here (message/spec.md): `unresolvedBase` says where the chain stopped.")
+    def effective(self) -> JSON:
+        return JSON({k: v for k, v in self.entity.attributes.items() if not _is_link(k, self.entity.view)})
 
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
     def dataschema(self, info: Info) -> DataSchema | None:
-        view = self.entity.view
-        if view.get("dataschema") is None and not view.get("dataschemauri") and not view.get("dataschemaxid"):
-            return None
-        return DataSchema(message=self.entity, memo={})
+        return _dataschema(self.entity)
 
 
 @strawberry.type(description="A message definition.")
@@ -694,6 +770,8 @@ class Registry(Entity):
         source = info.context.sources[self.entity.registry]
         until = until if until is not None else self.entity.as_of
         items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
+        settled = iter(await info.context.loaders.settle([i.entity for i in items if i.entity is not None]))
+        items = [replace(i, entity=next(settled)) if i.entity is not None else i for i in items]
         return ChangeFeed(nodes=[Change(item=i) for i in items], page_info=PageInfo(
             has_next_page=more, has_previous_page=after is not None, start_cursor=items[0].cursor if items else None,
             end_cursor=items[-1].cursor if items else None))

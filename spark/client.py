@@ -102,6 +102,8 @@ class GraphQLTransport:
 # -- the questions the data source asks ---------------------------------------------------------
 
 _PAGE_INFO = "pageInfo { hasNextPage endCursor }"
+#: What a resource or version row needs: its declared view, its revision, a message's materialised attributes.
+_ROW = "json revision ... on MessageDefinition { effective }"
 
 REGISTRIES = "query Registries { registries { registryid revision } }"
 
@@ -130,20 +132,20 @@ query Resources($r: String!, $v: Int!, $t: String!, $gf: Filter, $n: Int!, $a: S
                 $rt: String!, $f: Filter, $p: Int!) {
   registry(id: $r, asOf: $v) {
     groups(groupType: $t, filter: $gf, first: $n, after: $a) {
-      nodes { xid resources(resourceType: $rt, filter: $f, first: $p) { nodes { json revision } %s } }
+      nodes { xid resources(resourceType: $rt, filter: $f, first: $p) { nodes { %s } %s } }
     }
   }
-}""" % _PAGE_INFO
+}""" % (_ROW, _PAGE_INFO)
 
 #: The next page of one group's resources.
 MORE_RESOURCES = """
 query MoreResources($r: String!, $v: Int!, $x: String!, $rt: String!, $f: Filter, $p: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
     lookup(xid: $x) {
-      ... on Group { resources(resourceType: $rt, filter: $f, first: $p, after: $a) { nodes { json revision } %s } }
+      ... on Group { resources(resourceType: $rt, filter: $f, first: $p, after: $a) { nodes { %s } %s } }
     }
   }
-}""" % _PAGE_INFO
+}""" % (_ROW, _PAGE_INFO)
 
 #: Versions of the resources of a page range of groups (first page of each level).
 VERSIONS = """
@@ -152,10 +154,10 @@ query Versions($r: String!, $v: Int!, $t: String!, $gf: Filter, $n: Int!, $a: St
   registry(id: $r, asOf: $v) {
     groups(groupType: $t, filter: $gf, first: $n, after: $a) {
       nodes { xid resources(resourceType: $rt, first: $p) {
-        nodes { xid versions(filter: $f, first: $p) { nodes { json revision } %s } } %s } }
+        nodes { xid versions(filter: $f, first: $p) { nodes { %s } %s } } %s } }
     }
   }
-}""" % (_PAGE_INFO, _PAGE_INFO)
+}""" % (_ROW, _PAGE_INFO, _PAGE_INFO)
 
 #: The next page of one group's resources, with the first page of their versions.
 MORE_VERSIONED_RESOURCES = """
@@ -163,25 +165,25 @@ query MoreVersionedResources($r: String!, $v: Int!, $x: String!, $rt: String!, $
   registry(id: $r, asOf: $v) {
     lookup(xid: $x) {
       ... on Group { resources(resourceType: $rt, first: $p, after: $a) {
-        nodes { xid versions(filter: $f, first: $p) { nodes { json revision } %s } } %s } }
+        nodes { xid versions(filter: $f, first: $p) { nodes { %s } %s } } %s } }
     }
   }
-}""" % (_PAGE_INFO, _PAGE_INFO)
+}""" % (_ROW, _PAGE_INFO, _PAGE_INFO)
 
 #: The next page of one resource's versions.
 MORE_VERSIONS = """
 query MoreVersions($r: String!, $v: Int!, $x: String!, $f: Filter, $p: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
-    lookup(xid: $x) { ... on Resource { versions(filter: $f, first: $p, after: $a) { nodes { json revision } %s } } }
+    lookup(xid: $x) { ... on Resource { versions(filter: $f, first: $p, after: $a) { nodes { %s } %s } } }
   }
-}""" % _PAGE_INFO
+}""" % (_ROW, _PAGE_INFO)
 
 #: One page of the change feed between two revisions.
 CHANGES = """
 query Changes($r: String!, $v: Int!, $s: Int!, $c: [String!], $p: Int!, $a: String) {
   registry(id: $r, asOf: $v) {
     changes(since: $s, until: $v, collections: $c, first: $p, after: $a) {
-      nodes { xid type revision node { json } }
+      nodes { xid type revision node { json ... on MessageDefinition { effective } } }
       %s
     }
   }
@@ -205,14 +207,17 @@ class ChangeRow:
     change: str
     revision: int
     view: dict[str, Any] | None
+    #: A message's materialised attributes (its ``basemessageuri`` chain merged); ``None`` otherwise.
+    attributes: dict[str, Any] | None = None
 
 
-#: An entity as read: its xRegistry JSON view and the revision that wrote it (``None``: a remote's).
-Node = tuple[dict[str, Any], "int | None"]
+#: An entity as read: its xRegistry JSON view (what it declares), the revision that wrote it
+#: (``None``: a remote's) and, for a message, its materialised attributes (else ``None``).
+Node = tuple[dict[str, Any], "int | None", "dict[str, Any] | None"]
 
 
 def _nodes(conn: dict[str, Any]) -> list[Node]:
-    return [(n["json"], n.get("revision")) for n in conn["nodes"]]
+    return [(n["json"], n.get("revision"), n.get("effective")) for n in conn["nodes"]]
 
 
 def _filter(raw: list[str] | None) -> dict[str, Any] | None:
@@ -326,8 +331,8 @@ class GatewayClient:
         while True:
             conn = self._registry(CHANGES, {"r": registry, "v": revision, "s": since, "c": collections,
                                             "p": self.config.page_size, "a": after})["changes"]
-            yield [ChangeRow(n["xid"], str(n["type"]).lower(), int(n["revision"]), (n.get("node") or {}).get("json"))
-                   for n in conn["nodes"]]
+            yield [ChangeRow(n["xid"], str(n["type"]).lower(), int(n["revision"]), (n.get("node") or {}).get("json"),
+                             (n.get("node") or {}).get("effective")) for n in conn["nodes"]]
             if not conn["pageInfo"]["hasNextPage"] or not conn["nodes"]:
                 return
             after = conn["pageInfo"]["endCursor"]

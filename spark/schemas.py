@@ -13,9 +13,12 @@ Every entity type starts with the same columns::
     createdat, modifiedat TIMESTAMP
 
 then typed domain columns (:data:`DOMAIN_COLUMNS`), then ``entity STRING``: the whole entity as
-JSON. A change feed (``sinceRevision``) adds ``change STRING`` (``upserted`` / ``deleted``) in
-front. A user-supplied schema is honoured column by column: a known column name gets its value
-(converted to the requested type), any other name is looked up as a top-level attribute of the entity.
+JSON. For messages, every column but ``entity`` holds the materialised value (the message's
+``basemessageuri`` chain merged, as the gateway serves it); ``entity`` is what the message declares
+itself, its xRegistry serialization. A change feed (``sinceRevision``) adds ``change STRING``
+(``upserted`` / ``deleted``) in front. A user-supplied schema is honoured column by column: a
+known column name gets its value (converted to the requested type), any other name is looked up
+as a top-level attribute of the entity.
 """
 
 from __future__ import annotations
@@ -157,9 +160,13 @@ def xid_parts(xid: str) -> tuple[str, str | None, str | None, str]:
     return group, resource, version, parts[-1]
 
 
-def row_values(entity: str, registry: str, view: dict[str, Any], revision: int | None) -> dict[str, Any]:
+def row_values(
+    entity: str, registry: str, view: dict[str, Any], revision: int | None, attributes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """Every column of ``entity`` (fixed schema) for one entity's xRegistry view, by name, as
-    Python values (timestamps still as RFC 3339 strings; :func:`converter` converts)."""
+    Python values (timestamps still as RFC 3339 strings; :func:`converter` converts). For a
+    message, ``attributes`` are its materialised attributes: the typed columns read them, while
+    the ``entity`` column keeps what the message declares (``view``)."""
     xid = view["xid"]
     group, resource, _version, own = xid_parts(xid)
     out: dict[str, Any] = {"registry": registry, "xid": xid, "group": group, "id": own, "revision": revision}
@@ -167,11 +174,12 @@ def row_values(entity: str, registry: str, view: dict[str, Any], revision: int |
         out["schemaid"] = resource
     elif entity == "messages":
         out["grouptype"] = xid.strip("/").split("/")[0]
+    shown = {**view, **attributes} if attributes else view
     for field in HEAD[4:] + DOMAIN_COLUMNS[entity]:
         name = field.name
         if name in out:
             continue
-        out[name] = DERIVED[name](view) if name in DERIVED else view.get(name)
+        out[name] = DERIVED[name](shown) if name in DERIVED else shown.get(name)
     out[ENTITY_COLUMN] = json.dumps(view, separators=(",", ":"), ensure_ascii=False)
     return out
 

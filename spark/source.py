@@ -366,7 +366,8 @@ class XRegistryReader(DataSourceReader):
                 pages = read(c.registry, c.revision, c.gtype, plan.rtype, group_raw=group_raw, after=c.after,
                              count=c.count, raw=plan.entity_filter(self.pushed, c.gtype))
             for nodes in pages:  # each row's own revision; the pinned one where the registry has none
-                yield [_row(entity, c.registry, v, c.revision if rev is None else rev) for v, rev in nodes]
+                yield [_row(entity, c.registry, v, c.revision if rev is None else rev, attrs)
+                       for v, rev, attrs in nodes]
 
     def _changes(self, gw: GatewayClient, partition: ChangesPartition) -> Iterator[list[dict[str, Any]]]:
         entity = self.options.entity
@@ -374,7 +375,7 @@ class XRegistryReader(DataSourceReader):
             page = []
             for ch in changes:
                 if ch.view is not None:
-                    row = _row(entity, partition.registry, ch.view, ch.revision)
+                    row = _row(entity, partition.registry, ch.view, ch.revision, ch.attributes)
                 else:
                     row = _row(entity, partition.registry, {"xid": ch.xid}, ch.revision)
                     row.update({k: None for k in row if k not in _KEYS})
@@ -392,8 +393,9 @@ def _first(value: int | None, default: int) -> int:
     return default if value is None else value
 
 
-def _row(entity: str, registry: str, view: dict[str, Any], revision: int) -> dict[str, Any]:
-    row = row_values(entity, registry, view, revision)
+def _row(entity: str, registry: str, view: dict[str, Any], revision: int,
+         attributes: dict[str, Any] | None = None) -> dict[str, Any]:
+    row = row_values(entity, registry, view, revision, attributes)
     row["_view"] = view
     return row
 

@@ -21,6 +21,8 @@ from typing import Any, cast
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
+from gateway.registry.materialise import DERIVED, Materialised, materialise
+from gateway.registry.search import search_text
 from gateway.registry.timestamps import parse_ts, utc_now
 from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
@@ -41,6 +43,11 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    #: Messages whose materialisation changed (a base of theirs was written), not themselves.
+    rematerialised: list[str] = field(default_factory=list)
+    #: ``(message XID, reference)`` of the messages written whose ``basemessageuri`` chain ends
+    #: at a message that does not exist here (permitted: reported, not refused).
+    dangling: list[tuple[str, str]] = field(default_factory=list)
     revision: int | None = None
 
     def counts(self) -> dict[str, int]:
@@ -54,6 +61,8 @@ class _State:
     ctype: str
     doc: dict[str, Any] | None
     stored_rev: int | None  # revision of the stored state, None when it did not exist
+    #: The materialisation of a message (``DERIVED``, kept out of ``doc``), see ``materialise``.
+    derived: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -94,6 +103,7 @@ class Changeset:
         self._children_changed: dict[str, str] = {}  # parent key -> XID, collections gained/lost
         self._errors: list[XRegistryError] = []
         self._bumped: set[str] = set()  # keys whose epoch this changeset already increased
+        self._rederived: set[str] = set()  # keys only re-materialised (their own state unchanged)
 
     # -- loading ------------------------------------------------------------------------------
     async def prefetch(self, xids: Iterable[str]) -> None:
@@ -113,7 +123,10 @@ class Changeset:
         if rec is None:
             state = _State(xid, "", "", None, None)
         else:
-            state = _State(rec.xid, rec.kind, rec.ctype, copy.deepcopy(rec.doc), rec.revision)
+            doc = copy.deepcopy(rec.doc)
+            holder = doc.get("default") if rec.kind == "resource" else doc
+            derived = holder.pop(DERIVED, None) if isinstance(holder, dict) else None
+            state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived)
         self._states[key] = state
         try:
             parsed = Xid.parse(key)
@@ -688,11 +701,36 @@ class Changeset:
             self._stamp(doc, {}, state.doc)
             self._set(state, state.kind, state.ctype, doc)
 
+    # -- what materialisation uses (gateway.registry.materialise.Workspace) -------------------
+    def loaded(self, xid: str) -> _State:
+        """The state of an entity this changeset has already loaded."""
+        return self._states[xid.lower()]
+
+    async def state(self, xid: str) -> _State:
+        """The state of an entity (loaded from the store on first use)."""
+        return await self._state(xid)
+
+    def remember(self, rec: EntityRecord) -> _State:
+        """Take a record read elsewhere as the entity's state (unless already loaded)."""
+        return self._remember(rec.xid, rec)
+
+    def rewrite(self, state: _State) -> None:
+        """Write an entity's state again as it is (its materialisation and search text renewed)."""
+        if state.doc is not None and state.xid.lower() not in self._dirty:
+            self._rederived.add(state.xid.lower())
+
+    def set_derived(self, state: _State, derived: Materialised | None) -> None:
+        """Give a message its (re)computed materialisation (``materialise`` calls this)."""
+        new = derived.to_doc() if derived is not None else None
+        if new != state.derived:
+            state.derived = new
+            if state.xid.lower() not in self._dirty:
+                self._rederived.add(state.xid.lower())
+
     def writes(self) -> list[Write]:
         """The store writes this changeset amounts to (after validation)."""
-        states = [self._states[key] for key in self._dirty]
-        return [Write(xid=s.xid, kind=cast(Kind, s.kind), ctype=s.ctype, doc=s.doc, expect=s.stored_rev)
-                for s in states]
+        keys = [*self._dirty, *(k for k in sorted(self._rederived) if k not in self._dirty)]
+        return [_write(self._states[key]) for key in keys]
 
     async def commit(self, note: str = "") -> Outcome:
         """Validate, then write everything in one store revision. Raises on any violation."""
@@ -700,15 +738,38 @@ class Changeset:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
         await self._bump_parents()
+        await materialise(self, list(self._dirty))
         outcome = Outcome()
         for key, what in self._dirty.items():
             getattr(outcome, "deleted" if what == "deleted" else what).append(self._states[key].xid)
         outcome.unchanged = [self._states[k].xid for k in self._unchanged if k not in self._dirty]
+        outcome.rematerialised = [self._states[k].xid for k in sorted(self._rederived) if k not in self._dirty]
+        for key in [*self._dirty, *outcome.rematerialised]:
+            state = self._states[key.lower()]
+            unresolved = (state.derived or {}).get("unresolved") if state.doc is not None else None
+            if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
+                outcome.dangling.append((state.xid, unresolved["reference"]))
         writes = self.writes()
         outcome.revision = await self.store.commit(writes, note=note) if writes else None
         return outcome
 
 # -- helpers ----------------------------------------------------------------------------------
+def _write(state: _State) -> Write:
+    """The store write of a state: its doc with its materialisation (and the links of it)."""
+    doc = state.doc
+    links: tuple[str, ...] = ()
+    text = search_text(state.kind, state.xid, doc, state.derived) if doc is not None else None
+    if doc is not None and state.derived is not None:
+        if state.kind == "resource":
+            if doc.get("default"):
+                doc = {**doc, "default": {**doc["default"], DERIVED: state.derived}}
+        else:
+            doc = {**doc, DERIVED: state.derived}
+        links = Materialised.from_doc(state.derived).links
+    return Write(xid=state.xid, kind=cast(Kind, state.kind), ctype=state.ctype, doc=doc, expect=state.stored_rev,
+                 links=links, text=text)
+
+
 def _strip(attrs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
     drop = set(names) | SERVER_ATTRIBUTES
     return {k: v for k, v in attrs.items() if k not in drop}

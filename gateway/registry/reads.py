@@ -12,20 +12,25 @@ collection and keeping the entities that own a match.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters
+from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
-from gateway.storage.semantics import Condition, Cursor, Sort
+from gateway.storage.semantics import RANK, Condition, Cursor, Sort
 from gateway.xid import Xid
 
 #: Resource attributes that are the resource's own, not its default version's.
 RESOURCE_OWN = frozenset({"meta"})
+#: Collection types read as materialised messages, with their id attribute.
+Materialised = Mapping[str, str]
+NOTHING: Materialised = MappingProxyType({})
 
 
 def level_of(ctype: str) -> str:
@@ -33,19 +38,26 @@ def level_of(ctype: str) -> str:
     return ("registry", "group", "resource", "version")[len(ctype.split("/")) if ctype else 0]
 
 
-def store_path(ctype: str, path: Sequence[str]) -> tuple[str, ...]:
-    """Where an attribute path of an entity of ``ctype`` lives in its stored record."""
+def store_path(ctype: str, path: Sequence[str], materialised: Materialised = NOTHING) -> tuple[str, ...]:
+    """Where an attribute path of an entity of ``ctype`` lives in its stored record; for the
+    collection types in ``materialised`` (message types and their id attribute), the path of
+    the materialised value (see ``gateway.registry.materialise``)."""
+    path = tuple(path)
+    if path == RANK:
+        return path
+    if ctype in materialised:
+        path = materialised_path(path, materialised[ctype])
     if level_of(ctype) == "resource" and path and path[0] not in RESOURCE_OWN:
         return ("default", *path)
-    return tuple(path)
+    return path
 
 
-def store_condition(ctype: str, cond: Condition) -> Condition:
-    return Condition(store_path(ctype, cond.path), cond.op, cond.value, cond.wildcard)
+def store_condition(ctype: str, cond: Condition, materialised: Materialised = NOTHING) -> Condition:
+    return Condition(store_path(ctype, cond.path, materialised), cond.op, cond.value, cond.wildcard)
 
 
-def store_sort(ctype: str, sort: Sort | None) -> Sort | None:
-    return Sort(store_path(ctype, sort.path), sort.descending) if sort else None
+def store_sort(ctype: str, sort: Sort | None, materialised: Materialised = NOTHING) -> Sort | None:
+    return Sort(store_path(ctype, sort.path, materialised), sort.descending) if sort else None
 
 
 def collection_tree(model: RegistryModel, ctype: str) -> dict[str, Any]:
@@ -88,6 +100,11 @@ class Selection:
     after: Cursor | None = None
     before: Cursor | None = None
     as_of: int | None = None
+    #: Collection types whose filters and sort read materialised messages (GraphQL's default;
+    #: the xRegistry API reads declared attributes only).
+    materialised: Materialised = field(default_factory=lambda: NOTHING)
+    #: Free-text search words (see ``Query.search``).
+    search: tuple[str, ...] | None = None
 
 
 async def select(store: Store, sel: Selection) -> Page:
@@ -116,10 +133,11 @@ async def _query(store: Store, sel: Selection) -> Query | None:
     filters = sel.filters or Filters()
     if filters.exclude_all:
         return None
-    base = Query(ctype=sel.ctype, parent=sel.parent, sort=store_sort(sel.ctype, sel.sort), limit=sel.limit,
-                 after=sel.after, before=sel.before, as_of=sel.as_of)
+    m = sel.materialised
+    base = Query(ctype=sel.ctype, parent=sel.parent, sort=store_sort(sel.ctype, sel.sort, m), limit=sel.limit,
+                 after=sel.after, before=sel.before, as_of=sel.as_of, search=sel.search)
     if not filters.nested:
-        any_of = tuple(tuple(store_condition(sel.ctype, c) for c in group) for group in filters.any_of)
+        any_of = tuple(tuple(store_condition(sel.ctype, c, m) for c in group) for group in filters.any_of)
         return _replace(base, any_of=any_of)
     keys: set[str] = set()
     for branch in filters.branches:
@@ -138,12 +156,12 @@ async def _branch_keys(store: Store, sel: Selection, branch: FilterExpression) -
     for collections, conds in by_collection.items():
         ctype = "/".join([sel.ctype, *collections]) if sel.ctype else "/".join(collections)
         page = await store.list(Query(ctype=ctype, parent=sel.parent, as_of=sel.as_of,
-                                      any_of=(tuple(store_condition(ctype, c) for c in conds),)))
+                                      any_of=(tuple(store_condition(ctype, c, sel.materialised) for c in conds),)))
         owners = {_owner_key(rec.key, depth) for rec in page.items}
         allowed = owners if allowed is None else allowed & owners
     if not allowed:
         return set()
-    own = tuple(store_condition(sel.ctype, c) for c in branch.conditions)
+    own = tuple(store_condition(sel.ctype, c, sel.materialised) for c in branch.conditions)
     page = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of, keys=tuple(sorted(allowed)),
                                   any_of=(own,) if own else ()))
     return {rec.key for rec in page.items}

@@ -22,6 +22,7 @@ from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
+from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from gateway.storage import create_store
 from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
@@ -95,6 +96,8 @@ class LocalRegistry:
                 await cs.ensure_registry(self.registry_id, self.name)
 
             await self.write(create, subject="/", note="create registry")
+        elif await needs_materialising(self.store, self.model):
+            await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
 
     async def close(self) -> None:
         await self.store.close()
@@ -212,8 +215,11 @@ class LocalRegistry:
                 return
             after = page.cursor_of(page.items[-1], None)
 
-    async def export_document(self, *, as_of: int | None = None) -> dict[str, Any]:
-        """The whole registry as one xRegistry 1.0-rc4 document, everything inlined."""
+    async def export_document(self, *, as_of: int | None = None, materialised: bool = False) -> dict[str, Any]:
+        """The whole registry as one xRegistry 1.0-rc4 document, everything inlined: what each
+        entity declares (the document imports back as it is), or with ``materialised`` each
+        message as it really is, its ``basemessageuri`` chain merged (for consumers that want
+        the resolved definitions; ``basemessageuri`` stays, so it still names the base)."""
         await self.check_revision(as_of)
         base = self.base_url
         root = await self.store.get("/", as_of=as_of)
@@ -238,6 +244,11 @@ class LocalRegistry:
                     rview = resource_view(r, base, len(owned), include_meta=True)
                     default_id = (r.doc.get("meta") or {}).get("defaultversionid")
                     rview["versions"] = {vid: version_view(v, default_id, base) for vid, v in owned.items()}
+                    if materialised:
+                        rview = materialised_view(r.kind, r.doc, rview)
+                        rview["versions"] = {vid: materialised_view(v.kind, v.doc, view)
+                                             for (vid, view), v in zip(rview["versions"].items(), owned.values(),
+                                                                       strict=True)}
                     gview = by_key.get(Xid.parse(r.key).parent.key)
                     if gview is not None:
                         gview[rtype][r.id] = rview

@@ -522,14 +522,17 @@ def _check_envelope_protocol_form(run: _Run, attrs: dict) -> None:
 def _message_rules(run: _Run, attrs: dict, group_attrs: dict, *, endpoint: bool) -> None:
     _check_envelope_protocol_form(run, attrs)
     envelope, protocol = attrs.get("envelope"), attrs.get("protocol")
+    # A message with a base (basemessageuri) is completed by it (message/spec.md: the base's
+    # definitions are copied into it): what must come in pairs may come half from the base.
+    based = bool(attrs.get("basemessageuri"))
     # message/spec.md, envelopemetadata: "REQUIRED if envelope is specified." Its content "is
     # defined by the message envelope", so without an envelope it has no meaning.
-    if envelope is not None and attrs.get("envelopemetadata") is None:
+    if envelope is not None and attrs.get("envelopemetadata") is None and not based:
         run.missing("envelopemetadata")
-    if envelope is None and attrs.get("envelopemetadata") is not None:
+    if envelope is None and attrs.get("envelopemetadata") is not None and not based:
         run.invalid("envelopemetadata", "is only allowed together with an envelope")
     # message/spec.md, protocoloptions: "REQUIRED if protocol is specified."
-    if protocol is not None and attrs.get("protocoloptions") is None:
+    if protocol is not None and attrs.get("protocoloptions") is None and not based:
         run.missing("protocoloptions")
     # message/spec.md, dataschema / dataschemauri: "Mutually exclusive with the dataschemauri
     # attribute." "If present, dataschemaformat MUST be present."
@@ -537,7 +540,7 @@ def _message_rules(run: _Run, attrs: dict, group_attrs: dict, *, endpoint: bool)
         run.invalid("dataschemauri", "dataschema and dataschemauri are mutually exclusive")
     if (attrs.get("dataschema") is not None or attrs.get("dataschemauri") is not None) and attrs.get(
         "dataschemaformat"
-    ) is None:
+    ) is None and not based:
         run.missing("dataschemaformat")
     # message/spec.md, dataschemaformat: "If present, MUST be a non-empty case-insensitive
     # string." "MUST follow the naming convention <NAME>/<VERSION>".
@@ -562,19 +565,19 @@ def _message_rules(run: _Run, attrs: dict, group_attrs: dict, *, endpoint: bool)
         # exclusive and MUST NOT be present at the same time."
         if name == "http" and options.get("method") is not None and options.get("status") is not None:
             run.invalid("protocoloptions.status", "status and method are mutually exclusive")
-    _check_group_consistency(run, attrs, group_attrs, endpoint=endpoint)
+    _check_group_consistency(run, attrs, group_attrs, endpoint=endpoint, based=based)
 
 
-def _check_group_consistency(run: _Run, attrs: dict, group: dict, *, endpoint: bool) -> None:
+def _check_group_consistency(run: _Run, attrs: dict, group: dict, *, endpoint: bool, based: bool) -> None:
     genv, gprot = group.get("envelope"), group.get("protocol")
     env, prot = attrs.get("envelope"), attrs.get("protocol")
     if isinstance(genv, str):
-        if env is None:
+        if env is None and not based:
             run.missing("envelope")
         elif isinstance(env, str) and not _envelope_within(genv, env, endpoint=endpoint):
             run.invalid("envelope", f'must match the envelope of its group ("{genv}")')
     if isinstance(gprot, str):
-        if prot is None:
+        if prot is None and not based:
             run.missing("protocol")
         elif isinstance(prot, str) and canonical_protocol(prot) != canonical_protocol(gprot):
             run.invalid("protocol", f'must be the protocol of its group ("{gprot}")')

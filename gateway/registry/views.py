@@ -1,6 +1,7 @@
 """Serialise stored entity states as xRegistry JSON (core/spec.md "JSON Serialization").
 
-Stored records hold only an entity's own attributes; these functions add what a view shows:
+Stored records hold an entity's own attributes (and a message's materialisation, which views
+leave out: see ``gateway.registry.materialise``); these functions add what a view shows:
 ``self`` URLs, the ``<COLLECTION>url`` / ``<COLLECTION>count`` pairs, and for a resource its
 default version's attributes with ``meta`` and ``versions`` links.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.model.registry_model import RegistryModel
+from gateway.registry.materialise import DERIVED
 from gateway.storage.base import EntityRecord
 from gateway.xid import Xid
 
@@ -66,8 +68,9 @@ def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
 
 
 def version_view(rec: EntityRecord, default_id: str | None, base_url: str) -> dict[str, Any]:
-    """A version, with ``isdefault``."""
+    """A version, with ``isdefault`` (its declared attributes: the materialisation left out)."""
     doc = dict(rec.doc)
+    doc.pop(DERIVED, None)
     id_attr = next((k for k in doc if k.endswith("id") and k not in ("versionid", "ancestorid")), None)
     out: dict[str, Any] = {}
     if id_attr:
@@ -86,6 +89,7 @@ def resource_view(
     """A resource: its default version's attributes, then ``meta`` and ``versions`` links."""
     meta = rec.doc.get("meta") or {}
     default = dict(rec.doc.get("default") or {})
+    default.pop(DERIVED, None)
     id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)),
                    f"{rec.ctype.split('/')[-1].rstrip('s')}id")
     out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}

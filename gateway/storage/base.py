@@ -42,6 +42,8 @@ class EntityRecord:
     doc: dict[str, Any]
     revision: int = 0
     deleted: bool = False
+    #: How well the record matched a text search (lower is better; ``None`` without one).
+    rank: float | None = None
 
     @property
     def key(self) -> str:
@@ -65,6 +67,10 @@ class Write:
 
     ``expect`` guards against lost updates: ``None`` means the entity must not exist (or be
     deleted), an int means its current state must have that revision, ``...`` skips the check.
+    ``links`` are the keys (lower-cased XIDs) of the entities the new state depends on: the
+    store indexes them so that :meth:`Store.referrers` finds the state from any of them.
+    ``text`` is what a text search finds the state by: ``(title, body)`` (ids and names; the
+    rest), the title weighing more (see :attr:`Query.search`).
     """
 
     xid: str
@@ -72,6 +78,8 @@ class Write:
     ctype: str
     doc: dict[str, Any] | None
     expect: int | EllipsisType | None = ...
+    links: tuple[str, ...] = ()
+    text: tuple[str, str] | None = None
 
     @property
     def key(self) -> str:
@@ -87,6 +95,9 @@ class Query:
     the descendants of one XID (``None``: across the whole registry). ``keys`` restricts to a
     set of entity keys. ``after`` / ``before`` are keyset cursors: the page starts after, or
     ends before, the cursor's row. ``as_of`` reads the registry as it was at that revision.
+    ``search`` keeps the entities whose :attr:`Write.text` holds every one of its words (case
+    and accents folded; English stemming); each record found carries its :attr:`EntityRecord.rank`,
+    and sorting by :data:`~gateway.storage.semantics.RANK` orders by relevance.
     """
 
     ctype: str
@@ -98,6 +109,7 @@ class Query:
     before: Cursor | None = None
     keys: tuple[str, ...] | None = None
     as_of: int | None = None
+    search: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -173,6 +185,8 @@ class NewState:
     kind: Kind
     ctype: str
     doc: dict[str, Any] | None
+    links: tuple[str, ...] = ()
+    text: tuple[str, str] | None = None
 
     @property
     def deleted(self) -> bool:
@@ -208,7 +222,8 @@ def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: 
             continue
         if k not in new and k in current:
             closing.append(k)
-        new[k] = NewState(k, w.xid, w.kind, w.ctype, w.doc)
+        links = tuple(dict.fromkeys(x.lower() for x in w.links)) if w.doc is not None else ()
+        new[k] = NewState(k, w.xid, w.kind, w.ctype, w.doc, links, w.text if w.doc is not None else None)
     return CommitPlan(closing, new)
 
 
@@ -335,6 +350,12 @@ class Store(abc.ABC):
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
     ) -> builtins.list[Change]:
         """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
+
+    @abc.abstractmethod
+    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+        """The live entities whose current state links to any of ``keys`` (see
+        :attr:`Write.links`; matched case-insensitively), in key order: a reverse index, one
+        index lookup per key whatever the size of the store."""
 
     @abc.abstractmethod
     async def explain(self, query: Query) -> str:

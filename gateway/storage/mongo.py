@@ -5,7 +5,8 @@ Collections::
     states    one document per state of an entity: xkey (lower-cased XID), xid, kind, ctype,
               parent (the parent's key), doc (the attributes; null for a tombstone), lc (``doc``
               with every string lower-cased, see below), rev_from, rev_to (null: the current
-              state), deleted, live (= current and not deleted). The state is visible for
+              state), deleted, live (= current and not deleted), links (``Write.links``), text
+              (``Write.text`` as ``{title, body}``) and words (its words, folded). The state is visible for
               revisions ``rev_from <= R < rev_to``. A write closes the current state
               (``rev_to = R, live = false``) and inserts the new one; a delete inserts a tombstone.
     counters  ``{_id: "revision", value: N}``: the last revision, bumped with ``$inc`` inside the
@@ -18,7 +19,12 @@ Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is nul
 state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
 ``states_live`` (live, ctype, xkey) for pages of current entities (a parent is a key range),
 ``states_asof`` (ctype, xkey, rev_from) for as-of pages, ``states_history`` (xkey, rev_from) for
-point reads and ``states_rev`` (rev_from) for changes and pruning.
+point reads, ``states_rev`` (rev_from) for changes and pruning, ``states_links`` (links, a
+multikey index) for :meth:`MongoStore.referrers` and ``states_search``, a text index on
+``text.title`` (weight 4) and ``text.body`` (weight 1) for searches: ``$text`` with every word
+quoted (all must appear), relevance its ``textScore``. A backend without ``$text`` (mongomock)
+matches the folded ``words`` instead, a word matching its stem (``earthquakes``: ``earthquake``),
+and ranks by weighted counts.
 
 Conditions compile to query operators over ``lc``, mirroring
 :func:`gateway.registry.filters.matches`: ``lc`` is folded with Python's ``str.lower`` (the
@@ -47,6 +53,7 @@ import inspect
 import json
 import re
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -64,12 +71,13 @@ from gateway.storage.semantics import (
     cursor_sort_value,
     matches,
     numeric_value,
-    sort_value,
+    record_sort_value,
     wildcard_parts,
 )
 
 DEFAULT_DATABASE = "xregistry"
-_PROJECTION = {"_id": 0, "lc": 0}
+_WITH_WORDS = {"_id": 0, "lc": 0, "links": 0, "text": 0}
+_PROJECTION = {**_WITH_WORDS, "words": 0}
 _MAX_INT = 2**63 - 1
 _CHUNK = 500
 _OPS = {"eq": "$eq", "lt": "$lt", "le": "$lte", "gt": "$gt", "ge": "$gte"}
@@ -80,6 +88,7 @@ INDEXES = {
     "states_asof": [("ctype", ASCENDING), ("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_history": [("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_rev": [("rev_from", ASCENDING)],
+    "states_links": [("links", ASCENDING)],
 }
 
 
@@ -182,13 +191,38 @@ def _cursor_key(value: Any) -> tuple:
     return compare_key(cursor_sort_value(value))
 
 
+_WORD = re.compile(r"\w+")
+
+
+def _stem(word: str) -> str:
+    """A crude English stem (the fallback of searches without ``$text``): ``earthquakes``,
+    ``earthquake`` → ``earthquak``; ``reporting`` → ``report``."""
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if word.endswith("ies") and len(word) > 4:
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        word = word[:-1]
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def words(text: str) -> list[str]:
+    """The folded, stemmed words of a text (accents removed)."""
+    plain = unicodedata.normalize("NFKD", text.lower())
+    return [_stem(w) for w in _WORD.findall("".join(c for c in plain if not unicodedata.combining(c)))]
+
+
 def _state_document(state: base.NewState, rev: int) -> dict[str, Any]:
     """The ``states`` document of a state a commit adds at revision ``rev``."""
     parent = EntityRecord(state.xid, state.kind, state.ctype, {}).parent_xid
+    text = {"title": state.text[0], "body": state.text[1]} if state.text else None
     return {"xkey": state.key, "xid": state.xid, "kind": state.kind, "ctype": state.ctype,
             "parent": parent.lower() if parent else None, "doc": state.doc,
             "lc": None if state.deleted else _fold(state.doc), "rev_from": rev, "rev_to": None,
-            "deleted": state.deleted, "live": not state.deleted}
+            "deleted": state.deleted, "live": not state.deleted, "links": list(state.links), "text": text,
+            "words": {"title": words(state.text[0]), "body": words(state.text[1])} if state.text else None}
 
 
 def _native_value(value: Any) -> Any:
@@ -218,6 +252,8 @@ class MongoStore(Store):
         self.partial_index = False
         #: Whether the backend equates booleans and numbers (mongomock), see ``_match``.
         self.strict_types = False
+        #: Whether the backend runs ``$text`` searches (else: the ``words`` fallback).
+        self.text_search = False
         self._lock = asyncio.Lock()
         self._opened = False
 
@@ -234,6 +270,13 @@ class MongoStore(Store):
                                            name="states_current", unique=True)
         for name, keys in INDEXES.items():
             await self.states.create_index(keys, name=name)
+        await self.states.create_index([("text.title", "text"), ("text.body", "text")], name="states_search",
+                                       weights={"text.title": 4, "text.body": 1}, default_language="english")
+        try:
+            await self.states.find_one({"$text": {"$search": "probe"}}, {"_id": 1})
+            self.text_search = True
+        except NotImplementedError:  # mongomock
+            self.text_search = False
         # Also creates the collection: servers before 4.4 cannot create one inside a transaction.
         await self.revisions.create_index([("at", ASCENDING)], name="revisions_at")
         await self.counters.update_one({"_id": "revision"}, {"$setOnInsert": {"value": 0}}, upsert=True)
@@ -394,6 +437,8 @@ class MongoStore(Store):
     async def _native_order(self, query: Query) -> bool:
         """Whether the database can order the page exactly: key order, or a plain sort path
         whose values (among the query's entities) are all scalars."""
+        if query.search is not None:
+            return False
         if query.sort is None:
             return True
         path = query.sort.path
@@ -426,14 +471,36 @@ class MongoStore(Store):
         return out
 
     async def _matching(self, query: Query) -> list[EntityRecord]:
-        """Every entity matching ``query`` (cursors ignored), in no particular order."""
+        """Every entity matching ``query`` (cursors ignored), in no particular order; with a
+        search, each carrying its rank."""
         conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
         flt, clauses = self._base(query)
         if clauses or conds:
             flt["$and"] = clauses + ([conds] if conds else [])
-        cursor = self._find(flt)
-        return [r for r in map(self._record, await cursor.to_list(length=None))
-                if exact or matches(r.doc, query.any_of)]
+        if query.search is None:
+            cursor = self._find(flt)
+            return [r for r in map(self._record, await cursor.to_list(length=None))
+                    if exact or matches(r.doc, query.any_of)]
+        out = []
+        if self.text_search:
+            flt["$text"] = {"$search": " ".join('"' + w.replace('"', " ") + '"' for w in query.search)}
+            cursor = self.states.find(flt, {**_PROJECTION, "score": {"$meta": "textScore"}})
+            for d in await cursor.to_list(length=None):
+                rec = self._record(d)
+                if exact or matches(rec.doc, query.any_of):
+                    out.append(replace(rec, rank=-float(d["score"])))
+            return out
+        wanted = [w for term in query.search for w in words(term)]
+        cursor = self.states.find(flt, _WITH_WORDS)
+        for d in await cursor.to_list(length=None):
+            found = d.get("words") or {"title": [], "body": []}
+            if not all(w in found["title"] or w in found["body"] for w in wanted):
+                continue
+            rec = self._record(d)
+            if exact or matches(rec.doc, query.any_of):
+                score = sum(4 * found["title"].count(w) + found["body"].count(w) for w in wanted)
+                out.append(replace(rec, rank=-float(score)))
+        return out
 
     async def list(self, query: Query) -> Page:
         self.stats.hit("list")
@@ -465,7 +532,7 @@ class MongoStore(Store):
         desc = sort.descending
 
         def pos(r: EntityRecord) -> tuple:
-            return (compare_key(sort_value(r.doc, sort.path)), r.key)
+            return (compare_key(record_sort_value(r, sort.path)), r.key)
 
         def cur(c: Cursor) -> tuple:
             return (_cursor_key(c.value), c.key)
@@ -492,7 +559,7 @@ class MongoStore(Store):
         async with self._reading():
             await self._check(query.as_of)
             conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
-            if not exact:
+            if not exact or query.search is not None:
                 return len(await self._matching(query))
             flt, clauses = self._base(query)
             if clauses or conds:
@@ -549,6 +616,18 @@ class MongoStore(Store):
             return []
         cursor = self._find(flt, [("xkey", ASCENDING)], None if limit is None or limit < 0 else limit)
         return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
+
+    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+        self.stats.hit("referrers")
+        targets = sorted({k.lower() for k in keys})
+        out: dict[str, EntityRecord] = {}
+        async with self._reading():
+            for i in range(0, len(targets), _CHUNK):
+                cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True})
+                for d in await cursor.to_list(length=None):
+                    rec = self._record(d)
+                    out[rec.key] = rec
+        return [out[k] for k in sorted(out)]
 
     async def explain(self, query: Query) -> str:
         """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;

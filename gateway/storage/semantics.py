@@ -92,6 +92,17 @@ class Keyed(Protocol):
     def doc(self) -> dict[str, Any]: ...
 
 
+#: The sort path of relevance: a text search's rank (lower is better; see ``Query.search``).
+RANK: tuple[str, ...] = ("@rank",)
+
+
+def record_sort_value(record: Any, path: Sequence[str]) -> Any:
+    """The value a record sorts by: its search rank for :data:`RANK`, else :func:`sort_value`."""
+    if tuple(path) == RANK:
+        return getattr(record, "rank", None)
+    return sort_value(record.doc, path)
+
+
 def sort_value(doc: dict[str, Any], path: Sequence[str]) -> Any:
     """The value a sort path selects in ``doc`` (``None`` when absent)."""
     node: Any = doc
@@ -106,7 +117,7 @@ def cursor_for(record: Keyed, sort: Sort | None) -> Cursor:
     """The keyset cursor that points at ``record`` under ``sort``."""
     if sort is None:
         return Cursor(key=record.key)
-    value = sort_value(record.doc, sort.path)
+    value = record_sort_value(record, sort.path)
     if isinstance(value, (dict, list)):
         value = json.dumps(value, sort_keys=True)
     return Cursor(key=record.key, value=value)

@@ -13,6 +13,15 @@ Schema::
         a delete inserts a tombstone (``deleted = 1, live = 0``).
     meta(key TEXT PRIMARY KEY, value)
         ``oldest``: the history horizon (oldest revision as-of reads can reconstruct).
+    links(seq, target)
+        the links of the *current* states (``Write.links``): one row per state and linked key,
+        indexed by ``target`` for :meth:`SQLiteStore.referrers`; a commit drops the rows of
+        the states it closes.
+    search(title, body)
+        an FTS5 table (porter stemming, accents folded) of every state's ``Write.text``, its
+        rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
+        searches work; relevance is ``bm25`` with the title weighing 4 times the body. Pruning
+        drops the rows of the states it drops.
 
 Indexes: ``states_current`` unique on ``xkey`` where ``rev_to IS NULL`` (one current row per
 entity; point reads, the commit's lookups), ``states_live`` on ``(ctype, xkey)`` where
@@ -67,6 +76,7 @@ from gateway.storage.base import Change, EntityRecord, Page, Query, Store, Store
 from gateway.storage.semantics import (
     ANY_ITEM,
     ANY_KEY,
+    RANK,
     Condition,
     Cursor,
     Sort,
@@ -88,9 +98,14 @@ CREATE INDEX IF NOT EXISTS states_asof ON states(ctype, xkey);
 CREATE INDEX IF NOT EXISTS states_live ON states(ctype, xkey) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS states_rev ON states(rev_from);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE IF NOT EXISTS links (seq INTEGER NOT NULL, target TEXT NOT NULL, PRIMARY KEY (target, seq))
+    WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS links_seq ON links(seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(title, body, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
 _COLUMNS = "xid, kind, ctype, doc, rev_from, deleted"
+_RANK_OF_HIT = "hits.rank"
 _CHUNK = 500
 _CMP = {"eq": "=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 _PATH_KEY = re.compile(r'[^"\\\x00-\x1f]*')  # keys a quoted JSON path label can hold
@@ -118,6 +133,11 @@ def _member(text: str | None, key: str) -> str | None:
         return None
     node = json.loads(text)
     return _dumps(node[key]) if isinstance(node, dict) and key in node else None
+
+
+def _match(words: Sequence[str]) -> str:
+    """An FTS5 query holding every word (each quoted: no operators)."""
+    return " ".join('"' + w.replace('"', '""') + '"' for w in words) or '""'
 
 
 def _glob(part: str) -> str:
@@ -248,6 +268,8 @@ class _SQL:
     # -- sort keys -------------------------------------------------------------------------
     def sort_columns(self, sort: Sort) -> tuple[str, str, str]:
         """(rank, number, text) expressions: the order of ``filters.compare_key``."""
+        if sort.path == RANK:  # relevance: a number, lower is better ("abs(1)": ORDER BY 1 names a column)
+            return "abs(1)", _RANK_OF_HIT, "''"
         tables, _, sel = self.select(sort.path)
         if tables:
             raise ValueError(f"cannot sort on a wildcard path {sort.path!r}")
@@ -343,7 +365,7 @@ class SQLiteStore(Store):
     def _record(row: tuple) -> EntityRecord:
         xid, kind, ctype, doc, rev, deleted = row[:6]
         return EntityRecord(xid=xid, kind=kind, ctype=ctype, doc=json.loads(doc) if doc else {},
-                            revision=rev, deleted=bool(deleted))
+                            revision=rev, deleted=bool(deleted), rank=row[6] if len(row) > 6 else None)
 
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, EntityRecord]:
         self.stats.hit("get_many")
@@ -371,6 +393,8 @@ class SQLiteStore(Store):
         """The table of a query. Current-state pages go through ``states_live`` (without
         statistics SQLite cannot tell it from ``states_asof``); a ``keys`` query is left to the
         planner, which looks the keys up by index."""
+        if query.search is not None:  # the matches first (one FTS scan), then their states by seq
+            return "hits CROSS JOIN states ON states.seq = hits.seq"
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
     def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True) -> list[str]:
@@ -390,6 +414,15 @@ class SQLiteStore(Store):
         if conds:
             where.append(conds)
         return where
+
+    @staticmethod
+    def _hits(sql: _SQL, query: Query) -> str:
+        """The ``WITH`` clause of a search: its matches (``seq``) with their ``bm25`` rank, the
+        title weighing 4 times the body."""
+        if query.search is None:
+            return ""
+        return (f"WITH hits(seq, rank) AS (SELECT rowid, bm25(search, 4.0, 1.0) FROM search "
+                f"WHERE search MATCH {sql.p(_match(query.search))}) ")
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
                   limit: int | None, exists: bool = False) -> _SQL:
@@ -435,8 +468,9 @@ class SQLiteStore(Store):
             if bound is not None:
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
-        what = "1" if exists else _COLUMNS
-        sql.text = f"SELECT {what} FROM {self._source(query)} WHERE {' AND '.join(where)} ORDER BY {order}"
+        what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
+        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query)} WHERE {' AND '.join(where)} "
+                    f"ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
         return sql
@@ -481,8 +515,8 @@ class SQLiteStore(Store):
             await self._check(query.as_of)
             sql = _SQL()
             where = self._where(sql, query)
-            return await self._one(f"SELECT count(*) FROM {self._source(query)} WHERE {' AND '.join(where)}",
-                                   sql.params)
+            return await self._one(f"{self._hits(sql, query)}SELECT count(*) FROM {self._source(query)} "
+                                   f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         self.stats.hit("count_children")
@@ -523,6 +557,21 @@ class SQLiteStore(Store):
         rows = await self._all(text, sql.params)
         return [Change(self._record(r)) for r in rows]
 
+    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+        self.stats.hit("referrers")
+        targets = sorted({k.lower() for k in keys})
+        out: dict[str, EntityRecord] = {}
+        async with self._lock:
+            for i in range(0, len(targets), _CHUNK):
+                chunk = targets[i:i + _CHUNK]
+                rows = await self._all(
+                    f"SELECT {_COLUMNS} FROM states WHERE live = 1 AND seq IN "
+                    f"(SELECT seq FROM links WHERE target IN ({','.join('?' * len(chunk))}))", chunk)
+                for row in rows:
+                    rec = self._record(row)
+                    out[rec.key] = rec
+        return [out[k] for k in sorted(out)]
+
     async def explain(self, query: Query) -> str:
         self.stats.hit("explain")
         query = _normal(query)
@@ -552,13 +601,26 @@ class SQLiteStore(Store):
                     f"AND xkey IN ({','.join('?' * len(chunk))})", chunk)
                 current.update((k, base.CurrentState(rev_from=r, deleted=bool(d), handle=seq)) for k, seq, r, d in rows)
             plan = base.plan_commit(writes, current, rev)
+            closing: list[tuple[int]] = [(current[k].handle,) for k in plan.closing]
             await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?",
-                                 [(rev, current[k].handle) for k in plan.closing])
+                                 [(rev, seq) for (seq,) in closing])
+            await db.executemany("DELETE FROM links WHERE seq = ?", closing)
             await db.executemany(
                 "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
                 "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
                 [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
                   int(n.deleted), int(not n.deleted)) for n in plan.new.values()])
+            indexed = [n for n in plan.new.values() if n.links or n.text]
+            for i in range(0, len(indexed), _CHUNK):
+                batch = indexed[i:i + _CHUNK]
+                rows = await self._all(
+                    f"SELECT xkey, seq FROM states WHERE rev_to IS NULL AND xkey IN ({','.join('?' * len(batch))})",
+                    [n.key for n in batch])
+                seqs = dict(rows)
+                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)",
+                                     [(seqs[n.key], t) for n in batch for t in n.links])
+                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
+                                     [(seqs[n.key], *n.text) for n in batch if n.text])
         return rev
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
@@ -577,6 +639,7 @@ class SQLiteStore(Store):
                              "DELETE FROM states WHERE deleted = 1 AND rev_from <= ?"):
                     async with db.execute(text, (horizon,)) as cur:
                         dropped += cur.rowcount
+                await db.execute("DELETE FROM search WHERE rowid NOT IN (SELECT seq FROM states)")
                 await db.execute("DELETE FROM revisions WHERE rev < ?", (horizon,))
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (horizon,))
         return dropped

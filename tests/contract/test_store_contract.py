@@ -24,7 +24,7 @@ import pytest
 
 from gateway.registry.filters import parse_filter
 from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Write
-from gateway.storage.semantics import Condition, Cursor, Sort, compare_key, cursor_for, matches
+from gateway.storage.semantics import RANK, Condition, Cursor, Sort, compare_key, cursor_for, matches
 
 GROUPS = "messagegroups"
 MESSAGES = "messagegroups/messages"
@@ -562,3 +562,88 @@ async def test_stats_count_calls(store):
     assert delta == {"commit": 1, "current_revision": 1, "oldest_revision": 1, "get_many": 1, "list": 2,
                      "count": 1, "count_children": 1, "changes": 1, "explain": 1, "prune": 1}
     assert store.stats.total == sum(calls.values()) and rev > 0
+
+
+# -- links: the reverse index ------------------------------------------------------------------
+
+
+async def test_referrers_finds_the_current_states_linking_to_a_key(store):
+    base = "/messagegroups/g/messages/base"
+    await store.commit([
+        message("g", "base"),
+        message("g", "a", {"basemessageuri": base}, links=(base.upper(),)),
+        message("g", "b", links=(base, "/messagegroups/g/messages/a")),
+        message("g", "c"),
+    ])
+    found = await store.referrers([base])
+    assert [r.key for r in found] == ["/messagegroups/g/messages/a", "/messagegroups/g/messages/b"]
+    assert found[0].doc == {"messageid": "a", "basemessageuri": base}  # the record, links not in its doc
+    assert [r.key for r in await store.referrers(["/MessageGroups/G/messages/A"])] == ["/messagegroups/g/messages/b"]
+    assert await store.referrers(["/messagegroups/g/messages/nothing"]) == []
+
+
+async def test_referrers_follow_the_current_state_only(store):
+    base = "/messagegroups/g/messages/base"
+    await store.commit([message("g", "a", links=(base,)), message("g", "b", links=(base,))])
+    await store.commit([message("g", "a", {"name": "unlinked"}), gone("/messagegroups/g/messages/b")])
+    assert await store.referrers([base]) == []
+    await store.commit([message("g", "b", links=(base,))])
+    assert [r.key for r in await store.referrers([base])] == ["/messagegroups/g/messages/b"]
+    await store.prune(keep_revisions=0)
+    assert [r.key for r in await store.referrers([base])] == ["/messagegroups/g/messages/b"]
+
+
+async def test_a_conflicting_commit_leaves_no_links(store):
+    base = "/messagegroups/g/messages/base"
+    await store.commit([message("g", "a")])
+    with pytest.raises(Conflict):
+        await store.commit([message("g", "b", links=(base,)), message("g", "a", links=(base,), expect=None)])
+    assert await store.referrers([base]) == []
+
+
+# -- text search -------------------------------------------------------------------------------
+
+
+def titled(mid: str, title: str, body: str = "", **kw) -> Write:
+    return message("g", mid, {"name": title}, text=(title, body), **kw)
+
+
+async def test_search_finds_every_word_and_ranks_titles_first(store):
+    await store.commit([
+        titled("a", "Earthquake report", "seismic event data"),
+        titled("b", "Weather", "an earthquake may follow the storm"),
+        titled("c", "Earthquakes", "earthquake catalogue: earthquake events"),
+        *(titled(f"d{i}", "Tides", "sea level") for i in range(10)),  # (words in most entities say little)
+    ])
+    page = await store.list(Query(MESSAGES, search=("earthquake",), sort=Sort(RANK)))
+    found = keys(page)
+    assert set(found) == {f"/messagegroups/g/messages/{m}" for m in "abc"}
+    assert found[-1] == "/messagegroups/g/messages/b"  # only in its body
+    assert all(r.rank is not None for r in page.items)
+    assert keys(await store.list(Query(MESSAGES, search=("earthquake", "seismic")))) == ["/messagegroups/g/messages/a"]
+    assert await store.count(Query(MESSAGES, search=("EARTHQUAKES",))) == 3  # folded, stemmed
+    assert await store.count(Query(MESSAGES, search=("volcano",))) == 0
+
+
+async def test_search_pages_by_relevance_and_combines_with_conditions(store):
+    await store.commit([titled(f"m{i}", f"sensor {i}", "sensor " * (i + 1)) for i in range(7)]
+                       + [titled("other", "sensor", "")] + [titled(f"t{i}", "tides") for i in range(10)])
+    seen, after = [], None
+    while True:
+        page = await store.list(Query(MESSAGES, search=("sensor",), sort=Sort(RANK), limit=3, after=after))
+        seen += keys(page)
+        if not page.has_next:
+            break
+        after = cursor_for(page.items[-1], Sort(RANK))
+    assert len(seen) == len(set(seen)) == 8
+    only = Query(MESSAGES, search=("sensor",), any_of=((Condition(("name",), "eq", "sensor 3"),),))
+    assert keys(await store.list(only)) == ["/messagegroups/g/messages/m3"]
+
+
+async def test_search_reads_as_of_a_revision(store):
+    first = await store.commit([titled("a", "Earthquake")])
+    await store.commit([titled("a", "Flood")])
+    assert await store.count(Query(MESSAGES, search=("earthquake",))) == 0
+    assert keys(await store.list(Query(MESSAGES, search=("earthquake",), as_of=first))) == ["/messagegroups/g/messages/a"]
+    await store.prune(keep_revisions=0)
+    assert keys(await store.list(Query(MESSAGES, search=("flood",)))) == ["/messagegroups/g/messages/a"]

@@ -31,7 +31,8 @@ def seed(remotes, canary_origin: str) -> dict[str, Any]:
             "external-schema": {"dataschemaformat": "JsonSchema/draft-07",
                                 "dataschemauri": "https://json.schemastore.org/package.json"},
             "loop-a": {"basemessageuri": "/messagegroups/local/messages/loop-b"},
-            "loop-b": {"basemessageuri": "#/messagegroups/local/messages/loop-a"},
+            # a loop through a URL (of this registry): the store cannot see it, the read-time walk does
+            "loop-b": {"basemessageuri": "http://gw.test/registry/messagegroups/local/messages/loop-a"},
             "alias": {"meta": {"xref": "/messagegroups/local/messages/vehicle"}},
         }}},
         "endpoints": {"fleet": {"usage": ["consumer"], "protocol": "MQTT/5.0", "messagegroups": [
@@ -124,7 +125,7 @@ async def test_base_messages_effective_definitions_and_schemas_across_registries
           dataschema { registryid xid schema { xid format } version { versionid } document } } }
         external: lookup(xid: "/messagegroups/local/messages/external-schema") { ... on Message {
           dataschema { uri schema { xid } } } }
-        loop: lookup(xid: "/messagegroups/local/messages/loop-a") { ... on Message { effective } }
+        loop: lookup(xid: "/messagegroups/local/messages/loop-a") { ... on Message { effective unresolvedBase } }
         alias: lookup(xid: "/messagegroups/local/messages/alias/meta") { ... on Meta {
           xref xrefresource { xid registryid } } } } }""")
     reg = body["data"]["registry"]
@@ -143,8 +144,9 @@ async def test_base_messages_effective_definitions_and_schemas_across_registries
     assert reg["external"]["dataschema"] == {"uri": "https://json.schemastore.org/package.json", "schema": None}
     assert reg["loop"]["effective"]["messageid"] == "loop-a"
     assert reg["alias"]["xrefresource"] == {"xid": "/messagegroups/local/messages/vehicle", "registryid": "test"}
+    assert reg["loop"]["unresolvedBase"] == "http://gw.test/registry/messagegroups/local/messages/loop-a"
     (cycle,) = body["errors"]
-    assert cycle["path"] == ["registry", "loop", "effective"] and "cycle" in cycle["extensions"]["detail"]
+    assert cycle["path"] == ["registry", "loop", "unresolvedBase"] and "cycle" in cycle["extensions"]["detail"]
 
 
 async def test_collections_across_registries_page_correctly(gateway):

@@ -10,7 +10,7 @@ import pytest
 
 from adapters.base import Listing
 from adapters.batching import EntityBatcher
-from adapters.effective import effective_message
+from adapters.effective import complete
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from adapters.references import References, Target
@@ -114,33 +114,54 @@ async def test_relative_references_of_a_remote_stay_in_that_registry(fed):
     assert will.registry == "iot" and will.xid.endswith("/messages/NDEATH")
 
 
-async def test_the_effective_message_merges_its_chain(fed, remotes, registry):
+async def test_a_chain_into_another_registry_is_materialised_at_read_time(fed, remotes, registry):
     transit = remotes["transit"].base_url
     middle = "/messagegroups/GeneralTransitFeedRealTime.mqtt/messages/GeneralTransitFeedRealTime.Vehicle.VehiclePosition.mqtt"
     base_xid = "/messagegroups/GeneralTransitFeedRealTime/messages/GeneralTransitFeedRealTime.Vehicle.VehiclePosition"
     await registry.apply_document({"messagegroups": {"local": {"messages": {
-        "vehicle": {"basemessageuri": transit + middle,
-                    "description": "ours", "envelope": "CloudEvents/1.0",
-                    "envelopemetadata": {"source": {"value": "/ours"}}},
-        "a": {"basemessageuri": "/messagegroups/local/messages/b"},
-        "b": {"basemessageuri": "/messagegroups/local/messages/a"},
+        "vehicle": {"basemessageuri": "/messagegroups/local/messages/middle", "description": "ours"},
+        "middle": {"basemessageuri": transit + middle, "envelope": "CloudEvents/1.0",
+                   "envelopemetadata": {"source": {"value": "/ours"}}},
     }}}})
     refs, load = fed.references(), loader(fed)
 
     async def resolve(ref, registry_id, subject):
         return await refs.resolve(ref, registry_id, load, subject, expect=("messages", "messages/versions"))
 
-    found = await fed.sources["test"].get_many(["/messagegroups/local/messages/vehicle", "/messagegroups/local/messages/a"])
+    found = await fed.sources["test"].get_many(["/messagegroups/local/messages/vehicle"])
     vehicle = found["/messagegroups/local/messages/vehicle"]
-    merged, problems = await effective_message(vehicle, resolve)
+    # the store resolved the local part; the rest waits for the federation
+    assert vehicle.materialised.pending and vehicle.materialised.unresolved == (transit + middle, "external")
+    assert vehicle.attributes["envelope"] == "CloudEvents/1.0" and "protocol" not in vehicle.attributes
+    m = (await complete(vehicle, resolve)).materialised
     base_view = (await fed.sources["transit"].get_many([base_xid]))[base_xid.lower()].view
-    assert not problems
+    assert not m.problems and not m.pending and m.unresolved is None
+    merged = m.attributes
     assert merged["description"] == "ours" and merged["messageid"] == "vehicle" and merged["xid"] == vehicle.xid
     assert merged["envelopemetadata"]["source"]["value"] == "/ours"  # overridden
     assert merged["envelopemetadata"]["type"] == base_view["envelopemetadata"]["type"]  # from the base's base
     assert merged["protocol"] == "MQTT/5.0"  # from the base
-    _, problems = await effective_message(found["/messagegroups/local/messages/a"], resolve)
-    assert len(problems) == 1 and "cycle" in problems[0].detail and problems[0].args_map["registry"] == "test"
+    assert m.inherited["envelope"] == ("test", "/messagegroups/local/messages/middle")
+    assert m.inherited["protocol"] == ("transit", middle)
+    assert m.inherited["dataschemaformat"] == ("transit", base_xid) if "dataschemaformat" in base_view else True
+    assert m.chain[0] == ("test", "/messagegroups/local/messages/middle") and ("transit", base_xid) in m.chain
+
+
+async def test_a_cross_registry_cycle_is_reported_not_followed(fed, remotes, registry):
+    own = "http://gw/registry"
+    await registry.apply_document({"messagegroups": {"local": {"messages": {
+        "a": {"basemessageuri": own + "/messagegroups/local/messages/b"},
+        "b": {"basemessageuri": own + "/messagegroups/local/messages/a", "description": "from b"},
+    }}}})
+    refs, load = fed.references(), loader(fed)
+
+    async def resolve(ref, registry_id, subject):
+        return await refs.resolve(ref, registry_id, load, subject, expect=("messages", "messages/versions"))
+
+    a = (await fed.sources["test"].get_many(["/messagegroups/local/messages/a"]))["/messagegroups/local/messages/a"]
+    m = (await complete(a, resolve)).materialised
+    assert m.unresolved[1] == "circular" and len(m.problems) == 1 and "cycle" in m.problems[0].detail
+    assert m.attributes["description"] == "from b"  # what resolved before the cycle closed
 
 
 async def test_fifty_references_over_three_slow_remotes_fan_out(fed, remotes):

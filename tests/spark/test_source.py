@@ -61,6 +61,21 @@ def _reads(gateway) -> int:
     return gateway.log.returned("Resources", "/messages/") + gateway.log.returned("MoreResources", "/messages/")
 
 
+def test_message_columns_are_materialised_and_entity_is_declared(read, gateway):
+    df = read("messages", asOfRevision=gateway.corpus_revision)
+    kafka = df.filter(F.col("xid") == "/messagegroups/de.wsv.pegelonline.kafka/messages/"
+                                      "de.wsv.pegelonline.kafka.CurrentMeasurement").first()
+    assert (kafka.protocol, kafka.dataschemaformat, kafka.envelope) == ("KAFKA", "JsonStructure/draft-02",
+                                                                        "CloudEvents/1.0")
+    assert kafka.description  # inherited
+    declared = json.loads(kafka.entity)
+    assert "dataschemaformat" not in declared and declared["basemessageuri"].endswith("pegelonline.CurrentMeasurement")
+    # inheriting rows no longer look empty: pushed-down filters match what the columns show
+    assert df.filter(F.col("dataschemaformat").isNull()).count() < 60
+    assert df.filter((F.col("protocol") == "KAFKA") & F.col("dataschemaformat").startswith("JsonStructure")).count() \
+        == df.filter(F.col("protocol") == "KAFKA").count() == 56
+
+
 def test_pushdown_reduces_what_the_gateway_returns(read, gateway):
     df = read("messages", asOfRevision=gateway.corpus_revision)
     gateway.log.clear()
@@ -153,14 +168,21 @@ def test_an_incremental_load_picks_up_exactly_the_changes(read, gateway):
     df = read("messages", sinceRevision=before)
     assert df.schema == schema_for("messages", changes=True)
     rows = {r.xid: r for r in df.collect()}
+    # the AMQP variants of the two messages inherit from them: what they are changed with them
+    amqp = "/messagegroups/IO.AISstream.amqp/messages/IO.AISstream.amqp."
     assert {x: r.change for x, r in rows.items()} == {
         "/messagegroups/spark.incremental/messages/a": "upserted",
         "/messagegroups/spark.incremental/messages/b": "upserted",
         "/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData": "upserted",
         "/messagegroups/IO.AISstream/messages/IO.AISstream.StandardClassBPositionReport": "deleted",
+        amqp + "ShipStaticData": "upserted",
+        amqp + "StandardClassBPositionReport": "upserted",
     }
     assert all(before < r.revision <= after for r in rows.values())
     assert rows["/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData"].description == "changed"
+    assert rows[amqp + "ShipStaticData"].description == "changed"  # materialised
+    assert "description" not in json.loads(rows[amqp + "ShipStaticData"].entity)  # declared
+    assert rows[amqp + "StandardClassBPositionReport"].envelope is None  # its base is gone
     deleted = rows["/messagegroups/IO.AISstream/messages/IO.AISstream.StandardClassBPositionReport"]
     assert (deleted.group, deleted.id, deleted.entity) == ("IO.AISstream", "IO.AISstream.StandardClassBPositionReport",
                                                            None)
