@@ -7,14 +7,21 @@ schemas, JSON Structure and Avro) and the schemastore catalogue (``spec__schemas
 704 versions, all linking an external ``schemauri``, so nothing inline to validate: the script
 says so and reports how many of their ``format`` values are supported).
 
+Then the cost on the write path: each corpus imported into a fresh SQLite registry with the
+schema checks on (format validation with a cold analysis cache, compatibility where a resource
+sets one) against the same import with them off (``validate=False``, what ``import
+--no-validate`` runs), in the same run.
+
 Usage: python bench/bench_formats.py [--repeat 3] [FILE ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -23,8 +30,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gateway.documents.normalise import normalise  # noqa: E402
+from gateway.documents.reader import read_document  # noqa: E402
 from gateway.formats import CACHE, resolve, validate  # noqa: E402
 from gateway.formats.documents import digest  # noqa: E402
+from gateway.registry.service import LocalRegistry  # noqa: E402
+from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "xreg"
 DEFAULT_FILES = [DATA / "rts__ALL-117-feeders-merged.xreg.json", DATA / "spec__schemastore_org.xreg.json"]
@@ -104,6 +115,23 @@ def _time(fn: Any) -> float:
     return time.perf_counter() - start
 
 
+async def _import(path: Path, doc: dict[str, Any], validate_on: bool, tmp: Path, run: int) -> float:
+    CACHE.clear()
+    async with LocalRegistry(SQLiteStore(tmp / f"{path.stem}-{validate_on}-{run}.db")) as registry:
+        start = time.perf_counter()
+        await registry.apply_document(doc, validate=validate_on)
+        return time.perf_counter() - start
+
+
+def bench_import(path: Path, repeat: int) -> None:
+    doc, _ = normalise(read_document(path))
+    with tempfile.TemporaryDirectory() as tmp:
+        on = min(asyncio.run(_import(path, doc, True, Path(tmp), i)) for i in range(repeat))
+        off = min(asyncio.run(_import(path, doc, False, Path(tmp), i)) for i in range(repeat))
+    print(f"  import of {path.name}: checks on {on * 1000:.1f} ms, off (baseline) {off * 1000:.1f} ms, "
+          f"ratio {on / off:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
@@ -112,6 +140,9 @@ def main() -> None:
     print(f"format validation, best of {args.repeat} (cache size {CACHE.maxsize})")
     for path in args.files:
         bench(path, args.repeat)
+    print(f"write path, best of {args.repeat} (analysis cache emptied before each import)")
+    for path in args.files:
+        bench_import(path, args.repeat)
 
 
 if __name__ == "__main__":

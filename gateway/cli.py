@@ -51,7 +51,7 @@ class ImportReport:
         return sum(1 for _, _, reason in self.rows if reason)
 
 
-async def run_import(settings: Settings, paths: list[Path], *, strict: bool,
+async def run_import(settings: Settings, paths: list[Path], *, strict: bool, validate: bool = True,
                      console: Console | None = None) -> ImportReport:
     """Import documents into the local registry, each file all-or-nothing."""
     from gateway.documents.normalise import normalise
@@ -70,7 +70,8 @@ async def run_import(settings: Settings, paths: list[Path], *, strict: bool,
                 try:
                     doc = read_document(path)
                     normalised, notes = normalise(doc, strict=strict)
-                    outcome = await registry.apply_document(normalised, note=f"import {path.name}")
+                    note = f"import {path.name}" + ("" if validate else " (schema validation switched off)")
+                    outcome = await registry.apply_document(normalised, note=note, validate=validate)
                 except XRegistryError as exc:
                     where = f" at {exc.subject}" if exc.subject and exc.subject != "/" else ""
                     report.rows.append((str(path), {}, f"{exc.type}{where}: {exc.title}"))
@@ -110,11 +111,14 @@ def import_cmd(
     paths: Annotated[list[Path], typer.Argument(help="xRegistry documents or directories of them.", exists=True)],
     strict: Annotated[bool, typer.Option("--strict", help="Reject older shapes instead of normalising them.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="List every normalisation.")] = False,
+    no_validate: Annotated[bool, typer.Option(
+        "--no-validate", help="Do not check schema documents against their format and compatibility rule (for "
+                              "migrating legacy data); each version records that it was not validated.")] = False,
     config: ConfigOption = None,
 ) -> None:
     """Load xRegistry documents (JSON or YAML) into the local registry, each file all-or-nothing."""
     settings = _settings(config)
-    report = asyncio.run(run_import(settings, paths, strict=strict, console=err))
+    report = asyncio.run(run_import(settings, paths, strict=strict, validate=not no_validate, console=err))
     out = Console()
     table = Table(title="import summary")
     for col in ("file", "created", "updated", "unchanged", "rejected"):

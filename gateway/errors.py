@@ -138,6 +138,7 @@ class XRegistryError(GatewayError):
         detail: str | None = None,
         path: str | None = None,
         source: str | None = None,
+        errors: list[dict[str, Any]] | None = None,
         **args: Any,
     ) -> None:
         if type not in _ALL_ERRORS:
@@ -150,6 +151,9 @@ class XRegistryError(GatewayError):
         self.path = path
         self.source = source
         self.args_map = {k: v for k, v in args.items() if v is not None}
+        #: The individual defects behind the error (a document's violations, each breaking
+        #: change), each with its ``path``: the problem's ``errors`` list.
+        self.items = list(errors or [])
         super().__init__(self.title)
 
     @property
@@ -192,6 +196,8 @@ class XRegistryError(GatewayError):
             body["instance"] = instance
         if self.source:
             body["source"] = self.source
+        if self.items:
+            body["errors"] = self.items
         return body
 
     def __repr__(self) -> str:
@@ -215,5 +221,6 @@ class ValidationErrors(XRegistryError):
 
     def __init__(self, errors: list[XRegistryError]) -> None:
         first = errors[0]
-        super().__init__(first.type, first.subject, detail=first.detail, path=first.path, **first.args_map)
+        super().__init__(first.type, first.subject, detail=first.detail, path=first.path, errors=first.items,
+                         **first.args_map)
         self.errors = errors

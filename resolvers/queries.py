@@ -13,6 +13,7 @@ from strawberry.types import Info
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
 from gateway.errors import UserInputError, XRegistryError
+from resolvers.checks import Checks
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
@@ -37,7 +38,7 @@ async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any
 
 
 @strawberry.type
-class Query:
+class Query(Checks):
     @strawberry.field(description="Every registry the gateway serves, in priority order — also those that "
                                   "cannot be read now (with their `status`, and an error naming them).")
     async def registries(self, info: Info) -> list[Registry]:

@@ -1,7 +1,8 @@
 """The ``capabilities`` map this API serves (core/spec.md "Registry Capabilities").
 
 It states what is implemented, nothing more: the supported flags and ``ignore`` values,
-pagination, specification version ``1.0-rc4``, the ``manual`` version mode, and the available
+pagination, specification version ``1.0-rc4``, the ``manual`` version mode, the schema formats
+and compatibility modes checked on write, and the available
 metadata (``capabilities``, ``entities``, ``export``, ``model``; only entities are mutable).
 ``apis`` (the served root APIs) is kept for clients of earlier drafts.
 """
@@ -10,11 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway import formats
 from gateway.http_api.flags import FLAGS, IGNORES, SPEC_VERSIONS
 
 
 def capabilities() -> dict[str, Any]:
-    """The served capabilities map."""
+    """The served capabilities map (``formats`` / ``compatibilities``: what the schema checks
+    support, see ``gateway.formats``)."""
+    checks = formats.capabilities()
     return {
         "apis": ["/capabilities", "/export", "/model"],
         "available": {
@@ -23,9 +27,9 @@ def capabilities() -> dict[str, Any]:
             "export": {"mutable": False},
             "model": {"mutable": False},
         },
-        "compatibilities": {},
+        "compatibilities": checks["compatibilities"],
         "flags": sorted(FLAGS),
-        "formats": [],
+        "formats": checks["formats"],
         "ignores": sorted(IGNORES),
         "mutable": ["entities"],
         "pagination": True,

@@ -20,7 +20,7 @@ from gateway.registry.ids import id_problem
 from gateway.registry.views import SPEC_VERSION
 
 #: The flags this API supports (the ``flags`` capability).
-FLAGS = ("binary", "collections", "doc", "epoch", "filter", "ignore", "inline", "setdefaultversionid",
+FLAGS = ("binary", "collections", "doc", "dryrun", "epoch", "filter", "ignore", "inline", "setdefaultversionid",
          "sort", "specversion")
 #: Pagination parameters (pagination/spec.md): the client's ``limit`` and the server's opaque ``page``.
 PAGINATION = ("limit", "page")
@@ -28,7 +28,7 @@ PAGINATION = ("limit", "page")
 IGNORES = ("capabilities", "defaultversionid", "defaultversionsticky", "epoch", "id", "modelsource", "readonly")
 SPEC_VERSIONS = (SPEC_VERSION,)
 _MULTI = frozenset({"filter", "ignore", "inline"})
-_BOOLEAN = frozenset({"binary", "collections", "doc"})
+_BOOLEAN = frozenset({"binary", "collections", "doc", "dryrun"})
 _WRITES = frozenset({"PUT", "PATCH", "POST", "DELETE"})
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?(-.+)?")
 
@@ -49,6 +49,9 @@ class Flags:
     binary: bool = False
     collections: bool = False
     doc: bool = False
+    #: An extension of this gateway: check a write (validation, schema format, compatibility)
+    #: and answer whether it would be accepted, without writing.
+    dryrun: bool = False
     epoch: int | None = None
     filter: list[str] = field(default_factory=list)
     ignore: frozenset[str] = frozenset()
@@ -167,7 +170,7 @@ def check_context(flags: Flags, target: Target, method: str) -> None:
             if target.kind in ("root", "group"):
                 allowed.add("collections")
         if method in _WRITES:
-            allowed.add("ignore")
+            allowed |= {"ignore", "dryrun"}
             if target.kind in (("version", "versions") if method == "DELETE" else ("resource", "meta", "version",
                                                                                    "versions")):
                 allowed.add("setdefaultversionid")

@@ -102,6 +102,10 @@ class XRegistryAPI:
                 check_context(flags, target, method)
                 call = Call(request, target, flags, state.registry, state.settings, request_id)
                 response = await handler(call)
+        except writing.DryRun as accepted:
+            o = accepted.outcome
+            response = json_response({"dryrun": True, "accepted": True, "created": o.created, "updated": o.updated,
+                                      "deleted": o.deleted}, 200)
         except AuthError as err:
             body = err.to_problem(path or "/")
             body["instance"] = request_id

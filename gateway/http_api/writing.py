@@ -32,13 +32,25 @@ from gateway.registry.views import url_for
 
 T = TypeVar("T")
 
+class DryRun(Exception):
+    """A ``?dryrun`` write that would be accepted: what it would do (nothing was written)."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        super().__init__("dry run")
+        self.outcome = outcome
+
+
 async def run(call: Call, build: Build[T]) -> tuple[T, Outcome]:
     """The request as one unit of work of the registry (:meth:`LocalRegistry.write
     <gateway.registry.service.LocalRegistry.write>`): built, validated and committed in one
-    revision, or nothing."""
-    return await call.registry.write(
+    revision, or nothing. With ``?dryrun`` it is built and validated only: a refusal is the
+    error it would get, an acceptance raises :class:`DryRun`."""
+    result = await call.registry.write(
         build, subject=call.subject, note=f"{call.request.method} {call.subject}",
-        ignore_epoch="epoch" in call.flags.ignore)
+        ignore_epoch="epoch" in call.flags.ignore, dry_run=call.flags.dryrun)
+    if call.flags.dryrun:
+        raise DryRun(result[1])
+    return result
 
 
 #: What :func:`json_body` returns for an absent optional body (JSON ``null`` is ``None``).

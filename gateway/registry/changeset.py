@@ -22,6 +22,7 @@ from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
+from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
 from gateway.registry.search import search_text
 from gateway.registry.timestamps import parse_ts, utc_now
 from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
@@ -29,7 +30,8 @@ from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
-SERVER_ATTRIBUTES = frozenset({"self", "shortself", "xid", "epoch", "createdat", "modifiedat", "isdefault"})
+SERVER_ATTRIBUTES = frozenset({"self", "shortself", "xid", "epoch", "createdat", "modifiedat", "isdefault",
+                               *RESULT_ATTRIBUTES})
 #: Resource-level attributes that are not the default version's.
 RESOURCE_VIEW_ATTRIBUTES = frozenset({"metaurl", "meta", "versionsurl", "versionscount", "versions"})
 META_READONLY = frozenset({"readonly", "defaultversionurl", "self", "shortself", "xid"})
@@ -88,12 +90,15 @@ class Changeset:
 
     def __init__(
         self, store: Store, model: RegistryModel, *, touch: bool = True, ignore_epoch: bool = False,
-        now: str | None = None,
+        now: str | None = None, validate: bool = True,
     ) -> None:
         self.store = store
         self.model = model
         self.touch = touch
         self.ignore_epoch = ignore_epoch
+        #: ``False``: schema documents are not checked against their format and compatibility
+        #: rule (their versions record that); see ``gateway.registry.schema_checks``.
+        self.skip_validation = not validate
         self.now = now or utc_now()
         self._states: dict[str, _State] = {}
         self._versions_loaded: set[str] = set()
@@ -526,6 +531,7 @@ class Changeset:
             if not versions:
                 raise XRegistryError("bad_request", rxid, detail="a resource must have at least one version")
             self._assign_ancestors(versions, rxid)
+            await self._check_documents(rdef, versions, meta_old, meta_req, patch=patch or meta_in is None)
             keep_old = patch or meta_in is None
             sticky = bool(meta_req.get("defaultversionsticky",
                                        meta_old.get("defaultversionsticky", False) if keep_old else False))
@@ -585,6 +591,21 @@ class Changeset:
         if meta_changed:
             self._validate_meta(rstate, gtype, rtype)
         await self._implicit_registry()
+
+    async def _check_documents(
+        self, rdef: ResourceDef, versions: list[_State], meta_old: dict[str, Any], meta_req: dict[str, Any], *,
+        patch: bool,
+    ) -> None:
+        """Format and compatibility checks of the written versions (all of them when the
+        resource's ``meta.compatibility`` changes); see ``gateway.registry.schema_checks``."""
+        old_mode = meta_old.get("compatibility")
+        mode = meta_req.get("compatibility", old_mode if patch else None)
+        written = [s for s in versions if s.xid.lower() in self._dirty]
+        checked = versions if (mode or "none") != (old_mode or "none") else written
+        self._errors.extend(await check_resource(self, rdef, checked, mode))
+        for state in checked:
+            if state.xid.lower() not in self._dirty and state.doc is not None:
+                self._set(state, state.kind, state.ctype, state.doc)  # its recorded outcome changed
 
     def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
         """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
@@ -732,8 +753,9 @@ class Changeset:
         keys = [*self._dirty, *(k for k in sorted(self._rederived) if k not in self._dirty)]
         return [_write(self._states[key]) for key in keys]
 
-    async def commit(self, note: str = "") -> Outcome:
-        """Validate, then write everything in one store revision. Raises on any violation."""
+    async def commit(self, note: str = "", *, dry_run: bool = False) -> Outcome:
+        """Validate, then write everything in one store revision. Raises on any violation.
+        ``dry_run``: everything but the write (the outcome's ``revision`` stays ``None``)."""
         if self._errors:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
@@ -750,6 +772,8 @@ class Changeset:
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
         writes = self.writes()
+        if dry_run:
+            return outcome
         outcome.revision = await self.store.commit(writes, note=note) if writes else None
         return outcome
 
@@ -792,7 +816,11 @@ def _merge(base: dict[str, Any], update: dict[str, Any], patch: bool) -> dict[st
 
 
 def _user_view(doc: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in doc.items() if k not in ("epoch", "modifiedat", "createdat")}
+    return {k: v for k, v in doc.items() if k not in _NOT_USER}
+
+
+#: What a writer does not set: timestamps, epochs, the format checks' results.
+_NOT_USER = frozenset({"epoch", "modifiedat", "createdat", *RESULT_ATTRIBUTES})
 
 
 def _ts_changed(request: dict[str, Any], existing: dict[str, Any]) -> bool:

@@ -112,6 +112,7 @@ class LocalRegistry:
     # -- writes -------------------------------------------------------------------------------
     async def write(
         self, build: Build[T], *, subject: str, note: str, touch: bool = True, ignore_epoch: bool = False,
+        validate: bool = True, dry_run: bool = False,
     ) -> tuple[T, Outcome]:
         """Run one unit of work: ``build`` adds its changes to a fresh changeset (checking its
         preconditions there, so a retry checks them again), then everything is validated and
@@ -119,15 +120,17 @@ class LocalRegistry:
 
         Raises the :class:`XRegistryError` of the first violation (nothing is written), or
         ``server_busy`` when concurrent writers kept invalidating the unit (see
-        :class:`WritePolicy`). ``touch`` and ``ignore_epoch`` are the changeset's options.
+        :class:`WritePolicy`). ``touch``, ``ignore_epoch`` and ``validate`` (schema documents
+        checked against their format and compatibility rule) are the changeset's options;
+        ``dry_run`` does everything but the commit: it answers whether the unit would be accepted.
         """
         policy = self.write_policy
         for attempt in range(policy.attempts):
             async with self._write_lock:
-                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch)
+                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate)
                 result = await build(cs)
                 try:
-                    return result, await cs.commit(note=note)
+                    return result, await cs.commit(note=note, dry_run=dry_run)
                 except Conflict:
                     pass
             if attempt + 1 < policy.attempts:
@@ -135,19 +138,21 @@ class LocalRegistry:
         raise XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
 
     # -- import -------------------------------------------------------------------------------
-    async def apply_document(self, doc: dict[str, Any], *, note: str = "import") -> Outcome:
+    async def apply_document(self, doc: dict[str, Any], *, note: str = "import", validate: bool = True) -> Outcome:
         """Create or update every entity of a (normalised, 1.0-rc4 shaped) document, atomically:
         :meth:`build_document` run as one unit of work.
 
         Entities not in the document are left alone; an entity identical to the stored one is
         ``unchanged``; epochs in the document are ignored (they belong to the source registry).
         Raises :class:`XRegistryError` and writes nothing if any entity is invalid.
+        ``validate=False`` skips the schema checks (``import --no-validate``; the versions
+        record that they were not validated).
         """
 
         async def build(cs: Changeset) -> None:
             await self.build_document(cs, doc)
 
-        _, outcome = await self.write(build, subject="/", note=note, touch=False, ignore_epoch=True)
+        _, outcome = await self.write(build, subject="/", note=note, touch=False, ignore_epoch=True, validate=validate)
         return outcome
 
     async def build_document(self, cs: Changeset, doc: dict[str, Any]) -> None:

@@ -92,7 +92,8 @@ async def test_resources_and_versions(empty):
 
 
 async def test_message_dataschema_inline_and_by_xid(empty):
-    await empty.data(RESOURCE, id="s", attrs={"format": "Avro/1.9", "schema": {"type": "record", "name": "R"}})
+    await empty.data(RESOURCE, id="s", attrs={"format": "Avro/1.9", "schema": {"type": "record", "name": "R",
+                                                                          "fields": []}})
     create = """mutation($id: String!, $attrs: JSON) { createResource(groupType: "messagegroups", groupId: "mg",
       resourceType: "messages", resourceId: $id, attributes: $attrs) { created } }"""
     await empty.data(create, id="byxid", attrs={"dataschemaxid": "/schemagroups/g/schemas/s/versions/1",
@@ -106,7 +107,7 @@ async def test_message_dataschema_inline_and_by_xid(empty):
     assert by_id["byxid"] == {"xid": "/schemagroups/g/schemas/s/versions/1", "inline": None,
                               "schema": {"xid": "/schemagroups/g/schemas/s"},
                               "version": {"versionid": "1", "format": "Avro/1.9"},
-                              "document": {"type": "record", "name": "R"}}
+                              "document": {"type": "record", "name": "R", "fields": []}}
     assert by_id["inline"] == {"xid": None, "inline": {"type": "string"}, "schema": None, "version": None,
                                "document": {"type": "string"}}
     assert by_id["external"] == {"xid": None, "inline": None, "schema": None, "version": None, "document": None}

@@ -40,7 +40,7 @@ SEED: dict[str, Any] = {
                 "1.0": {"format": "JSONSchema/draft-07", "schema": {"type": "object"}, "createdat": "2024-01-01T00:00:00Z"},
                 "2.0": {"format": "JSONSchema/draft-07", "schema": {"type": "string"}, "createdat": "2024-02-01T00:00:00Z"},
             }},
-            "s2": {"format": "Avro/1.9", "schemabase64": "AAEC"},
+            "s2": {"format": "Binary/1.0", "schemabase64": "AAEC"},  # not a format the gateway checks
         }},
     },
     "endpoints": {"e1": {"usage": ["producer"], "envelope": "CloudEvents/1.0", "protocol": "HTTP", "priority": 1}},

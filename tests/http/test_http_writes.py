@@ -247,7 +247,8 @@ async def test_document_put_and_get_round_trip_bytes_and_headers(client):
     assert meta["name"] == "Bestellung €" and meta["labels"] == {"team": "sales", "tier": "1"}
     assert meta["contenttype"] == "application/xml" and meta["format"] == "XSD/1.1"
     updated = await client.put("/registry/schemagroups/sg/schemas/order", content=b"{}", headers={
-        "Content-Type": "application/json", "xRegistry-labels.team": "ops", "xRegistry-epoch": "1"})
+        "Content-Type": "application/json", "xRegistry-labels.team": "ops", "xRegistry-epoch": "1",
+        "xRegistry-format": "JSONSchema/draft-07"})
     assert updated.status_code == 200 and updated.json() == {}
     meta = (await client.get("/registry/schemagroups/sg/schemas/order$details?inline=schema")).json()
     assert meta["labels"] == {"team": "ops"} and meta["name"] == "Bestellung €"  # maps whole, others kept
@@ -258,10 +259,11 @@ async def test_document_put_and_get_round_trip_bytes_and_headers(client):
 
 
 async def test_document_post_creates_a_version(client):
+    # (a format the gateway does not check: the plain text document below is accepted)
     await client.put("/registry/schemagroups/sg/schemas/s", content=b'{"v": 1}',
-                     headers={"Content-Type": "application/json", "xRegistry-format": "JSONSchema/draft-07"})
+                     headers={"Content-Type": "application/json", "xRegistry-format": "Custom/1.0"})
     new = await client.post("/registry/schemagroups/sg/schemas/s", content=b'{"v": 2}',
-                            headers={"Content-Type": "application/json", "xRegistry-format": "JSONSchema/draft-07"})
+                            headers={"Content-Type": "application/json", "xRegistry-format": "Custom/1.0"})
     assert new.status_code == 201 and new.headers["xregistry-versionid"] == "2"
     assert new.headers["location"] == f"{BASE}/schemagroups/sg/schemas/s/versions/2"
     assert new.headers["content-location"] == new.headers["location"]
@@ -332,7 +334,8 @@ async def test_stored_values_that_cannot_be_headers_are_made_safe(client):
     assert linked.status_code == 303 and "x-evil" not in linked.headers
     assert linked.headers["location"] == "https://example.com/a%20b/%C3%BC%0D%0AX-Evil:%201"
     await client.put("/registry/schemagroups/sg/schemas/b$details",
-                     json={**SCHEMA, "schemabase64": "not base64!", "contenttype": "text/x\r\nX-Evil: 1"})
+                     json={**SCHEMA, "format": "Custom/1.0", "schemabase64": "not base64!",
+                           "contenttype": "text/x\r\nX-Evil: 1"})
     odd = await client.get("/registry/schemagroups/sg/schemas/b")
     assert odd.status_code == 200 and "x-evil" not in odd.headers
     assert odd.headers["content-type"] == "application/octet-stream"

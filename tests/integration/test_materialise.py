@@ -147,3 +147,4 @@ def test_import_reports_dangling_bases_and_export_can_materialise(tmp_path, monk
     assert materialised[leaf[0]]["g"]["messages"]["leaf"]["versions"]["1"]["protocol"] == "KAFKA"
     assert DERIVED not in json.dumps(declared)
     assert Settings().data_dir == tmp_path
+
