@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 SCHEMAS = "/registry/schemagroups/g/schemas"
 
 READING_V1 = {"type": "record", "name": "Reading", "namespace": "com.example",
@@ -128,3 +130,34 @@ async def test_a_dry_run_answers_without_writing(client):
     assert (await client.get(f"{SCHEMAS}/d/versions/2$details")).status_code == 404
     assert (await client.get("/registry")).json()["epoch"] == before
     assert (await client.get(f"{SCHEMAS}/d/versions/1?dryrun")).status_code == 400  # reads take no dryrun
+
+
+INVALID = {
+    "JsonSchema/draft-07": {"type": "object", "properties": {"a": {"type": "nonsense"}}},
+    "Avro/1.11": {"type": "record", "name": "R"},
+    "Protobuf/3": 'syntax = "proto3"; message A { int32 a = 1; int32 b = 1; }',
+    "XSD/1.1": '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:element name="a" type="xs:nothing"/>'
+               '</xs:schema>',
+    "JsonStructure/draft-02": {"$schema": "https://json-structure.org/meta/extended/v0/#", "$id": "https://x.test/s",
+                               "name": "S", "type": "nonsense"},
+}
+VALID = {
+    "JsonSchema/draft-07": {"type": "object", "properties": {"a": {"type": "string"}}},
+    "Avro/1.11": {"type": "record", "name": "R", "fields": []},
+    "Protobuf/3": 'syntax = "proto3"; message A { int32 a = 1; int32 b = 2; }',
+    "XSD/1.1": '<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema"><xs:element name="a" type="xs:string"/>'
+               '</xs:schema>',
+    "JsonStructure/draft-02": {"$schema": "https://json-structure.org/meta/extended/v0/#", "$id": "https://x.test/s",
+                               "name": "S", "type": "object", "properties": {"a": {"type": "string"}}},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(INVALID))
+async def test_each_supported_format_refuses_an_invalid_document(client, fmt):
+    sid = fmt.split("/")[0].lower()
+    refused = await client.put(f"{SCHEMAS}/{sid}/versions/1$details", json={"format": fmt, "schema": INVALID[fmt]})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["type"].endswith("#format_violation") and refused.json()["errors"]
+    accepted = await client.put(f"{SCHEMAS}/{sid}/versions/1$details", json={"format": fmt, "schema": VALID[fmt]})
+    assert accepted.status_code in (200, 201), accepted.text
+    assert accepted.json()["formatvalidated"] is True
