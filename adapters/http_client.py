@@ -15,7 +15,6 @@ what went wrong, after the retries of :mod:`adapters.retry`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import posixpath
 from collections.abc import Mapping
@@ -29,6 +28,7 @@ from adapters.base import SourceUnavailable
 from adapters.breaker import CircuitBreaker, CircuitOpen
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.retry import RETRY_ERRORS, RETRY_STATUSES, backoff_delay, retry_after
+from gateway import json_limits
 from gateway.config import RegistryConfig
 
 log = logging.getLogger("xreg.remote")
@@ -172,6 +172,10 @@ class RemoteClient:
             raise _Failure(f"connection failed ({type(exc).__name__}: {exc or 'reset'})", retry=True) from None
         except httpx.HTTPError as exc:
             raise _Failure(f"request failed ({type(exc).__name__}: {exc})") from None
+        except _Failure:
+            raise
+        except Exception as exc:  # anything else reading a remote is that registry's failure, never the gateway's
+            raise _Failure(f"answer could not be read ({type(exc).__name__}: {str(exc)[:200]})") from None
 
     async def _answer(self, response: httpx.Response) -> RemoteAnswer:
         status = response.status_code
@@ -190,7 +194,9 @@ class RemoteClient:
             raise _Failure(f"answered {content_type or 'no content type'}, not JSON")
         raw = await self._read(response)
         try:
-            body = json.loads(raw)
+            body = json_limits.loads(raw)
+        except json_limits.JSONLimitError as exc:
+            raise _Failure(f"answered JSON outside the gateway's bounds ({exc})") from None
         except ValueError as exc:
             raise _Failure(f"answered malformed JSON ({exc})") from None
         if not isinstance(body, dict):
@@ -222,7 +228,7 @@ class RemoteClient:
 def _problem_detail(body: str) -> str:
     """The title / detail of a problem document, or a short excerpt of the body."""
     try:
-        doc = json.loads(body)
+        doc = json_limits.loads(body)
     except ValueError:
         return body[:200].strip()
     if isinstance(doc, dict):

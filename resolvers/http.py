@@ -9,7 +9,6 @@ query gets GraphiQL, when ``gateway.graphiql`` provides it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,6 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
+from gateway import json_limits
 from gateway.auth import AuthError, principal_of
 from gateway.config import Settings
 from resolvers.context import Context, references_of, sources_of
@@ -51,7 +51,7 @@ async def _body(request: Request, limit: int) -> bytes:
 def _params_of_get(request: Request) -> dict[str, Any]:
     params: dict[str, Any] = {k: request.query_params.get(k) for k in ("query", "operationName", "variables")}
     if params["variables"]:
-        params["variables"] = json.loads(params["variables"])
+        params["variables"] = json_limits.loads(params["variables"])
     return params
 
 
@@ -79,7 +79,7 @@ def graphql_endpoint(
                 media = request.headers.get("content-type", "").split(";")[0].strip().lower()
                 if media not in JSON_TYPES:
                     return _problem(415, "UNSUPPORTED_MEDIA_TYPE", "Send the request as application/json.")
-                params = json.loads(await _body(request, settings.max_body_bytes))
+                params = json_limits.loads(await _body(request, settings.max_body_bytes))
                 allowed = (OperationType.QUERY, OperationType.MUTATION)
         except _TooLarge:
             return _problem(413, "REQUEST_TOO_LARGE", f"The request body exceeds {settings.max_body_bytes} bytes.")

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from gateway import json_limits
 from gateway.errors import XRegistryError
 
 #: File name endings that :func:`find_documents` picks up in directories (matched case-insensitively).
@@ -55,7 +56,9 @@ def read_document(path: Path) -> dict[str, Any]:
         doc = _parse_yaml(path, text)
     else:
         try:
-            doc = json.loads(text)
+            doc = json_limits.loads(text)
+        except json_limits.JSONLimitError as e:
+            raise _error(path, 1, 1, str(e)) from None
         except json.JSONDecodeError as json_error:
             if text.lstrip().startswith(("{", "[")):
                 try:
@@ -96,14 +99,18 @@ def find_documents(paths: list[Path]) -> list[Path]:
 
 def _parse_json(path: Path, text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_limits.loads(text)
+    except json_limits.JSONLimitError as e:
+        raise _error(path, 1, 1, str(e)) from None
     except json.JSONDecodeError as e:
         raise _error(path, e.lineno, e.colno, e.msg) from None
 
 
 def _parse_yaml(path: Path, text: str) -> Any:
     try:
-        return _plain_keys(yaml.load(text, Loader=_Loader))
+        return json_limits.check(_plain_keys(yaml.load(text, Loader=_Loader)))
+    except (RecursionError, json_limits.JSONLimitError) as e:
+        raise _error(path, 1, 1, str(e) if isinstance(e, ValueError) else "the document is nested too deeply") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
         what = " ".join(str(x) for x in (getattr(e, "context", None), getattr(e, "problem", None)) if x)

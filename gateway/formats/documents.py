@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from gateway import json_limits
 from gateway.formats.model import Violation
 
 EMPTY = Violation("", "the document is empty")
@@ -71,7 +72,9 @@ def load_json(document: Any) -> Any:
     else:
         return document
     try:
-        return json.loads(text)
+        return json_limits.loads(text)
+    except json_limits.JSONLimitError as e:
+        raise DocumentError(Violation(e.path, e.detail)) from e
     except json.JSONDecodeError as e:
         raise DocumentError(Violation("", f"the document is not JSON: {e.msg}", e.lineno, e.colno)) from e
 

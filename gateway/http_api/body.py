@@ -9,11 +9,11 @@ empty bodies where metadata is expected are ``missing_body``; malformed JSON is
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
+from gateway import json_limits
 from gateway.errors import XRegistryError
 
 
@@ -48,20 +48,16 @@ def check_json_media_type(content_type: str | None, subject: str) -> None:
                                  detail="JSON bodies must be UTF-8")
 
 
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_json(raw: bytes, content_type: str | None, subject: str) -> Any:
     """The JSON value of a body; an empty body is ``missing_body``."""
     if not raw.strip():
         raise XRegistryError("missing_body", subject)
     check_json_media_type(content_type, subject)
     try:
-        return json.loads(raw.decode("utf-8"), parse_constant=_no_constants)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return json_limits.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         detail = "the body is not UTF-8" if isinstance(exc, UnicodeDecodeError) else (
-            "the JSON is nested too deeply" if isinstance(exc, RecursionError) else f"malformed JSON: {exc}")
+            str(exc) if isinstance(exc, json_limits.JSONLimitError) else f"malformed JSON: {exc}")
         raise XRegistryError("parsing_data", subject, detail=detail) from None
 
 

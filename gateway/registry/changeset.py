@@ -12,12 +12,11 @@ is called, so nothing is written.
 from __future__ import annotations
 
 import base64
-import copy
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry.ids import check_id
@@ -128,7 +127,7 @@ class Changeset:
         if rec is None:
             state = _State(xid, "", "", None, None)
         else:
-            doc = copy.deepcopy(rec.doc)
+            doc = json_limits.copy(rec.doc)  # (no recursion: a poisoned entity stays deletable)
             holder = doc.get("default") if rec.kind == "resource" else doc
             derived = holder.pop(DERIVED, None) if isinstance(holder, dict) else None
             state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived)
@@ -218,6 +217,12 @@ class Changeset:
         """Write ``ids`` + ``user`` attributes as the entity's new state, unless unchanged.
 
         Returns whether the entity was written."""
+        try:
+            json_limits.check(user)
+        except json_limits.JSONLimitError as exc:
+            raise XRegistryError("invalid_attribute", state.xid, path=exc.path.lstrip("/").replace("/", ".") or None,
+                                 name=exc.path.lstrip("/").split("/")[0] or state.xid,
+                                 detail=exc.detail) from None
         existing = state.doc
         if existing is not None and not self.touch:
             if _user_view(existing) == _user_view({**ids, **user}) and not _ts_changed(request, existing):
@@ -303,6 +308,7 @@ class Changeset:
         rxid = str(Xid(gtype, gid, rtype, rid))
         check_id(rid, subject=rxid, attribute=rdef.id_attribute)
         _check_same_id(body, rdef.id_attribute, rid, rxid)
+        _check_version_id(body, rxid)
         await self._implicit_group(gtype, gid)
         rstate = await self._state(rxid)
         _check_case(rstate, rxid)
@@ -372,6 +378,7 @@ class Changeset:
     ) -> None:
         vxid = str(Xid(gtype, gid, rtype, rid, vid))
         check_id(vid, subject=vxid, attribute="versionid")
+        _check_version_id(body, vxid)
         _check_same_id(body, "versionid", vid, vxid)
         if body.get(rdef.id_attribute) not in (None, rid):
             raise XRegistryError("mismatched_id", vxid, expected_id=rid, invalid_id=body.get(rdef.id_attribute))
@@ -461,6 +468,7 @@ class Changeset:
         """Create a version (a new ``versionid`` unless ``body`` names one; an existing one is
         updated) and return its id. Resource-level attributes in ``body`` are ignored."""
         rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=True)
+        _check_version_id(body, rstate.xid)
         vid = body.get("versionid")
         if vid is None:
             vid = await self._next_version_id(rstate.xid, f"{gtype}/{rtype}/versions")
@@ -521,6 +529,10 @@ class Changeset:
         versions = await self._version_states(rxid, vctype)
         meta_old = dict((rstate.doc or {}).get("meta") or {})
         meta_req = dict(meta_in or {})
+        try:
+            json_limits.check(meta_req)
+        except json_limits.JSONLimitError as exc:
+            raise XRegistryError("invalid_attribute", mxid, path="meta", name="meta", detail=str(exc)) from None
         self._check_epoch(mxid, meta_req.get("epoch"), meta_old if rstate.doc else None)
         _check_same_id(meta_req, rdef.id_attribute, rid, mxid)
         xref = meta_req.get("xref", meta_old.get("xref") if patch else None)
@@ -552,7 +564,7 @@ class Changeset:
                 versions = [s for s in versions if s.doc is not None]
                 self._repair_ancestors(versions)
             default_state = next(s for s in versions if s.id == default_id)
-            default_copy = copy.deepcopy(default_state.doc)
+            default_copy = json_limits.copy(default_state.doc)
         else:
             default_id, sticky, default_copy = None, False, {}
 
@@ -838,6 +850,14 @@ def _check_same_id(attrs: dict[str, Any], id_attr: str, expected: str, subject: 
                              detail=f"{id_attr} {given!r} does not match {expected!r}")
 
 
+def _check_version_id(body: dict[str, Any], subject: str) -> None:
+    """A ``versionid`` in a request must be a string (an id), whatever else it is checked for."""
+    value = body.get("versionid")
+    if value is not None and not isinstance(value, str):
+        raise XRegistryError("invalid_attribute", subject, path="versionid", name="versionid",
+                             detail=f"versionid must be a string, not a JSON {type(value).__name__}")
+
+
 def _check_case(state: _State, xid: str) -> None:
     if state.doc is not None and state.xid != xid:
         raise XRegistryError("bad_request", xid,
@@ -885,9 +905,9 @@ def document_attributes(
         return out
     if content and (content_type is None or is_json_media_type(content_type)):
         try:
-            out[s] = json.loads(content.decode("utf-8"))
+            out[s] = json_limits.loads(content.decode("utf-8"))
             return out
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError):  # kept as bytes (the format check judges them)
             pass
     out[f"{s}base64"] = base64.b64encode(content).decode("ascii")
     return out

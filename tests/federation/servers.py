@@ -200,7 +200,8 @@ _MODEL = {"groups": {"messagegroups": {"plural": "messagegroups", "singular": "m
 def faulty_app(canary_url: str) -> tuple[Starlette, Counter]:
     """A registry misbehaving per path prefix (``/<mode>/registry/...``):
 
-    ``slow`` (answers after 3 s), ``500`` (always), ``malformed`` (invalid JSON), ``html`` (wrong
+    ``slow`` (answers after 3 s), ``500`` (always), ``malformed`` (invalid JSON), ``deep`` (JSON nested
+    5,000 levels), ``html`` (wrong
     content type), ``huge`` (4 MiB), ``flaky`` (503 twice with ``Retry-After: 0``, then fine),
     ``ratelimit`` (429 with ``Retry-After: 1`` once per entity or collection path, then fine), ``badlink`` (its next
     page points at the canary), ``ok`` (a tiny healthy registry), ``exotic`` (a healthy registry
@@ -224,6 +225,8 @@ def faulty_app(canary_url: str) -> tuple[Starlette, Counter]:
             return PlainTextResponse("boom", 500)
         elif mode == "malformed" and rest not in ("/capabilities", "/model"):
             return Response(b'{"xid": "/", "unterminated', media_type="application/json")
+        elif mode == "deep" and rest not in ("/capabilities", "/model"):
+            return Response(b'{"a":' * 5000 + b"1" + b"}" * 5000, media_type="application/json")
         elif mode == "html":
             return Response(b"<html><body>maintenance</body></html>", media_type="text/html")
         elif mode == "huge" and rest not in ("/capabilities", "/model"):

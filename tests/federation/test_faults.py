@@ -21,6 +21,7 @@ def faulty_url(faulty, mode: str) -> str:
 @pytest.mark.parametrize("mode,needle", [
     ("500", "answered HTTP 500"),
     ("malformed", "malformed JSON"),
+    ("deep", "nested more than"),
     ("html", "text/html"),
     ("huge", "larger than the limit"),
 ])
