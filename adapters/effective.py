@@ -46,7 +46,7 @@ def contribution(entity: Entity) -> dict[str, Any]:
     its identity and its own id left out."""
     own_id = entity.id
     return {k: v for k, v in entity.attributes.items()
-            if k not in IDENTITY and not (k.endswith("id") and v == own_id and k != "dataschemaxid")}
+            if k not in IDENTITY and not (k.endswith("id") and v == own_id)}
 
 
 async def complete(entity: Entity, resolve: Resolve) -> Entity:

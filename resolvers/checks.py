@@ -3,17 +3,18 @@ run of the write path), and does a payload fit a message definition (``validateM
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from adapters.effective import is_message
 from adapters.local import LocalSource
 from gateway.errors import UserInputError, ValidationErrors, XRegistryError
 from gateway.formats.payloads import validate_payload
 from gateway.registry.changeset import Changeset
+from gateway.registry.schema_checks import document_of
 from gateway.xid import Xid
 from resolvers.types import DataSchema
 
@@ -98,7 +99,7 @@ class Checks:
     ) -> MessageValidation:
         source = info.context.source(registry)
         entity = await info.context.loaders.entity(source.id, xid, None)
-        if entity is None or not (entity.ctype.endswith("messages") or entity.ctype.endswith("messages/versions")):
+        if entity is None or not is_message(entity):
             raise XRegistryError("not_found", xid, detail="no message with this XID")
         attrs = entity.attributes
         findings = _metadata_findings(attrs.get("envelopemetadata"), metadata) if metadata is not None else []
@@ -110,7 +111,10 @@ class Checks:
             if target is None:
                 return _outcome(findings, fmt, None, "not validated: the message has no schema the gateway can read")
             schema_xid = target.xid
-            document = _document_of(target.view)
+            where = Xid.parse(target.xid)
+            rdef = info.context.sources[target.registry].model.resource(str(where.group_type),
+                                                                         str(where.resource_type))
+            document = document_of(target.view, rdef)[1] if rdef is not None else target.view.get("schema")
             fmt = fmt or target.view.get("format")
         if not fmt:
             return _outcome(findings, None, schema_xid, "not validated: the message names no dataschemaformat")
@@ -125,14 +129,6 @@ class Checks:
 def _outcome(findings: list[Finding], fmt: Any, schema: str | None, reason: str | None) -> MessageValidation:
     return MessageValidation(valid=False, validated=False, reason=reason, format=fmt, schema=schema,
                              violations=findings)
-
-
-def _document_of(view: dict[str, Any]) -> Any:
-    if view.get("schema") is not None:
-        return view["schema"]
-    if view.get("schemabase64"):
-        return base64.b64decode(view["schemabase64"])
-    return None
 
 
 def _metadata_findings(declared: Any, given: Any) -> list[Finding]:

@@ -22,6 +22,7 @@ from strawberry.types.base import get_object_definition
 
 from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
+from adapters.effective import MESSAGE_TYPES
 from gateway.errors import XRegistryError
 from gateway.xid import Xid
 from resolvers.connections import Connection, PageInfo, Paging, connection, make_listing, page_size, paged_field
@@ -430,7 +431,7 @@ class MessageDefinition:
                                   "version reference gives its message).")
     async def basemessage(self, info: Info) -> Message | None:
         reference = self.entity.view.get("basemessageuri")
-        target = await resolve(info, self.entity, reference, _MESSAGES) if reference else None
+        target = await resolve(info, self.entity, reference, MESSAGE_TYPES) if reference else None
         if target is not None and target.kind == "version":
             return await _load(info, target, str(Xid.parse(target.xid).resource))
         node = to_node(target) if target is not None else None
@@ -786,8 +787,6 @@ class Registry(Entity):
 
 # -- mapping ---------------------------------------------------------------------------------
 
-#: What a message's ``basemessageuri`` may point at.
-_MESSAGES = ("messages", "messages/versions")
 
 _GROUPS: dict[str, type] = {"endpoints": Endpoint, "messagegroups": MessageGroup, "schemagroups": SchemaGroup}
 _RESOURCES: dict[str, type] = {"messages": Message, "schemas": Schema}

@@ -28,7 +28,6 @@ from typing import Any, Protocol
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.storage.base import EntityRecord, Query, Store
-from gateway.storage.semantics import Condition
 from gateway.xid import Xid
 
 #: The record key holding the materialisation (not a valid attribute name, so never one).
@@ -280,8 +279,7 @@ async def materialise(cs: Workspace, written: Iterable[str]) -> None:
     for rec in referrers:
         cs.remember(rec)
     # the chains of the referrers, and the default versions of the resources, in one read
-    wanted = [x for rec in referrers for x in (rec.doc.get(DERIVED) or (rec.doc.get("default") or {})
-                                                .get(DERIVED) or {}).get("chain", ())]
+    wanted = [x for rec in referrers for x in (derived_of(rec.kind, rec.doc) or {}).get("chain", ())]
     states = [*changed, *(cs.loaded(r.key) for r in referrers)]
     resources = [s for s in states if s.doc is not None and s.kind == "resource"]
     defaults = {s.xid.lower(): _default_version(s) for s in resources}
@@ -314,11 +312,13 @@ async def materialise_all(cs: Workspace) -> None:
 
 
 async def needs_materialising(store: Store, model: RegistryModel) -> bool:
-    """Whether some message version of ``store`` has no materialisation yet."""
+    """Whether ``store`` was written by a gateway that kept no materialisation. One message
+    version tells: every write since materialises every message it touches, and the upgrade
+    (:func:`materialise_all`) rewrites them all in one commit."""
     for ctype in message_ctypes(model):
         if ctype.endswith("/versions"):
-            missing = Query(ctype, any_of=((Condition((DERIVED,), "null"),),), limit=1)
-            if (await store.list(missing)).items:
+            first = (await store.list(Query(ctype, limit=1))).items
+            if first and DERIVED not in first[0].doc:
                 return True
     return False
 

@@ -128,7 +128,8 @@ async def _compatibility(cs: Workspace, state: Any, rdef: ResourceDef, mode: str
                          document: Any, strict: bool) -> list[XRegistryError]:
     doc = state.doc
     xid = Xid.parse(state.xid)
-    older = await _lineage(cs, state, rdef)
+    lineage = await _lineage(cs, state)
+    older = [document_of(version.doc, rdef) for _, version in lineage]
     if not inside or any(not ok for ok, _ in older):
         doc["compatibilityvalidated"] = False
         doc["compatibilityvalidatedreason"] = "not validated: a document of the lineage is outside the registry"
@@ -142,23 +143,19 @@ async def _compatibility(cs: Workspace, state: Any, rdef: ResourceDef, mode: str
                                    detail=result.reason)]
         return []
     if result.breaking:
-        ancestors = [x for x, _ in await _lineage_ids(cs, state)]
         listed = result.breaking[:MAX_LISTED]
-
-        def against(i: int) -> str:
-            return ancestors[len(ancestors) - len(older) + i] if ancestors else str(i)
-
         return [XRegistryError(
             "compatibility_violation", str(xid.resource), compat=mode,
             detail=f"version {xid.version_id}: " + "; ".join(
-                f"{b.path or '/'}: {b.message} ({b.direction}, against version {against(b.against)})" for b in listed),
+                f"{b.path or '/'}: {b.message} ({b.direction}, against version {lineage[b.against][0]})"
+                for b in listed),
             errors=[{"version": state.xid, "path": b.path, "message": b.message, "direction": b.direction,
-                     "against": against(b.against)} for b in listed])]
+                     "against": lineage[b.against][0]} for b in listed])]
     doc["compatibilityvalidated"] = True
     return []
 
 
-async def _lineage_ids(cs: Workspace, state: Any) -> list[tuple[str, Any]]:
+async def _lineage(cs: Workspace, state: Any) -> list[tuple[str, Any]]:
     """The Versions this one derives from (``ancestorid``), oldest first: ``(versionid, state)``."""
     xid = Xid.parse(state.xid)
     seen = {str(xid.version_id)}
@@ -176,7 +173,3 @@ async def _lineage_ids(cs: Workspace, state: Any) -> list[tuple[str, Any]]:
         current = older
     chain.reverse()
     return chain
-
-
-async def _lineage(cs: Workspace, state: Any, rdef: ResourceDef) -> list[tuple[bool, Any]]:
-    return [document_of(older.doc, rdef) for _, older in await _lineage_ids(cs, state)]

@@ -28,7 +28,7 @@ MAX_WORDS = 16
 
 def search_text(kind: str, xid: str, doc: dict[str, Any], derived: dict[str, Any] | None) -> tuple[str, str]:
     """The ``(title, body)`` a state is found by (``derived``: a message's materialisation)."""
-    attrs = doc.get("default") or {} if kind == "resource" else doc
+    attrs = (doc.get("default") or {}) if kind == "resource" else doc
     if derived:
         attrs = {**attrs, **derived["attributes"]}
     parsed = Xid.parse(xid) if xid != "/" else None
@@ -36,7 +36,7 @@ def search_text(kind: str, xid: str, doc: dict[str, Any], derived: dict[str, Any
     title = [str(own or ""), _text(attrs.get("name"))]
     body = [_text(attrs.get(a)) for a in BODY_ATTRIBUTES]
     if parsed is not None:
-        body += [parsed.group_id or "", parsed.resource_id or "" if parsed.level == "version" else ""]
+        body += [parsed.group_id or "", (parsed.resource_id or "") if parsed.level == "version" else ""]
     labels = attrs.get("labels")
     if isinstance(labels, dict):
         body += [f"{k} {_text(v)}" for k, v in labels.items()]

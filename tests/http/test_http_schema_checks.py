@@ -161,3 +161,9 @@ async def test_each_supported_format_refuses_an_invalid_document(client, fmt):
     accepted = await client.put(f"{SCHEMAS}/{sid}/versions/1$details", json={"format": fmt, "schema": VALID[fmt]})
     assert accepted.status_code in (200, 201), accepted.text
     assert accepted.json()["formatvalidated"] is True
+
+
+async def test_capabilities_list_the_checked_formats_and_modes(client):
+    caps = (await client.get("/registry/capabilities")).json()
+    assert {"avro", "jsonschema/draft-07", "protobuf/3", "xsd/1.1", "jsonstructure/draft-*"} <= set(caps["formats"])
+    assert {"backward", "forward_transitive", "full_transitive"} <= set(caps["compatibilities"]["avro"])

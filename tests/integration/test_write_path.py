@@ -21,7 +21,7 @@ from gateway.storage.sqlite import SQLiteStore
 from tests.graphql.conftest import WRITE_KEY, make_settings, open_registry, serve_asgi
 
 UPDATE_GROUP = """mutation($n: Int!) {
-  updateGroup(groupType: "messagegroups", groupId: "shared", attributes: {x: $n}) { revision } }"""
+  updateGroup(groupType: "messagegroups", groupId: "contended", attributes: {x: $n}) { revision } }"""
 CREATE_RESOURCE = """mutation($g: String!, $id: String!) {
   createResource(groupType: "messagegroups", groupId: $g, resourceType: "messages", resourceId: $id,
                  attributes: {name: $id}) { created } }"""
@@ -31,11 +31,11 @@ WRITER = {"Authorization": f"Bearer {WRITE_KEY}"}
 async def test_concurrent_graphql_updates_of_one_group_all_succeed(tmp_path: Path) -> None:
     async with open_registry(tmp_path / "r.db") as reg, serve_asgi(reg, make_settings(tmp_path)) as gql:
         gql.as_writer()
-        await gql.data('mutation { createGroup(groupType: "messagegroups", groupId: "shared") { revision } }')
+        await gql.data('mutation { createGroup(groupType: "messagegroups", groupId: "contended") { revision } }')
         bodies = await asyncio.gather(*(gql(UPDATE_GROUP, n=i) for i in range(50)))
         errors = [b["errors"] for b in bodies if b.get("errors")]
         assert errors == []
-        group = await reg.store.get("/messagegroups/shared")
+        group = await reg.store.get("/messagegroups/contended")
         assert group is not None and group.doc["epoch"] == 51  # created at 1, then 50 acknowledged updates
         assert len({b["data"]["updateGroup"]["revision"] for b in bodies}) == 50
 
@@ -54,11 +54,11 @@ async def test_concurrent_graphql_creates_are_all_written(tmp_path: Path) -> Non
 async def test_concurrent_http_patches_of_one_group_all_succeed(tmp_path: Path) -> None:
     async with open_registry(tmp_path / "r.db") as reg, serve_asgi(reg, make_settings(tmp_path)) as gql:
         http = gql.client
-        assert (await http.put("/registry/messagegroups/shared", json={}, headers=WRITER)).status_code == 201
+        assert (await http.put("/registry/messagegroups/contended", json={}, headers=WRITER)).status_code == 201
         responses = await asyncio.gather(
-            *(http.patch("/registry/messagegroups/shared", json={f"x{i}": i}, headers=WRITER) for i in range(50)))
+            *(http.patch("/registry/messagegroups/contended", json={f"x{i}": i}, headers=WRITER) for i in range(50)))
         assert sorted({r.status_code for r in responses}) == [200]
-        group = (await http.get("/registry/messagegroups/shared")).json()
+        group = (await http.get("/registry/messagegroups/contended")).json()
         assert group["epoch"] == 51 and all(group[f"x{i}"] == i for i in range(50))
 
 
