@@ -294,10 +294,12 @@ def test_deployment_matches_the_template_text(case: Case):
     per_registry = set(re.findall(r"__AUTH__(\w+)$", text, flags=re.M))
     extra = {e["name"] for e in case.values["extraEnv"]}
     for env in container["env"]:
+        if env["name"] in extra:
+            continue
         if env["name"].startswith("XREG_REGISTRIES__"):
             assert env["name"].rsplit("__AUTH__", 1)[1] in per_registry
         else:
-            assert env["name"] in literal | extra
+            assert env["name"] in literal
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert set(re.findall(r"mountPath: (/[\w/-]+)$", text, flags=re.M)) <= mounts
     for key in ("readOnlyRootFilesystem", "allowPrivilegeEscalation", "runAsNonRoot"):
@@ -341,6 +343,9 @@ def test_writable_paths_are_volumes_and_secrets_are_references(case: Case):
             mount = mounts[path.rsplit("/", 1)[0]]
             assert mount["readOnly"] is True
             assert volumes[mount["name"]]["secret"]["secretName"] == cred["existingSecret"]
+    for extra in values["extraEnv"]:
+        if "valueFrom" in extra:
+            assert refs.pop(extra["name"]) == extra["valueFrom"]["secretKeyRef"]
     assert refs == {}
 
 

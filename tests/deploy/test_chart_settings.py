@@ -4,6 +4,7 @@ written where the pod would see them — load in gateway.config and mean what th
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -27,6 +28,7 @@ SECRETS = {
     ("xreg-jwt", "jwt-secret"): "jwt-shared-secret",
     ("contoso-registry", "token"): "contoso-token",
     ("fabrikam-registry", "token"): "fabrikam-token",
+    ("partner-registry", "password"): "partner-password",
 }
 
 
@@ -88,12 +90,15 @@ def test_production_values_configure_everything_from_secrets(tmp_path, monkeypat
     assert settings.base_url == "https://xreg.example.com/registry"
     assert settings.registry_id == "main" and settings.history_keep_days == 90
     registries = {r.id: r for r in settings.registries}
-    assert list(registries) == ["contoso", "fabrikam-prod"]
+    assert list(registries) == ["contoso", "fabrikam-prod", "partner"]
     assert registries["contoso"].cache_ttl == 60 and registries["contoso"].breaker.failures == 5
-    # Remote credentials: one from an environment variable, one from a mounted Secret file.
+    # Bearer tokens: one from an environment variable, one from a mounted Secret file.
     assert registries["contoso"].auth.resolved_headers() == {"Authorization": "Bearer contoso-token"}
     assert registries["fabrikam-prod"].auth.bearer_file == tmp_path / "remote-fabrikam-prod" / "token"
     assert registries["fabrikam-prod"].auth.resolved_headers() == {"Authorization": "Bearer fabrikam-token"}
+    # HTTP Basic: the user name in the settings file, the password from a Secret (extraEnv).
+    basic = base64.b64encode(b"gateway:partner-password").decode()
+    assert registries["partner"].auth.resolved_headers() == {"Authorization": f"Basic {basic}"}
 
 
 def test_the_settings_file_holds_no_secret(tmp_path, monkeypatch):
