@@ -18,9 +18,9 @@ RUN npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 
 # -- 2: the assets verified, the wheel built, the virtualenv installed --------------------------
 FROM python:3.11.14-slim-bookworm AS build
+# pip compiles the installed modules: the runtime's root filesystem may be read-only.
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
-    PIP_NO_CACHE_DIR=1 \
-    PYTHONDONTWRITEBYTECODE=1
+    PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml requirements.lock README.md ./
 COPY gateway/ gateway/
@@ -31,11 +31,12 @@ COPY web/copy_assets.py web/
 COPY --from=assets /src/web/node_modules/ web/node_modules/
 # Copies the manifest's files into gateway/static/graphiql/ and fails on any SHA-384 mismatch.
 RUN python web/copy_assets.py
+# The installed package (not this source tree: -I, from /) must import and carry verified assets.
 RUN python -m venv /opt/xreg-gateway \
  && /opt/xreg-gateway/bin/pip install pip==26.3 \
  && /opt/xreg-gateway/bin/pip wheel --no-deps --wheel-dir /tmp/wheels . \
  && /opt/xreg-gateway/bin/pip install --only-binary=:all: -c requirements.lock /tmp/wheels/xreg_gateway-*.whl \
- && /opt/xreg-gateway/bin/python -c "import gateway.app, resolvers, adapters"
+ && cd / && /opt/xreg-gateway/bin/python -I -c "import gateway.app; from gateway.graphiql import ASSETS; ASSETS.load()"
 
 # -- 3: the runtime -----------------------------------------------------------------------------
 FROM python:3.11.14-slim-bookworm

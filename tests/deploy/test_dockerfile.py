@@ -132,7 +132,7 @@ def test_exposes_the_port_and_serves_on_all_interfaces():
     port = cmd.value[cmd.value.index("--port") + 1]
     assert port == "8080"
     # The real command line accepts these arguments.
-    serve = typer.main.get_command(cli_app).commands["serve"]  # type: ignore[attr-defined]
+    serve = typer.main.get_command(cli_app).commands["serve"]
     ctx = serve.make_context("serve", list(cmd.value[2:]))
     assert (ctx.params["host"], ctx.params["port"]) == ("0.0.0.0", 8080)
     # The chart starts the same command.
