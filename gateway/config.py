@@ -293,7 +293,8 @@ class Settings(BaseSettings):
         10000, ge=1, description="Most persisted queries kept per process when cache_url is memory://.")
     trusted_documents: Path | None = Field(
         None, description="Allowlist of GraphQL operations (Apollo persisted query manifest or GraphQL "
-                          "Codegen persisted-documents.json); when set, only listed operations run.")
+                          "Codegen persisted-documents.json; relative: to the settings file); when set, "
+                          "only listed operations run.")
     trusted_documents_bypass_scope: str | None = Field(
         None, description="Callers holding this scope may run any operation despite trusted_documents.")
 
@@ -322,9 +323,12 @@ class Settings(BaseSettings):
         return [o.rstrip("/") for o in value]
 
     @model_validator(mode="after")
-    def _check_cors_credentials(self) -> Settings:
+    def _check_browser_settings(self) -> Settings:
         if self.cors_allow_credentials and "*" in self.cors_origins:
             raise ValueError("cors_origins: '*' cannot be combined with cors_allow_credentials; list the origins")
+        path = self.trusted_documents
+        if path is not None and not path.is_absolute() and self.config is not None:
+            self.trusted_documents = Path(self.config).parent / path  # like registries' paths
         return self
 
     @field_validator("cache_url")

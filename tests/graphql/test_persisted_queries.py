@@ -237,3 +237,13 @@ def test_allowlist_lookups():
     docs = TrustedDocuments.parse({"k1": QUERY})
     assert docs.find("k1") == QUERY and docs.find(sha(QUERY)) == QUERY and docs.find("sha256:" + sha(QUERY)) == QUERY
     assert docs.find("k2") is None and docs.allows(QUERY) and not docs.allows(QUERY + " ")
+
+
+def test_a_relative_allowlist_path_is_read_next_to_the_settings_file(tmp_path: Path):
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    (folder / "docs.json").write_text(json.dumps({"k1": QUERY}), encoding="utf-8")
+    (folder / "gateway.yaml").write_text("trusted_documents: docs.json\n", encoding="utf-8")
+    settings = Settings(config=folder / "gateway.yaml", data_dir=tmp_path)
+    assert settings.trusted_documents == folder / "docs.json"
+    assert TrustedDocuments.load(settings.trusted_documents).find("k1") == QUERY
