@@ -24,6 +24,7 @@ from adapters.federation import Federation
 from adapters.local import LocalSource
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
+from gateway.cors import cors_middleware
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.logs import redact_url
 from gateway.registry.service import LocalRegistry
@@ -84,7 +85,9 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             await registry.close()
 
     routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
-    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=[Middleware(CallerMiddleware)])
+    # CORS outermost: a preflight is answered before any route or other middleware sees it.
+    middleware = [*cors_middleware(settings, registry.model), Middleware(CallerMiddleware)]
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=middleware)
     app.state.settings = settings
     app.state.registry = registry
     app.state.federation = federation

@@ -58,13 +58,14 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def _scopes(values: Any) -> frozenset[str]:
-    """Gateway scopes from a space-separated string or a list; unknown scopes are ignored."""
+def _scopes(values: Any, extra: frozenset[str] = frozenset()) -> frozenset[str]:
+    """Gateway scopes from a space-separated string or a list: ``read``, ``write`` and the
+    configured ``extra`` scopes (``trusted_documents_bypass_scope``); others are ignored."""
     if isinstance(values, str):
         values = values.split()
     if not isinstance(values, (list, tuple)):
         return frozenset()
-    return frozenset(_SCOPES[v] for v in values if isinstance(v, str) and v in _SCOPES)
+    return frozenset(_SCOPES.get(v, v) for v in values if isinstance(v, str) and (v in _SCOPES or v in extra))
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,10 @@ class Authenticator:
         # what anonymous callers may do, authenticated callers may do too
         self._implied = frozenset({"read"}) if settings.anonymous_read else frozenset()
         self._anonymous = Principal("anonymous", self._implied, "anonymous")
-        self._keys = [(bytes.fromhex(k.sha256), k.name, _scopes(k.scopes) | self._implied) for k in settings.api_keys]
+        bypass = settings.trusted_documents_bypass_scope
+        self._extra = frozenset({bypass}) if bypass else frozenset()
+        self._keys = [(bytes.fromhex(k.sha256), k.name, _scopes(k.scopes, self._extra) | self._implied)
+                      for k in settings.api_keys]
         self._secret = settings.jwt_secret.get_secret_value().encode() if settings.jwt_secret else None
         if self._secret is not None and len(self._secret) < 32:
             log.warning("jwt_secret is shorter than 32 bytes; use a longer random secret")
@@ -299,7 +303,7 @@ class Authenticator:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise self._reject('The bearer token lacks the "sub" claim.')
-        return Principal(subject, _scopes(claims.get(self._scope_claim)) | self._implied, "jwt")
+        return Principal(subject, _scopes(claims.get(self._scope_claim), self._extra) | self._implied, "jwt")
 
     def _reject(self, reason: str, error: str | None = "invalid_token") -> AuthError:
         log.info("authentication failed: %s", reason)

@@ -18,6 +18,17 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from gateway.registry.ids import id_problem
 
+#: Methods a browser may use cross-origin by default (the HTTP API's and GraphQL's).
+CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+#: Request headers allowed cross-origin by default: credentials and bodies, the headers Apollo
+#: Client and urql send, and conditional requests (the HTTP API's ``xRegistry-*`` headers are
+#: added from the model, see ``gateway/cors.py``).
+CORS_HEADERS = (
+    "Authorization", "Content-Type", "Accept", "If-None-Match", "If-Match", "X-Request-Id",
+    "apollographql-client-name", "apollographql-client-version", "apollo-require-preflight",
+    "x-apollo-operation-name", "graphql-client-name", "graphql-client-version",
+)
+
 
 class ApiKey(BaseModel):
     """A static API key, stored as the SHA-256 hex digest of the key (never the key itself)."""
@@ -26,7 +37,8 @@ class ApiKey(BaseModel):
 
     name: str = Field(description="Who holds the key (appears in logs instead of the key).")
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="hex SHA-256 of the key")
-    scopes: list[str] = Field(default_factory=lambda: ["read"], description="read and/or write")
+    scopes: list[str] = Field(default_factory=lambda: ["read"],
+                              description="read, write and/or the trusted_documents_bypass_scope")
 
 
 class RegistryAuth(BaseModel):
@@ -256,6 +268,36 @@ class Settings(BaseSettings):
     graphql_introspection: bool = Field(True, description="Allow schema introspection.")
     graphql_max_page_size: int = Field(500, ge=1, description="Largest first/last a connection accepts.")
 
+    # -- browsers and HTTP caches ---------------------------------------------------------------
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins allowed to call /graphql, the registry API and discovery from a browser "
+                    "(CORS; empty: off; '*': any origin, only without cors_allow_credentials).")
+    cors_allow_credentials: bool = Field(
+        False, description="Let browsers send cookies and TLS client certificates cross-origin (not needed "
+                           "for an Authorization header).")
+    cors_max_age: int = Field(600, ge=0, description="Seconds a browser may reuse a CORS preflight answer.")
+    cors_allow_methods: list[str] = Field(
+        default_factory=lambda: list(CORS_METHODS), description="Methods allowed cross-origin.")
+    cors_allow_headers: list[str] = Field(
+        default_factory=lambda: list(CORS_HEADERS), description="Request headers allowed cross-origin.")
+    cors_expose_headers: list[str] = Field(
+        default_factory=list, description="Response headers shown to cross-origin scripts, besides the "
+                                          "gateway's own (ETag, X-Request-Id, Link, RateLimit-*, xRegistry-*, …).")
+    http_cache_max_age: int = Field(
+        0, ge=0, description="max-age of cacheable GET responses (0: no-cache, revalidate with the ETag each time).")
+    apq_enabled: bool = Field(True, description="Accept Apollo's automatic persisted queries.")
+    apq_ttl_seconds: float = Field(86400.0, gt=0, description="How long a registered persisted query is kept.")
+    apq_max_bytes: int = Field(65536, ge=256, description="Longest query document kept as a persisted query.")
+    apq_memory_entries: int = Field(
+        10000, ge=1, description="Most persisted queries kept per process when cache_url is memory://.")
+    trusted_documents: Path | None = Field(
+        None, description="Allowlist of GraphQL operations (Apollo persisted query manifest or GraphQL "
+                          "Codegen persisted-documents.json; relative: to the settings file); when set, "
+                          "only listed operations run.")
+    trusted_documents_bypass_scope: str | None = Field(
+        None, description="Callers holding this scope may run any operation despite trusted_documents.")
+
     # -- federation -----------------------------------------------------------------------------
     registries: list[RegistryConfig] = Field(
         default_factory=list, description="Registries to federate; the local one is implicit when not listed.")
@@ -269,6 +311,25 @@ class Settings(BaseSettings):
         if value and not value.startswith(("sqlite:///", "mongodb://", "mongodb+srv://")):
             raise ValueError("store_url must start with sqlite:///, mongodb:// or mongodb+srv://")
         return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _check_cors_origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            parts = urlsplit(origin)
+            if origin != "*" and (parts.scheme not in ("http", "https") or not parts.hostname
+                                  or parts.path or parts.query or parts.fragment):
+                raise ValueError(f"cors_origins: {origin!r} is not an origin (scheme://host[:port], or *)")
+        return [o.rstrip("/") for o in value]
+
+    @model_validator(mode="after")
+    def _check_browser_settings(self) -> Settings:
+        if self.cors_allow_credentials and "*" in self.cors_origins:
+            raise ValueError("cors_origins: '*' cannot be combined with cors_allow_credentials; list the origins")
+        path = self.trusted_documents
+        if path is not None and not path.is_absolute() and self.config is not None:
+            self.trusted_documents = Path(self.config).parent / path  # like registries' paths
+        return self
 
     @field_validator("cache_url")
     @classmethod

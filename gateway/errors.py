@@ -8,6 +8,8 @@
 * ``gateway.auth.AuthError`` — refused credentials (``unauthorized``) or scopes (``forbidden``).
 * :class:`UserInputError` — a GraphQL argument no spec error type describes (a cursor, a node
   id, a page size): ``BAD_USER_INPUT``.
+* :class:`GraphQLRequestError` — a GraphQL request refused before it runs (persisted queries,
+  trusted documents, malformed requests), with its status per response media type.
 
 Bindings render them by their :attr:`GatewayError.code`: the HTTP API as an RFC 9457 problem
 document, GraphQL as an error with ``extensions.code``. Any other exception is a bug.
@@ -120,6 +122,22 @@ class UserInputError(GatewayError, ValueError):
 
     code = "BAD_USER_INPUT"
     status = 400
+
+
+class GraphQLRequestError(GatewayError):
+    """A GraphQL-over-HTTP request refused before it runs (a persisted query that is unknown or
+    not allowed, a bad request): ``code`` is its ``extensions.code``; ``status`` its HTTP status
+    with ``application/graphql-response+json``, ``legacy_status`` with ``application/json``
+    (legacy clients expect 200 where the request itself was well-formed)."""
+
+    def __init__(self, code: str, message: str, status: int = 400, legacy_status: int | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.legacy_status = status if legacy_status is None else legacy_status
+        self.headers = dict(headers or {})
 
 
 class XRegistryError(GatewayError):

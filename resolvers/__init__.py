@@ -13,6 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from gateway.config import Settings
 from resolvers.http import graphql_endpoint
+from resolvers.persisted import PersistedQueries
 from resolvers.schema import build_schema
 
 
@@ -30,7 +31,8 @@ def build_routes(settings: Settings) -> list[BaseRoute]:
     """``/graphql`` (GET and POST), plus GraphiQL's own routes when available."""
     graphiql = _graphiql()
     page = getattr(graphiql, "graphiql_page", None)
-    endpoint = graphql_endpoint(settings, build_schema(settings), (lambda: page(settings)) if page else None)
+    endpoint = graphql_endpoint(settings, build_schema(settings), (lambda: page(settings)) if page else None,
+                                PersistedQueries.from_settings(settings))
     routes: list[BaseRoute] = [Route("/graphql", endpoint, methods=["GET", "POST"], name="graphql")]
     if graphiql is not None and hasattr(graphiql, "graphiql_routes"):
         routes.extend(graphiql.graphiql_routes(settings))

@@ -1,34 +1,76 @@
-"""GraphQL over HTTP at ``/graphql``: ``POST`` (JSON) for everything, ``GET`` for queries.
+"""GraphQL over HTTP at ``/graphql`` (the GraphQL Foundation's specification): ``POST`` (JSON)
+for everything, ``GET`` for queries.
 
-The request is refused before execution when its body is larger than ``max_body_bytes``
-(413), when it is not a GraphQL request (400 / 415), when the caller may not read (401 / 403,
-the HTTP API's rules), or when a ``GET`` carries a mutation (405). Otherwise the response is
-200 with ``data`` and ``errors`` (each with ``extensions.code``). A browser's ``GET`` without a
-query gets GraphiQL, when ``gateway.graphiql`` provides it.
+A request is handled in this order:
+
+1. A browser's ``GET`` without a query gets GraphiQL (when ``gateway.graphiql`` provides it).
+2. The response media type is chosen from ``Accept`` (:mod:`resolvers.media`); neither
+   ``application/graphql-response+json`` nor ``application/json`` acceptable: 406.
+3. The request is read: ``POST`` bodies must be ``application/json`` (a ``charset`` other than
+   UTF-8, or another type: 415), at most ``max_body_bytes`` (413), one JSON object (a batch — a
+   JSON array — is refused with 400: send one operation per request); ``GET`` takes ``query``,
+   ``variables``, ``operationName``, ``extensions`` and ``documentId`` from the query string.
+4. The caller must be allowed to read (401 / 403, the HTTP API's rules).
+5. The document is resolved (:mod:`resolvers.persisted`: the query itself, an automatic
+   persisted query's hash, a trusted document's id; ``PersistedQueryNotFound``,
+   ``PERSISTED_QUERY_NOT_ALLOWED``).
+6. A ``GET`` whose ``If-None-Match`` holds the current entity tag gets 304 (see below).
+7. The operation runs; a mutation over ``GET`` is refused with 405 and ``Allow: POST``.
+
+Status codes: with ``application/json`` every request that got this far is answered 200 (legacy
+clients read ``errors``); with ``application/graphql-response+json`` a response without
+``data`` (a parse, validation or limit error: the request never ran) is 400 (401 / 403 for
+credentials, 404 / 403 for persisted documents), and one with ``data`` — partial or not — is 200.
+
+Caching (:mod:`gateway.http_cache`): successful ``GET`` queries carry ``ETag``,
+``Cache-Control`` and ``Vary: Accept, Authorization``. When every registry served is the local
+store the tag is computed *before* running — from the revision, the document's hash, the
+variables, the operation name, the media type and the caller — so a 304 costs one revision
+read. With remote or document registries (whose data changes without a local revision) the tag
+is a digest of the response body instead: always correct, though the query runs to find it.
+``POST`` responses (mutations among them) are ``no-store``.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiocache.base import BaseCache
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
-from gateway import json_limits
-from gateway.auth import AuthError, principal_of
+from gateway import http_cache, json_limits
+from gateway.auth import AuthError, Principal, principal_of
 from gateway.config import Settings
+from gateway.errors import GraphQLRequestError
 from resolvers.context import Context, references_of, sources_of
-from resolvers.errors import format_error
+from resolvers.errors import INTERNAL, format_error
+from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
+from resolvers.persisted import Document, PersistedQueries, bad_request
 from resolvers.schema import GatewaySchema
+from resolvers.trusted_documents import sha256_hex
 
 JSON_TYPES = ("application/json",)
+VARY = "Accept, Authorization"
+#: HTTP status of a request error (no ``data``) with application/graphql-response+json, by code.
+_REQUEST_ERROR_STATUS = {"unauthorized": 401, "forbidden": 403, INTERNAL: 500}
 
 
-def _problem(status: int, code: str, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, status, headers=headers)
+def _reply(media: str, body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse(body, status, headers=headers, media_type=content_type(media))
+
+
+def _problem(media: str, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return _reply(media, {"errors": [{"message": message, "extensions": {"code": code}}]}, status, headers)
+
+
+def _refused(media: str, exc: GraphQLRequestError) -> Response:
+    status = exc.status if media == GRAPHQL_RESPONSE else exc.legacy_status
+    return _problem(media, status, exc.code, exc.message, exc.headers)
 
 
 class _TooLarge(Exception):
@@ -49,80 +91,155 @@ async def _body(request: Request, limit: int) -> bytes:
 
 
 def _params_of_get(request: Request) -> dict[str, Any]:
-    params: dict[str, Any] = {k: request.query_params.get(k) for k in ("query", "operationName", "variables")}
-    if params["variables"]:
-        params["variables"] = json_limits.loads(params["variables"])
+    params: dict[str, Any] = {k: request.query_params.get(k)
+                              for k in ("query", "operationName", "variables", "extensions", "documentId")}
+    for name in ("variables", "extensions"):
+        if params[name]:
+            try:
+                params[name] = json_limits.loads(params[name])
+            except (ValueError, UnicodeDecodeError) as exc:
+                raise bad_request(f"{name} is not valid JSON: {exc}") from None
+        else:
+            params[name] = None
     return params
+
+
+async def _params_of_post(request: Request, settings: Settings) -> dict[str, Any]:
+    media, *parameters = request.headers.get("content-type", "").split(";")
+    charset = next((v.strip().strip('"').lower() for k, _, v in (p.partition("=") for p in parameters)
+                    if k.strip().lower() == "charset"), "utf-8")
+    if media.strip().lower() not in JSON_TYPES or charset != "utf-8":
+        raise GraphQLRequestError("UNSUPPORTED_MEDIA_TYPE", "Send the request as application/json (UTF-8).", 415)
+    try:
+        params = json_limits.loads(await _body(request, settings.max_body_bytes))
+    except _TooLarge:
+        raise GraphQLRequestError("REQUEST_TOO_LARGE", f"The request body exceeds {settings.max_body_bytes} bytes.",
+                                  413) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise bad_request(f"The request is not valid JSON: {exc}") from None
+    if isinstance(params, list):
+        raise bad_request("Batched requests (a JSON array of operations) are not supported; "
+                          "send one operation per request.")
+    return params
+
+
+def _check_params(params: Any) -> None:
+    if not isinstance(params, dict):
+        raise bad_request("The request must be a JSON object with a query.")
+    if params.get("variables") is not None and not isinstance(params["variables"], dict):
+        raise bad_request("variables must be a JSON object.")
+    if params.get("operationName") is not None and not isinstance(params["operationName"], str):
+        raise bad_request("operationName must be a string.")
 
 
 def wants_html(request: Request) -> bool:
     """A browser navigating to the endpoint (not a GraphQL client)."""
-    return "text/html" in request.headers.get("accept", "") and "query" not in request.query_params
+    return "text/html" in request.headers.get("accept", "") and not (
+        {"query", "documentId", "extensions"} & set(request.query_params))
+
+
+def shared_cache(app: Any) -> BaseCache | None:
+    """The cache replicas share (``cache_url`` Redis), or ``None`` with ``memory://``."""
+    federation = getattr(app.state, "federation", None)
+    if federation is None or federation.settings.cache_url == "memory://":
+        return None
+    return federation.backend
+
+
+def _request_error_status(body: dict[str, Any]) -> int:
+    statuses = [_REQUEST_ERROR_STATUS.get(e.get("extensions", {}).get("code"), 400) for e in body.get("errors", [])]
+    client = [s for s in statuses if s < 500]
+    return min(client) if client else max(statuses, default=400)
 
 
 def graphql_endpoint(
     settings: Settings, schema: GatewaySchema, graphiql_page: Callable[[], Any] | None,
+    persisted: PersistedQueries | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
     """The Starlette endpoint for ``GET`` and ``POST /graphql``."""
+    persisted = persisted or PersistedQueries(settings)
+    salt = http_cache.deployment_salt(settings)
+
+    async def validators(request: Request, media: str, document: Document, params: dict[str, Any],
+                         principal: Principal, sources: Any) -> dict[str, str] | None:
+        """The revision-based tag of a GET, or ``None`` when a registry without revisions is served."""
+        if any(s.kind != "local" for s in sources.values()):
+            return None
+        local = next(iter(sources.values()))
+        credentials = request.headers.get("authorization")
+        etag = http_cache.entity_tag(
+            salt, "graphql", media, str(await local.revision()), sha256_hex(document.text),
+            http_cache.canonical_json(params.get("variables") or {}), params.get("operationName") or "",
+            http_cache.caller_key(principal, credentials))
+        return http_cache.validators(etag, http_cache.cache_control(settings, private=bool(credentials)), VARY)
 
     async def endpoint(request: Request) -> Response:
-        if request.method in ("GET", "HEAD") and wants_html(request):
+        get = request.method in ("GET", "HEAD")
+        if get and wants_html(request):
             if graphiql_page is None:
-                return _problem(404, "NOT_FOUND", "GraphiQL is not available on this server.")
+                return _problem(JSON, 404, "NOT_FOUND", "GraphiQL is not available on this server.")
             page = graphiql_page()
             return page if isinstance(page, Response) else HTMLResponse(str(page))
+        media = negotiate(request.headers.get("accept"))
+        if media is None:
+            return _problem(JSON, 406, "NOT_ACCEPTABLE",
+                            f"Accept {GRAPHQL_RESPONSE} or {JSON}: no other response media type is served.")
         try:
-            if request.method in ("GET", "HEAD"):
-                allowed: tuple[OperationType, ...]
-                params, allowed = _params_of_get(request), (OperationType.QUERY,)
-            else:
-                media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-                if media not in JSON_TYPES:
-                    return _problem(415, "UNSUPPORTED_MEDIA_TYPE", "Send the request as application/json.")
-                params = json_limits.loads(await _body(request, settings.max_body_bytes))
-                allowed = (OperationType.QUERY, OperationType.MUTATION)
-        except _TooLarge:
-            return _problem(413, "REQUEST_TOO_LARGE", f"The request body exceeds {settings.max_body_bytes} bytes.")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return _problem(400, "BAD_REQUEST", f"The request is not valid JSON: {exc}")
-        problem = _check_params(params)
-        if problem:
-            return _problem(400, "BAD_REQUEST", problem)
+            params = _params_of_get(request) if get else await _params_of_post(request, settings)
+            _check_params(params)
+        except GraphQLRequestError as exc:
+            return _refused(media, exc)
         try:
             principal = await principal_of(request)
             request.app.state.auth.require(principal, "read")
         except AuthError as exc:
-            return _problem(exc.status, exc.code, exc.title, exc.headers())
+            return _problem(media, exc.status, exc.code, exc.title, exc.headers())
+        shared = shared_cache(request.app)
+        try:
+            document = await persisted.resolve(params, principal, shared)
+        except GraphQLRequestError as exc:
+            return _refused(media, exc)
         sources = sources_of(request.app)
+        tags = await validators(request, media, document, params, principal, sources) if get else None
+        asked = request.headers.get("if-none-match")
+        if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
+            return http_cache.not_modified(tags)
         context = Context(settings=settings, sources=sources, default_registry=settings.registry_id,
                           principal=principal, auth=request.app.state.auth,
                           rules=references_of(request.app, sources))
+        allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
         try:
-            result = await schema.execute(params["query"], params.get("variables"), context,
+            result = await schema.execute(document.text, params.get("variables"), context,
                                           operation_name=params.get("operationName"),
                                           allowed_operation_types=allowed)
         except InvalidOperationTypeError as exc:
             allow = "POST" if exc.operation_type is OperationType.MUTATION else "GET, POST"
-            return _problem(405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method), {"Allow": allow})
+            return _problem(media, 405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method),
+                            {"Allow": allow})
         except CannotGetOperationTypeError as exc:
-            return _problem(400, "BAD_REQUEST", exc.as_http_error_reason())
+            return _problem(media, 400, "BAD_REQUEST", exc.as_http_error_reason())
         body: dict[str, Any] = {}
         if result.errors:
             body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
-        if result.data is not None or not result.errors or any(e.path for e in result.errors):
+        ran = result.data is not None or not result.errors or any(e.path for e in result.errors)
+        if ran:
             body["data"] = result.data  # absent only when the request failed before execution
-        return JSONResponse(body)
+            if document.register is not None:
+                await persisted.keep(document.register, document.text, shared)
+        status = 200 if media == JSON or ran else _request_error_status(body)
+        response = _reply(media, body, status)
+        if not get:
+            response.headers["Cache-Control"] = http_cache.NO_STORE
+        elif status == 200 and ran and not result.errors:
+            if tags is None:  # registries without revisions: the body is the validator
+                credentials = request.headers.get("authorization")
+                tags = http_cache.validators(
+                    http_cache.entity_tag(salt, "graphql-body", media, hashlib.sha256(response.body).hexdigest(),
+                                          http_cache.caller_key(principal, credentials)),
+                    http_cache.cache_control(settings, private=bool(credentials)), VARY)
+            if http_cache.matches(asked, tags["ETag"], any_tag=True):
+                return http_cache.not_modified(tags)
+            response.headers.update(tags)
+        return response
 
     return endpoint
-
-
-def _check_params(params: Any) -> str | None:
-    if not isinstance(params, dict):
-        return "The request must be a JSON object with a query."
-    if not isinstance(params.get("query"), str) or not params["query"].strip():
-        return "The request has no query."
-    if params.get("variables") is not None and not isinstance(params["variables"], dict):
-        return "variables must be a JSON object."
-    if params.get("operationName") is not None and not isinstance(params["operationName"], str):
-        return "operationName must be a string."
-    return None

@@ -5,6 +5,8 @@ A request is handled in this order: its path is resolved against the model (``ap
 ``malformed_id``, ``bad_details``), the method checked (``action_not_supported`` with
 ``Allow``; ``OPTIONS`` answers without credentials), the caller authenticated and authorised
 (``read`` for GET, ``write`` otherwise: 401 / 403), the flags parsed, then the handler runs.
+Reads carry ``ETag`` / ``Cache-Control`` and answer a matching ``If-None-Match`` with 304
+before reading anything but the revision (:mod:`gateway.http_cache`).
 Client mistakes are 4xx problem documents; anything unexpected is logged and answered with
 ``server_error`` (500), whose ``instance`` names the log entry.
 """
@@ -19,7 +21,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.auth import AuthError, principal_of
+from gateway import http_cache
+from gateway.auth import AuthError, Principal, principal_of
 from gateway.errors import XRegistryError
 from gateway.http_api import reading, writing
 from gateway.http_api.context import Call
@@ -68,6 +71,21 @@ class XRegistryAPI:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self._salt: str | None = None
+
+    async def validators(self, request: Request, principal: Principal) -> dict[str, str]:
+        """``ETag`` (revision, request, caller), ``Cache-Control`` and ``Vary`` of a read
+        (:mod:`gateway.http_cache`); the revision is read before the response is built."""
+        state = request.app.state
+        if self._salt is None:
+            self._salt = http_cache.deployment_salt(state.settings)
+        credentials = request.headers.get("authorization")
+        revision = await state.registry.store.current_revision()
+        query = request.scope.get("query_string", b"").decode("latin-1")
+        etag = http_cache.entity_tag(self._salt, "registry", str(revision), request.scope["path"], query,
+                                     http_cache.caller_key(principal, credentials))
+        control = http_cache.cache_control(state.settings, private=bool(credentials))
+        return http_cache.validators(etag, control, "Authorization")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,8 +118,18 @@ class XRegistryAPI:
                 state.auth.require(principal, "read" if method == "GET" else "write")
                 flags = parse_flags(request.query_params.multi_items(), target.path)
                 check_context(flags, target, method)
-                call = Call(request, target, flags, state.registry, state.settings, request_id)
-                response = await handler(call)
+                tags = await self.validators(request, principal) if method == "GET" else None
+                asked = request.headers.get("if-none-match")
+                if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
+                    response = http_cache.not_modified(tags)  # nothing read but the revision
+                else:
+                    call = Call(request, target, flags, state.registry, state.settings, request_id)
+                    response = await handler(call)
+                    if tags is not None and response.status_code == 200:
+                        if http_cache.matches(asked, tags["ETag"], any_tag=True):
+                            response = http_cache.not_modified(tags)
+                        else:
+                            response.headers.update(tags)
         except writing.DryRun as accepted:
             o = accepted.outcome
             response = json_response({"dryrun": True, "accepted": True, "created": o.created, "updated": o.updated,

@@ -57,9 +57,13 @@ async def test_a_browser_gets_graphiql(corpus, tmp_path: Path):
     assert page.status_code == expected.status_code
     assert page.content == expected.body
     assert (await corpus.client.get("/graphiql")).status_code == expected.status_code
+    # a query typed into the address bar: browsers accept */* too, so JSON comes back
     api = await corpus.client.get("/graphql", params={"query": "{ registry { xid } }"},
-                                  headers={"Accept": "text/html"})
+                                  headers={"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"})
     assert api.json() == {"data": {"registry": {"xid": "/"}}}
+    only_html = await corpus.client.get("/graphql", params={"query": "{ registry { xid } }"},
+                                        headers={"Accept": "text/html"})
+    assert only_html.status_code == 406
 
 
 async def test_over_a_real_uvicorn(tmp_path: Path):

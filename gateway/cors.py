@@ -1,0 +1,85 @@
+"""Cross-origin calls from browsers (CORS) to ``/graphql``, the xRegistry HTTP API and discovery.
+
+Off unless ``cors_origins`` lists origins. Then Starlette's ``CORSMiddleware`` answers every
+preflight (``OPTIONS`` with ``Access-Control-Request-Method``) for those paths before the
+routes see it — the HTTP API's own ``OPTIONS`` (``Allow``) still answers plain ``OPTIONS`` — and
+adds ``Access-Control-Allow-Origin`` to the responses of allowed origins. A preflight from
+another origin gets 400 without the header, so the browser blocks the call. Other paths
+(GraphiQL, health) are served to their own origin only.
+
+Allowed request headers are ``cors_allow_headers`` (``Authorization``, ``Content-Type``, the
+headers Apollo Client and urql send, …) plus the ``xRegistry-*`` attribute headers of the
+model's document resources; exposed response headers are the gateway's own (``ETag``,
+``X-Request-Id``, ``Link``, ``Location``, ``RateLimit-*``, ``Retry-After``, ``xRegistry-*``)
+plus ``cors_expose_headers``. Headers of map attributes (``xRegistry-labels.<key>``) cannot be
+listed in advance and stay hidden from cross-origin scripts.
+"""
+
+from __future__ import annotations
+
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway.config import Settings
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.validation import entity_definitions
+
+#: Response headers a cross-origin script may read, besides the model's ``xRegistry-*`` ones.
+EXPOSED = (
+    "ETag", "Cache-Control", "X-Request-Id", "Link", "Location", "Content-Location", "Content-Disposition",
+    "Retry-After", "RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
+    "WWW-Authenticate", "Allow", "xRegistry-instanceid",
+)
+#: Attributes of a resource's document view that are not headers (the document itself).
+_NOT_HEADERS = frozenset({"contenttype"})
+
+
+def attribute_header_names(model: RegistryModel) -> list[str]:
+    """The ``xRegistry-<attribute>`` headers the HTTP API may send or take for ``model``'s
+    resources with documents (scalar attributes; ``*`` extension attributes excluded)."""
+    names: set[str] = {"versionscount", "versionsurl", "metaurl"}
+    for gtype, group in model.groups.items():
+        for rtype, resource in group.resources.items():
+            if not resource.hasdocument:
+                continue
+            s = resource.singular
+            for level in ("version", "meta"):
+                names.update(n for n in entity_definitions(level, model=model, group_type=gtype, resource_type=rtype)
+                             if n not in (s, f"{s}base64", "*") and n not in _NOT_HEADERS)
+    return [f"xRegistry-{n}" for n in sorted(names)]
+
+
+def paths_of(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(exact paths, path prefixes) that answer cross-origin calls."""
+    prefix = "/" + settings.registry_prefix.strip("/")
+    return ("/graphql", "/.well-known/xregistry", prefix), (prefix + "/",)
+
+
+class PathCORS:
+    """ASGI middleware: CORS (Starlette's) for the paths of :func:`paths_of`, nothing elsewhere."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, model: RegistryModel) -> None:
+        self.app = app
+        self.exact, self.prefixes = paths_of(settings)
+        headers = attribute_header_names(model)
+        self.cors = CORSMiddleware(
+            app, allow_origins=settings.cors_origins, allow_methods=settings.cors_allow_methods,
+            allow_headers=[*settings.cors_allow_headers, *headers],
+            allow_credentials=settings.cors_allow_credentials,
+            expose_headers=list(dict.fromkeys([*EXPOSED, *headers, *settings.cors_expose_headers])),
+            max_age=settings.cors_max_age)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else None
+        if path is not None and (path in self.exact or path.startswith(self.prefixes)):
+            await self.cors(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+
+def cors_middleware(settings: Settings, model: RegistryModel) -> list[Middleware]:
+    """The CORS middleware of the application (none when ``cors_origins`` is empty)."""
+    if not settings.cors_origins:
+        return []
+    return [Middleware(PathCORS, settings=settings, model=model)]
