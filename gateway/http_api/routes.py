@@ -30,6 +30,8 @@ from gateway.http_api.targets import Target, parse_target
 log = logging.getLogger("xreg.http")
 
 Handler = Callable[[Call], Awaitable[Response]]
+#: The header naming the registry instance every response comes from (its revisions are its own).
+INSTANCE_HEADER = "xRegistry-instanceid"
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -120,6 +122,7 @@ class XRegistryAPI:
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
         response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
         response.headers["X-Request-Id"] = request_id
+        response.headers[INSTANCE_HEADER] = state.registry.instance_id
         if request.method == "HEAD":  # the same status and headers (Content-Length included), no body
             head = Response(status_code=response.status_code)
             head.raw_headers = list(response.raw_headers)
