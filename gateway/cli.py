@@ -210,7 +210,7 @@ def backup_cmd(
     settings = _settings(config)
     store = _store(settings)
     if isinstance(store, SQLiteStore) and isinstance(store.path, Path) and not store.path.exists():
-        err.print(f"[red]no registry to back up:[/red] {store.path} does not exist")
+        err.print(f"[red]no registry to back up:[/red] {escape(str(store.path))} does not exist", soft_wrap=True)
         raise typer.Exit(1)
 
     async def run() -> BackupInfo:
@@ -220,9 +220,9 @@ def backup_cmd(
     try:
         info = asyncio.run(run())
     except (OSError, HistoryChanged) as exc:
-        err.print(f"[red]backup failed:[/red] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]backup failed:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
-    err.print(_summary("backed up", info, f"to {output}"), markup=False, highlight=False)
+    err.print(_summary("backed up", info, f"to {output}"), markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("restore")
@@ -240,9 +240,9 @@ def restore_cmd(
         try:
             info = check_backup(file)
         except BackupError as exc:
-            err.print(f"[red]invalid backup:[/red] {escape(str(exc))}", highlight=False)
+            err.print(f"[red]invalid backup:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc
-        err.print(_summary("valid backup:", info, f"in {file}"), markup=False, highlight=False)
+        err.print(_summary("valid backup:", info, f"in {file}"), markup=False, highlight=False, soft_wrap=True)
         return
     store = _store(settings)
 
@@ -253,10 +253,10 @@ def restore_cmd(
     try:
         info = asyncio.run(run())
     except BackupError as exc:
-        err.print(f"[red]restore refused:[/red] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]restore refused:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from exc
     err.print(_summary("restored", info, f"into {redact_url(settings.effective_store_url)}"), markup=False,
-              highlight=False)
+              highlight=False, soft_wrap=True)
 
 
 @app.command("hash-key")
