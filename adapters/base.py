@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.errors import UserInputError, XRegistryError
+from gateway.errors import InstanceMismatch, UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
 from gateway.storage.semantics import Sort
@@ -220,6 +220,23 @@ class RegistrySource(abc.ABC):
     def status(self) -> SourceStatus:
         """The source's health."""
         return SourceStatus(self.id, self.kind, self.base_url or None)
+
+    @property
+    def instance_id(self) -> str | None:
+        """The id of the registry instance whose revisions this source serves (``None``: a source
+        without revisions of its own, such as a remote registry)."""
+        return None
+
+    def check_instance(self, expected: str | None) -> None:
+        """Raise ``instance_mismatch`` when a change-feed checkpoint taken against instance
+        ``expected`` does not belong to this registry instance (``None``: nothing to check)."""
+        if expected is not None and expected != self.instance_id:
+            actual = self.instance_id
+            raise InstanceMismatch(self.id, actual, f"instance {expected}", (
+                f"registry {self.id!r} has no instance id, so a checkpoint cannot be checked against it"
+                if actual is None else
+                "the checkpoint was taken against another registry instance (or before a restore that did not "
+                "keep the history); read the changes again from 0"))
 
     # -- reads --------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -138,6 +138,11 @@ class FileSource(RegistrySource):
             raise SourceUnavailable(self.id, f"the document {self.origin} is not loaded ({self.last_error})")
         return self._reader
 
+    @property
+    def instance_id(self) -> str | None:
+        """The loaded copy's: each load of the document is a registry instance of its own."""
+        return self._reader.instance_id if self._reader is not None else None
+
     async def revision(self) -> int:
         return await self._copy().revision()
 

@@ -17,13 +17,13 @@ from typing import Any
 from adapters.base import ChangeItem, Entity, Listing, Materialisation, RegistrySource, SourcePage, WriteOutcome
 from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
-from gateway.errors import XRegistryError
+from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
 from gateway.registry.reads import NOTHING, Materialised, Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
-from gateway.storage.base import EntityRecord, RevisionGone
+from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
 from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
 from gateway.xid import Xid
 
@@ -49,6 +49,10 @@ class LocalSource(RegistrySource):
     def _materialised(self, listing: Listing) -> Materialised:
         """The collection types a listing's filters and sort read materialised."""
         return NOTHING if listing.declared else self.messages
+
+    @property
+    def instance_id(self) -> str:
+        return self.registry.instance_id
 
     # -- reads --------------------------------------------------------------------------------
     async def revision(self) -> int:
@@ -146,6 +150,11 @@ class LocalSource(RegistrySource):
             found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key)
         except RevisionGone as exc:
             raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+        except RevisionAhead as exc:
+            raise InstanceMismatch(self.id, self.instance_id, f"revision {since}", (
+                f"revision {since} is ahead of this registry's current revision {exc.current}: the checkpoint is from "
+                "another registry instance or from before a restore without history; read the changes again from 0"
+            )) from exc
         more, found = len(found) > limit, found[:limit]
         live = iter(await self._entities([c.record for c in found if not c.record.deleted], until))
         items = [

@@ -1,4 +1,5 @@
-"""``xreg-gateway``: the command line of the gateway (``serve``, ``import``, ``export``)."""
+"""``xreg-gateway``: the command line of the gateway (``serve``, ``import``, ``export``, ``backup``,
+``restore``)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gateway.config import Settings, load_settings
 from gateway.errors import XRegistryError
-from gateway.logs import logging_config
+from gateway.logs import logging_config, redact_url
 from gateway.registry.service import LocalRegistry
+from gateway.storage import create_store
+from gateway.storage.backup import BackupError, BackupInfo, backup, check_backup, restore
+from gateway.storage.base import HistoryChanged, Store
+from gateway.storage.sqlite import SQLiteStore
 from gateway.xid import Xid
 
 app = typer.Typer(help="xRegistry GraphQL gateway.", no_args_is_help=True, add_completion=False)
@@ -177,6 +183,80 @@ def export_cmd(
         err.print(f"wrote {output}")
     else:
         sys.stdout.write(text + "\n")
+
+
+def _store(settings: Settings) -> Store:
+    try:
+        return create_store(settings.effective_store_url)
+    except ValueError as exc:
+        err.print(f"[red]invalid settings:[/red] {exc}")
+        raise typer.Exit(2) from exc
+
+
+def _summary(verb: str, info: BackupInfo, where: str) -> str:
+    return (f"{verb} revision {info.revision} of registry instance {info.instance_id} ({info.revisions} commits, "
+            f"{info.states} states, history from revision {info.oldest}) {where}")
+
+
+@app.command("backup")
+def backup_cmd(
+    output: Annotated[Path, typer.Option("--output", "-o",
+                                         help="File to write (gzip-compressed when it ends in .gz).")],
+    config: ConfigOption = None,
+) -> None:
+    """Write a backup of the local registry that keeps its history: every revision, state and deletion,
+    and the registry's instance id. Restore it with `restore`; unlike `export`, a restored registry continues
+    its revisions and its change-feed checkpoints stay valid."""
+    settings = _settings(config)
+    store = _store(settings)
+    if isinstance(store, SQLiteStore) and isinstance(store.path, Path) and not store.path.exists():
+        err.print(f"[red]no registry to back up:[/red] {escape(str(store.path))} does not exist", soft_wrap=True)
+        raise typer.Exit(1)
+
+    async def run() -> BackupInfo:
+        async with store:
+            return await backup(store, output)
+
+    try:
+        info = asyncio.run(run())
+    except (OSError, HistoryChanged) as exc:
+        err.print(f"[red]backup failed:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from exc
+    err.print(_summary("backed up", info, f"to {output}"), markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command("restore")
+def restore_cmd(
+    file: Annotated[Path, typer.Argument(help="A backup written by `backup` (plain or gzip).", exists=True,
+                                         dir_okay=False)],
+    check: Annotated[bool, typer.Option("--check", help="Only check the backup; write nothing.")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """Load a backup into the configured store, which must be empty (a fresh data directory or database).
+    The registry keeps its instance id and revisions: the next write continues the sequence. A defective
+    backup is refused and nothing is written."""
+    settings = _settings(config)
+    if check:
+        try:
+            info = check_backup(file)
+        except BackupError as exc:
+            err.print(f"[red]invalid backup:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from exc
+        err.print(_summary("valid backup:", info, f"in {file}"), markup=False, highlight=False, soft_wrap=True)
+        return
+    store = _store(settings)
+
+    async def run() -> BackupInfo:
+        async with store:
+            return await restore(store, file)
+
+    try:
+        info = asyncio.run(run())
+    except BackupError as exc:
+        err.print(f"[red]restore refused:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from exc
+    err.print(_summary("restored", info, f"into {redact_url(settings.effective_store_url)}"), markup=False,
+              highlight=False, soft_wrap=True)
 
 
 @app.command("hash-key")

@@ -6,6 +6,8 @@
   ``missing_body``, …) and the gateway's few extensions (``payload_too_large``,
   ``unsupported_media_type``) are the same class.
 * ``gateway.auth.AuthError`` — refused credentials (``unauthorized``) or scopes (``forbidden``).
+* :class:`InstanceMismatch` — a change-feed checkpoint of another registry instance
+  (``instance_mismatch``), an :class:`XRegistryError` of the gateway's own.
 * :class:`UserInputError` — a GraphQL argument no spec error type describes (a cursor, a node
   id, a page size): ``BAD_USER_INPUT``.
 * :class:`GraphQLRequestError` — a GraphQL request refused before it runs (persisted queries,
@@ -100,6 +102,7 @@ HTTP_ERRORS: dict[str, tuple[int, str]] = {
 #: The gateway's own errors, for HTTP conditions the specification has no error for.
 GATEWAY_ERROR_BASE = "https://xregistry.io/gateway/errors#"
 GATEWAY_ERRORS: dict[str, tuple[int, str]] = {
+    'instance_mismatch': (409, 'The checkpoint (<checkpoint>) does not belong to registry "<registry>" (instance <instanceid>): <error_detail>.'),
     'payload_too_large': (413, 'The request body for "<subject>" is larger than the limit of <limit> bytes.'),
     'unresolved_reference': (404, 'The reference "<reference>" of "<subject>" in registry "<registry>" cannot be resolved: <error_detail>.'),
     'unsupported_media_type': (415, 'For "<subject>", the request body\'s media type (<media_type>) is not supported: <error_detail>.'),
@@ -220,6 +223,17 @@ class XRegistryError(GatewayError):
 
     def __repr__(self) -> str:
         return f"XRegistryError({self.type!r}, {self.subject!r}, {self.title!r})"
+
+
+class InstanceMismatch(XRegistryError):
+    """A change-feed checkpoint (``changes(since:, instanceId:)``) that does not belong to this
+    registry instance: taken against another registry, or before a restore that did not keep the
+    history (``instance_mismatch``, HTTP 409). ``instanceid`` is the registry's own (``none`` for a
+    registry without one); ``checkpoint`` names what the client sent."""
+
+    def __init__(self, registry: str, instance_id: str | None, checkpoint: str, detail: str) -> None:
+        super().__init__("instance_mismatch", "/", detail=detail, registry=registry, instanceid=instance_id or "none",
+                         checkpoint=checkpoint)
 
 
 def invalid(subject: str, path: str, detail: str) -> XRegistryError:

@@ -168,7 +168,7 @@ def graphql_endpoint(
         local = next(iter(sources.values()))
         credentials = request.headers.get("authorization")
         etag = http_cache.entity_tag(
-            salt, "graphql", media, str(await local.revision()), sha256_hex(document.text),
+            salt, "graphql", media, local.instance_id or "", str(await local.revision()), sha256_hex(document.text),
             http_cache.canonical_json(params.get("variables") or {}), params.get("operationName") or "",
             http_cache.caller_key(principal, credentials))
         return http_cache.validators(etag, http_cache.cache_control(settings, private=bool(credentials)), VARY)

@@ -676,6 +676,14 @@ class Registry(Entity):
             info.context.report(exc, info)
             return 0
 
+    @strawberry.field(description="The id of this registry instance (a UUID): revisions and `changes` checkpoints "
+                                  "are meaningful only with it. Stable for the life of the store and kept by a "
+                                  "backup restored with its history; a copy made any other way (an export imported "
+                                  "into a fresh store) has a new one. Null for a registry without revisions of its own "
+                                  "(a remote xRegistry API); a document source's changes with each load.")
+    def instance_id(self, info: Info) -> str | None:
+        return info.context.sources[self.entity.registry].instance_id
+
     @strawberry.field(description="`local` (the gateway's own store), `xregistry` (a remote xRegistry API) or "
                                   "`file` (a document served read-only).")
     def kind(self, info: Info) -> str:
@@ -762,13 +770,17 @@ class Registry(Entity):
         return await _load(info, self.entity, xid)
 
     @strawberry.field(description="Entities written after revision `since` (up to `until`, default: this "
-                                  "view's revision), in XID order; `collections` limits the collection types.")
+                                  "view's revision), in XID order; `collections` limits the collection types. A "
+                                  "checkpoint is `since` with the `instanceId` it was read with: one of another "
+                                  "registry instance, or a `since` beyond the current revision, fails with "
+                                  "`instance_mismatch` (read again from 0).")
     async def changes(
-        self, info: Info, since: int, until: int | None = None, collections: list[str] | None = None,
-        first: int | None = None, after: str | None = None,
+        self, info: Info, since: int, instance_id: str | None = None, until: int | None = None,
+        collections: list[str] | None = None, first: int | None = None, after: str | None = None,
     ) -> ChangeFeed:
         limit, _ = page_size(info.context, first, None)
         source = info.context.sources[self.entity.registry]
+        source.check_instance(instance_id)
         until = until if until is not None else self.entity.as_of
         items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
         settled = iter(await info.context.loaders.settle([i.entity for i in items if i.entity is not None]))

@@ -33,6 +33,8 @@ from gateway.http_api.targets import Target, parse_target
 log = logging.getLogger("xreg.http")
 
 Handler = Callable[[Call], Awaitable[Response]]
+#: The header naming the registry instance every response comes from (its revisions are its own).
+INSTANCE_HEADER = "xRegistry-instanceid"
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -82,7 +84,8 @@ class XRegistryAPI:
         credentials = request.headers.get("authorization")
         revision = await state.registry.store.current_revision()
         query = request.scope.get("query_string", b"").decode("latin-1")
-        etag = http_cache.entity_tag(self._salt, "registry", str(revision), request.scope["path"], query,
+        etag = http_cache.entity_tag(self._salt, "registry", state.registry.instance_id, str(revision),
+                                     request.scope["path"], query,
                                      http_cache.caller_key(principal, credentials))
         control = http_cache.cache_control(state.settings, private=bool(credentials))
         return http_cache.validators(etag, control, "Authorization")
@@ -148,6 +151,7 @@ class XRegistryAPI:
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
         response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
         response.headers["X-Request-Id"] = request_id
+        response.headers[INSTANCE_HEADER] = state.registry.instance_id
         if request.method == "HEAD":  # the same status and headers (Content-Length included), no body
             head = Response(status_code=response.status_code)
             head.raw_headers = list(response.raw_headers)

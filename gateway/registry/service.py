@@ -102,6 +102,12 @@ class LocalRegistry:
     async def close(self) -> None:
         await self.store.close()
 
+    @property
+    def instance_id(self) -> str:
+        """The registry instance's id (its store's, see :attr:`Store.instance_id`): stable for the
+        life of the store, carried over by a restore with history, new for any other copy."""
+        return self.store.instance_id
+
     async def __aenter__(self) -> LocalRegistry:
         await self.open()
         return self

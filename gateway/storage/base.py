@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any, Literal
@@ -158,6 +158,24 @@ class RevisionGone(Exception):
         self.oldest = oldest
 
 
+class RevisionAhead(Exception):
+    """A change feed asked for the changes since a revision the store has not reached: the
+    checkpoint was taken against another store, or before a restore that lost the history."""
+
+    def __init__(self, revision: int, current: int) -> None:
+        super().__init__(f"revision {revision} is ahead of this registry's current revision {current}")
+        self.revision = revision
+        self.current = current
+
+
+class StoreNotEmpty(Exception):
+    """:meth:`Store.load` refused: the store already holds revisions or states."""
+
+
+class HistoryChanged(Exception):
+    """:meth:`Store.dump` found the history pruned while it read it: the dump is incomplete."""
+
+
 class Conflict(Exception):
     """A :class:`Write`'s ``expect`` did not hold: someone else wrote the entity first."""
 
@@ -201,6 +219,58 @@ class CommitPlan:
     new: dict[str, NewState]
 
 
+@dataclass(frozen=True)
+class RevisionEntry:
+    """One commit as the store records it: its revision, when (seconds since the epoch), its note."""
+
+    rev: int
+    at: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """One state exactly as a store keeps it (what :meth:`Store.dump` reads and :meth:`Store.load`
+    writes): visible for revisions ``rev_from <= R < rev_to`` (``rev_to`` ``None``: the current
+    state); ``doc`` ``None`` is a tombstone; ``links`` and ``text`` as :class:`Write` gave them
+    (a backend may keep ``links`` of current states only)."""
+
+    xid: str
+    kind: Kind
+    ctype: str
+    doc: dict[str, Any] | None
+    rev_from: int
+    rev_to: int | None = None
+    links: tuple[str, ...] = ()
+    text: tuple[str, str] | None = None
+
+    @property
+    def key(self) -> str:
+        return self.xid.lower()
+
+    @property
+    def deleted(self) -> bool:
+        return self.doc is None
+
+    @property
+    def live(self) -> bool:
+        """Current and not deleted."""
+        return self.rev_to is None and self.doc is not None
+
+
+@dataclass
+class Dump:
+    """A consistent read of everything a store holds (see :meth:`Store.dump`): its instance id,
+    revision and history horizon, and the commits and states of that revision, each read as
+    the caller iterates (``revisions()`` in revision order, ``states()`` in the order written)."""
+
+    instance_id: str
+    revision: int
+    oldest: int
+    revisions: Callable[[], AsyncIterator[RevisionEntry]]
+    states: Callable[[], AsyncIterator[StoredState]]
+
+
 def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: int) -> CommitPlan:
     """Check every write's ``expect`` against the current states (and the batch's earlier
     writes), and plan the commit at revision ``rev``. Raises :class:`Conflict` on the first
@@ -227,6 +297,18 @@ def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: 
     return CommitPlan(closing, new)
 
 
+def batches(items: Iterable[Any], size: int = 500) -> Iterator[builtins.list[Any]]:
+    """``items`` in lists of ``size`` (the last one shorter), read as they are needed."""
+    batch: builtins.list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
 def retention_horizon(
     current: int, oldest: int, *, keep_revisions: int | None, keep_seconds: float | None,
     newest_before_cutoff: int | None,
@@ -249,9 +331,22 @@ class Store(abc.ABC):
 
     Backends implement the primitives (``_current``, ``_oldest``, ``_reading``) and the
     queries; the revision getters and the readability check are here, once.
+
+    Every store has an *instance id*: a UUID created with the store (or when a store made before
+    instance ids existed is first opened) and kept in its metadata. It names this registry's
+    history: revisions mean something only together with it. :meth:`load` (a restore with
+    history) carries it over; a store filled any other way has its own.
     """
 
     stats: StoreStats
+    _instance: str | None = None
+
+    @property
+    def instance_id(self) -> str:
+        """The store's instance id (known once the store is open)."""
+        if self._instance is None:
+            raise RuntimeError(f"{type(self).__name__} is not open: its instance id is not known yet")
+        return self._instance
 
     # -- primitives of a backend --------------------------------------------------------------
     @abc.abstractmethod
@@ -292,10 +387,15 @@ class Store(abc.ABC):
     async def _check_feed(self, since: int, until: int | None) -> None:
         """Raise :class:`RevisionGone` when a change feed from ``since`` (as of ``until``) could
         not be complete: tombstones at or before the horizon are gone (``since == 0``,
-        "everything", needs none)."""
+        "everything", needs none); :class:`RevisionAhead` when ``since`` is past the current
+        revision: a checkpoint of another store (or of this one before a restore without history),
+        whose feed would silently miss changes until the counter caught up."""
         oldest = await self._oldest()
         if 0 < since < oldest:
             raise RevisionGone(since, oldest)
+        current = await self._current()
+        if since > current:
+            raise RevisionAhead(since, current)
         await self._check(until)
 
     # -- reads --------------------------------------------------------------------------------
@@ -369,6 +469,24 @@ class Store(abc.ABC):
         Raises :class:`Conflict` (and writes nothing) when an ``expect`` does not hold.
         An empty batch writes nothing and returns the current revision.
         """
+
+    # -- backups ------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def dump(self) -> contextlib.AbstractAsyncContextManager[Dump]:
+        """Everything the store holds, as of one revision: its commits (revision, time, note), every
+        state kept (history and tombstones included, with their links and search text) and its
+        instance id. Commits made meanwhile are not in it. Raises :class:`HistoryChanged` when
+        the history was pruned while it was read."""
+
+    @abc.abstractmethod
+    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[RevisionEntry],
+                   states: Iterable[StoredState]) -> None:
+        """Fill an empty store with what :meth:`dump` read from another (of any backend): the
+        commits, the states, the history horizon ``oldest``, the revision counter (the next commit
+        gets ``revision + 1``) and the instance id; ``revisions`` is read to its end before
+        ``states`` is read. Raises :class:`StoreNotEmpty` (and changes
+        nothing) when the store holds any revision or state; when anything else fails, what was
+        loaded is removed again."""
 
     @abc.abstractmethod
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:

@@ -13,7 +13,8 @@ Collections::
               commit's transaction, which also serialises concurrent committers (the loser gets
               a write conflict and the driver retries its transaction).
     revisions ``{_id: rev, at, note}``, one per commit.
-    meta      ``{_id: "oldest", value}``: the history horizon.
+    meta      ``{_id: "oldest", value}``: the history horizon; ``{_id: "instance", value}``: the
+              store's instance id (a UUID, set when the store is first opened).
 
 Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is null (one current
 state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
@@ -54,7 +55,8 @@ import json
 import re
 import time
 import unicodedata
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -214,14 +216,15 @@ def words(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall("".join(c for c in plain if not unicodedata.combining(c)))]
 
 
-def _state_document(state: base.NewState, rev: int) -> dict[str, Any]:
-    """The ``states`` document of a state a commit adds at revision ``rev``."""
+def _state_document(state: base.NewState | base.StoredState, rev: int, rev_to: int | None = None) -> dict[str, Any]:
+    """The ``states`` document of a state written at revision ``rev`` (superseded at ``rev_to``)."""
     parent = EntityRecord(state.xid, state.kind, state.ctype, {}).parent_xid
     text = {"title": state.text[0], "body": state.text[1]} if state.text else None
     return {"xkey": state.key, "xid": state.xid, "kind": state.kind, "ctype": state.ctype,
             "parent": parent.lower() if parent else None, "doc": state.doc,
-            "lc": None if state.deleted else _fold(state.doc), "rev_from": rev, "rev_to": None,
-            "deleted": state.deleted, "live": not state.deleted, "links": list(state.links), "text": text,
+            "lc": None if state.deleted else _fold(state.doc), "rev_from": rev, "rev_to": rev_to,
+            "deleted": state.deleted, "live": rev_to is None and not state.deleted, "links": list(state.links),
+            "text": text,
             "words": {"title": words(state.text[0]), "body": words(state.text[1])} if state.text else None}
 
 
@@ -285,6 +288,8 @@ class MongoStore(Store):
         await self.meta.update_one({"_id": "probe"}, {"$set": {"value": True}}, upsert=True)
         self.strict_types = await self.meta.find_one({"_id": "probe", "value": 1}) is not None
         await self.meta.delete_one({"_id": "probe"})
+        await self.meta.update_one({"_id": "instance"}, {"$setOnInsert": {"value": str(uuid.uuid4())}}, upsert=True)
+        self._instance = str((await self.meta.find_one({"_id": "instance"}) or {}).get("value"))
         self._opened = True
 
     async def _supports_transactions(self) -> bool:
@@ -677,6 +682,60 @@ class MongoStore(Store):
             await self.states.insert_many(new, ordered=True, session=session)
         await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
         return rev
+
+    # -- backups ------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def dump(self) -> AsyncIterator[base.Dump]:
+        """The states as of the revision current when the dump starts (a state superseded later is
+        read as current), under the commit lock where commits are not transactions."""
+        self.stats.hit("dump")
+        async with self._reading():
+            revision, oldest = await self._current(), await self._oldest()
+            instance = self.instance_id
+
+            async def revisions() -> AsyncIterator[base.RevisionEntry]:
+                cursor = self.revisions.find({"_id": {"$lte": revision}}).sort([("_id", ASCENDING)])
+                async for d in cursor:
+                    yield base.RevisionEntry(int(d["_id"]), float(d["at"]), d.get("note") or "")
+
+            async def states() -> AsyncIterator[base.StoredState]:
+                cursor = self.states.find({"rev_from": {"$lte": revision}}, {"lc": 0, "words": 0}).sort(
+                    [("_id", ASCENDING)])
+                async for d in cursor:
+                    rev_to = d.get("rev_to")
+                    text = d.get("text")
+                    yield base.StoredState(
+                        d["xid"], d["kind"], d["ctype"], None if d.get("deleted") else d.get("doc"), int(d["rev_from"]),
+                        rev_to if rev_to is not None and rev_to <= revision else None, tuple(d.get("links") or ()),
+                        (text["title"], text["body"]) if text else None)
+
+            yield base.Dump(instance, revision, oldest, revisions, states)
+            if await self._oldest() != oldest:
+                raise base.HistoryChanged("the history was pruned while it was read; run the dump again")
+
+    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
+                   states: Iterable[base.StoredState]) -> None:
+        self.stats.hit("load")
+        async with self._lock:
+            if (await self._current() or await self.revisions.find_one({}, {"_id": 1})
+                    or await self.states.find_one({}, {"_id": 1})):
+                raise base.StoreNotEmpty(f"the database {self._db.name} already holds revision {await self._current()}")
+            try:
+                for batch in base.batches(revisions):
+                    await self.revisions.insert_many([{"_id": r.rev, "at": r.at, "note": r.note} for r in batch])
+                for batch in base.batches(states):
+                    await self.states.insert_many([_state_document(st, st.rev_from, st.rev_to) for st in batch])
+                await self.meta.update_one({"_id": "oldest"}, {"$set": {"value": oldest}}, upsert=True)
+                await self.meta.update_one({"_id": "instance"}, {"$set": {"value": instance_id}}, upsert=True)
+                await self.counters.update_one({"_id": "revision"}, {"$set": {"value": revision}}, upsert=True)
+            except BaseException:  # leave the store as empty as it was
+                await self.states.delete_many({})
+                await self.revisions.delete_many({})
+                await self.meta.delete_one({"_id": "oldest"})
+                await self.meta.update_one({"_id": "instance"}, {"$set": {"value": self._instance}}, upsert=True)
+                await self.counters.update_one({"_id": "revision"}, {"$set": {"value": 0}}, upsert=True)
+                raise
+        self._instance = instance_id
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
         self.stats.hit("prune")

@@ -12,7 +12,8 @@ Schema::
         A write closes the current row (``rev_to = R, live = 0``) and inserts the new state;
         a delete inserts a tombstone (``deleted = 1, live = 0``).
     meta(key TEXT PRIMARY KEY, value)
-        ``oldest``: the history horizon (oldest revision as-of reads can reconstruct).
+        ``oldest``: the history horizon (oldest revision as-of reads can reconstruct);
+        ``instance``: the store's instance id (a UUID, set when the store is first opened).
     links(seq, target)
         the links of the *current* states (``Write.links``): one row per state and linked key,
         indexed by ``target`` for :meth:`SQLiteStore.referrers`; a commit drops the rows of
@@ -64,7 +65,8 @@ import contextlib
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Sequence
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -305,10 +307,14 @@ class SQLiteStore(Store):
             await db.create_function("xreg_canonical", 1, _canonical, deterministic=True)
             await db.create_function("xreg_member", 2, _member, deterministic=True)
             await db.executescript(_SCHEMA)
+            await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
+            async with db.execute("SELECT value FROM meta WHERE key = 'instance'") as cur:
+                row = await cur.fetchone()
         except BaseException:
             await db.close()
             raise
         self._db = db
+        self._instance = str(row[0]) if row else None
 
     async def close(self) -> None:
         if self._db is not None:
@@ -622,6 +628,71 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
                                      [(seqs[n.key], *n.text) for n in batch if n.text])
         return rev
+
+    # -- backups ------------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def dump(self) -> AsyncIterator[base.Dump]:
+        """One read transaction under the store's lock: a snapshot, whatever other processes
+        commit meanwhile (WAL); the links of the current states come from ``links``."""
+        self.stats.hit("dump")
+        async with self._lock:
+            db = self.db
+            await db.execute("BEGIN")
+            try:
+                revision, oldest = await self._current(), await self._oldest()
+                instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
+
+                async def revisions() -> AsyncIterator[base.RevisionEntry]:
+                    async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
+                        async for rev, at, note in cur:
+                            yield base.RevisionEntry(rev, at, note)
+
+                async def states() -> AsyncIterator[base.StoredState]:
+                    async with db.execute(
+                            "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
+                            "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
+                            "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
+                        async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
+                            yield base.StoredState(
+                                xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
+                                tuple(sorted(json.loads(links))) if links else (),
+                                None if title is None else (title, body))
+
+                yield base.Dump(instance, revision, oldest, revisions, states)
+            finally:
+                await db.execute("ROLLBACK")
+
+    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
+                   states: Iterable[base.StoredState]) -> None:
+        self.stats.hit("load")
+        async with self._transaction() as db:
+            if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
+                raise base.StoreNotEmpty(f"the store {self.path} already holds revision {await self._current()}")
+            for batch in base.batches(revisions):
+                await db.executemany("INSERT INTO revisions(rev, at, note) VALUES (?, ?, ?)",
+                                     [(r.rev, r.at, r.note) for r in batch])
+            if revision and not await self._one("SELECT 1 FROM revisions WHERE rev = ?", (revision,)):
+                # the counter is the newest commit's row: keep it even when no commit was recorded for it
+                await db.execute("INSERT INTO revisions(rev, at, note) VALUES (?, ?, 'restored revision counter')",
+                                 (revision, time.time()))
+            seq = 0
+            for batch in base.batches(states):
+                rows, links, texts = [], [], []
+                for st in batch:
+                    seq += 1
+                    rows.append((seq, st.key, st.xid, st.kind, st.ctype, None if st.doc is None else _dumps(st.doc),
+                                 st.rev_from, st.rev_to, int(st.deleted), int(st.live)))
+                    if st.live:
+                        links += [(seq, t.lower()) for t in st.links]
+                    if st.text is not None:
+                        texts.append((seq, *st.text))
+                await db.executemany("INSERT INTO states(seq, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, "
+                                     "live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", links)
+                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
+            await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (oldest,))
+            await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('instance', ?)", (instance_id,))
+        self._instance = instance_id
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
         self.stats.hit("prune")

@@ -255,3 +255,17 @@ async def test_fifty_base_messages_over_three_slow_remotes(tmp_path, remotes):
     finally:
         await gw.client.aclose()
         await lifespan.__aexit__(None, None, None)
+
+
+async def test_instance_ids_per_kind_of_registry(gateway):
+    rows = {r["registryid"]: r["instanceId"] for r in (await gateway.data("{ registries { registryid instanceId } }"))[
+        "registries"]}
+    assert rows["test"] == gateway.app.state.registry.instance_id
+    assert rows["erp"] is None and rows["exotic"] is None  # remote registries have no revisions of their own
+    assert rows["spec"] not in (None, rows["test"])  # the loaded copy of a document is an instance of its own
+    data = await gateway.data('query($i: String) { registry(id: "spec") { changes(since: 0, instanceId: $i) '
+                              '{ nodes { xid } } } }', i=rows["spec"])
+    assert data["registry"]["changes"]["nodes"]
+    body = await gateway('{ registry(id: "erp") { changes(since: 0, instanceId: "x") { nodes { xid } } } }')
+    error = body["errors"][0]
+    assert error["extensions"]["code"] == "instance_mismatch" and "has no instance id" in error["extensions"]["detail"]

@@ -59,3 +59,26 @@ async def test_unreadable_revisions_are_clear_errors(empty):
     assert error["extensions"]["code"] == "bad_request"
     error = await empty.error('{ lookup(xid: "/", asOf: 99) { xid } }')
     assert error["extensions"]["code"] == "bad_request"
+
+
+CHECKPOINT = """query($since: Int!, $instance: String) { registry { instanceId asOf
+  changes(since: $since, instanceId: $instance) { nodes { xid revision } } } }"""
+
+
+async def test_a_checkpoint_is_checked_against_the_registry_instance(empty):
+    instance = (await empty.data("{ registry { instanceId } }"))["registry"]["instanceId"]
+    assert instance == empty.registry.instance_id == empty.registry.store.instance_id
+    assert (await empty.data("query { registry(asOf: 1) { instanceId } }"))["registry"]["instanceId"] == instance
+    rev = (await empty.data(CREATE, id="a", name="first"))["createGroup"]["revision"]
+    feed = (await empty.data(CHECKPOINT, since=rev - 1, instance=instance))["registry"]["changes"]["nodes"]
+    assert ("/endpoints/a", rev) in [(n["xid"], n["revision"]) for n in feed]
+    assert (await empty.data(CHECKPOINT, since=rev, instance=instance))["registry"]["changes"]["nodes"] == []
+
+    other = "0f8fad5b-d9cb-469f-a165-70867728950e"
+    error = await empty.error(CHECKPOINT, since=rev - 1, instance=other)
+    assert error["extensions"]["code"] == "instance_mismatch" and error["path"] == ["registry", "changes"]
+    assert error["extensions"]["args"]["instanceid"] == instance and other in error["message"]
+    for since, instance_id in ((rev + 1, instance), (rev + 1, None)):  # a checkpoint ahead of the registry
+        error = await empty.error(CHECKPOINT, since=since, instance=instance_id)
+        assert error["extensions"]["code"] == "instance_mismatch"
+        assert f"revision {since} is ahead of this registry's current revision {rev}" in error["extensions"]["detail"]

@@ -1,0 +1,303 @@
+"""Backups that keep the history: a store's every state, commit and its instance id in one file.
+
+A backup is JSON lines (gzip-compressed when the file name ends in ``.gz``; a restore recognises
+gzip by its magic bytes), read and written one line at a time, so neither side holds the
+registry in memory::
+
+    {"type": "header", "format": "xregistry-gateway-backup", "version": 1, "instanceid": "…",
+     "revision": 42, "oldest": 0, "store": "sqlite", "createdat": "2026-…Z"}
+    {"type": "revision", "rev": 1, "at": 1764000000.5, "note": "create registry"}      one per commit kept
+    {"type": "state", "xid": "/…", "kind": "group", "ctype": "endpoints", "doc": {…} | null,
+     "from": 3, "to": 7 | null, "links": ["/…"], "text": ["title", "body"] | null}  one per state kept
+    {"type": "end", "revisions": 42, "states": 117}
+
+``doc`` is the state as stored (a message's ``@materialised`` view included), ``null`` for a
+tombstone; ``from`` / ``to`` its visibility (``rev_from <= R < rev_to``); ``links`` and ``text``
+what the reverse index and the text search hold for it. The end line counts the lines before it:
+a file cut short is recognised.
+
+:func:`restore` reads the file twice: first to check every line (the header's format and
+version, each line's shape, revisions in order and within the header's revision, the end line's
+counts) without writing anything, then to load it into an empty store
+(:meth:`~gateway.storage.base.Store.load`), which keeps the instance id and the revision
+counter: the next commit continues the sequence, as-of reads and ``changes(since:)`` work as
+before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import gzip
+import json
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from gateway import json_limits
+from gateway.storage.base import RevisionEntry, Store, StoredState, StoreNotEmpty
+
+FORMAT = "xregistry-gateway-backup"
+VERSION = 1
+#: Nesting accepted in a backup line: a stored state wraps the attributes (a resource's default
+#: version, a message's materialised view) a few levels below the bound of what is taken in.
+MAX_DEPTH = json_limits.MAX_DEPTH * 4
+_KINDS = ("registry", "group", "resource", "version")
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
+class BackupError(ValueError):
+    """A backup that cannot be written or restored; the message says why (and where)."""
+
+
+@dataclass(frozen=True)
+class BackupInfo:
+    """What a backup holds: its header and how many commits and states follow it."""
+
+    instance_id: str
+    revision: int
+    oldest: int
+    store: str
+    created_at: str
+    revisions: int
+    states: int
+
+
+def _store_kind(store: Store) -> str:
+    return type(store).__name__.removesuffix("Store").lower()
+
+
+def _line(value: dict[str, Any]) -> bytes:
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def write_backup(store: Store, out: _Sink) -> BackupInfo:
+    """Write a backup of the (open) ``store`` to ``out``, line by line; returns what it holds."""
+    async with store.dump() as dump:
+        created = _now()
+        out.write(_line({"type": "header", "format": FORMAT, "version": VERSION, "instanceid": dump.instance_id,
+                         "revision": dump.revision, "oldest": dump.oldest, "store": _store_kind(store),
+                         "createdat": created}))
+        revisions = states = 0
+        async for r in dump.revisions():
+            out.write(_line({"type": "revision", "rev": r.rev, "at": r.at, "note": r.note}))
+            revisions += 1
+        async for s in dump.states():
+            out.write(_line({"type": "state", "xid": s.xid, "kind": s.kind, "ctype": s.ctype, "doc": s.doc,
+                             "from": s.rev_from, "to": s.rev_to, "links": list(s.links),
+                             "text": list(s.text) if s.text is not None else None}))
+            states += 1
+        out.write(_line({"type": "end", "revisions": revisions, "states": states}))
+    return BackupInfo(dump.instance_id, dump.revision, dump.oldest, _store_kind(store), created, revisions, states)
+
+
+async def backup(store: Store, path: Path) -> BackupInfo:
+    """Write a backup of ``store`` to ``path`` (gzip when it ends in ``.gz``). The file appears
+    only when complete: it is written next to ``path`` and renamed. Writing blocks the event
+    loop between reads (a command's own loop: nothing else waits on it)."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.partial")
+    try:
+        with open(tmp, "wb") as raw:  # noqa: ASYNC230 - see the docstring
+            if path.suffix == ".gz":
+                with gzip.GzipFile(fileobj=raw, mode="wb", filename="") as gz:
+                    info = await write_backup(store, gz)
+            else:
+                info = await write_backup(store, raw)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    return info
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _open(path: Path) -> Iterator[IO[bytes] | gzip.GzipFile]:
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == _GZIP_MAGIC
+        raw.seek(0)
+        if gzipped:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as gz:
+                yield gz
+        else:
+            yield raw
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every line of a backup, each parsed within the bounds."""
+    try:
+        with _open(path) as f:
+            for number, raw in enumerate(f, 1):
+                try:
+                    value = json_limits.loads(raw, max_depth=MAX_DEPTH)
+                except ValueError as exc:  # JSONDecodeError, JSONLimitError, UnicodeDecodeError
+                    cut = "" if raw.endswith(b"\n") else " (the file is cut short)"
+                    raise BackupError(f"{path}: line {number} is not valid JSON{cut}: {exc}") from None
+                if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+                    raise BackupError(f"{path}: line {number} is not a backup record (an object with a 'type')")
+                yield number, value
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise BackupError(f"{path}: cannot be read: {exc}") from exc
+
+
+def _int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _header(path: Path, number: int, line: dict[str, Any]) -> BackupInfo:
+    if line.get("type") != "header" or line.get("format") != FORMAT:
+        raise BackupError(f"{path}: not a backup of this gateway (line {number} is not a {FORMAT!r} header); "
+                          "an `export` document is loaded with `import`")
+    if line.get("version") != VERSION:
+        raise BackupError(f"{path}: backup format version {line.get('version')!r} is not supported "
+                          f"(this gateway reads version {VERSION})")
+    instance: Any = line.get("instanceid")
+    revision: Any = line.get("revision")
+    oldest: Any = line.get("oldest")
+    try:
+        uuid.UUID(str(instance))
+    except ValueError:
+        raise BackupError(f"{path}: the header's instanceid {instance!r} is not a UUID") from None
+    if not _int(revision) or not _int(oldest) or oldest > revision:
+        raise BackupError(f"{path}: the header's revision ({revision!r}) and oldest ({oldest!r}) must be "
+                          "revisions, oldest not after revision")
+    return BackupInfo(str(instance), revision, oldest, str(line.get("store") or ""), str(line.get("createdat") or ""),
+                      0, 0)
+
+
+def _revision(line: dict[str, Any]) -> RevisionEntry:
+    rev: Any = line.get("rev")
+    at: Any = line.get("at")
+    note: Any = line.get("note", "")
+    if not _int(rev) or rev == 0 or not isinstance(at, (int, float)) or isinstance(at, bool) \
+            or not isinstance(note, str):
+        raise ValueError("a revision needs rev (a revision), at (a time) and note (a string)")
+    return RevisionEntry(rev, float(at), note)
+
+
+def _state(line: dict[str, Any]) -> StoredState:
+    xid: Any = line.get("xid")
+    kind: Any = line.get("kind")
+    ctype: Any = line.get("ctype")
+    doc: Any = line.get("doc")
+    rev_from: Any = line.get("from")
+    rev_to: Any = line.get("to")
+    links: Any = line.get("links", [])
+    text: Any = line.get("text")
+    if not isinstance(xid, str) or not xid.startswith("/") or kind not in _KINDS or not isinstance(ctype, str):
+        raise ValueError("a state needs xid (an XID), kind (registry, group, resource or version) and ctype")
+    if doc is not None and not isinstance(doc, dict):
+        raise ValueError("a state's doc is an object (or null for a deletion)")
+    if not _int(rev_from) or rev_from == 0 or (rev_to is not None and (not _int(rev_to) or rev_to <= rev_from)):
+        raise ValueError("a state needs from (a revision) and to (a later revision, or null)")
+    if not isinstance(links, list) or not all(isinstance(k, str) for k in links):
+        raise ValueError("a state's links are a list of XIDs")
+    if text is not None and (not isinstance(text, list) or len(text) != 2 or not all(isinstance(t, str) for t in text)):
+        raise ValueError("a state's text is [title, body] (or null)")
+    return StoredState(xid, kind, ctype, doc, rev_from, rev_to, tuple(links), (text[0], text[1]) if text else None)
+
+
+def _records(path: Path) -> Iterator[BackupInfo | RevisionEntry | StoredState]:
+    """The header, then every commit and state of a backup, each checked; raises
+    :class:`BackupError` at the first defect (the end line is checked when reached)."""
+    lines = _lines(path)
+    first = next(lines, None)
+    if first is None:
+        raise BackupError(f"{path}: the file is empty")
+    info = _header(path, *first)
+    yield info
+    counts = {"revision": 0, "state": 0}
+    last_rev = 0  # revisions come in order, all before the states
+    for number, line in lines:
+        kind = line["type"]
+        if kind == "end":
+            if (line.get("revisions"), line.get("states")) != (counts["revision"], counts["state"]):
+                raise BackupError(f"{path}: the end line counts {line.get('revisions')!r} revisions and "
+                                  f"{line.get('states')!r} states, the file holds {counts['revision']} and "
+                                  f"{counts['state']}")
+            if next(lines, None) is not None:
+                raise BackupError(f"{path}: there are lines after the end line {number}")
+            return
+        try:
+            if kind == "revision":
+                entry = _revision(line)
+                if counts["state"]:
+                    raise ValueError("a revision follows the states")
+                if entry.rev <= last_rev or entry.rev > info.revision:
+                    raise ValueError(f"revision {entry.rev} is out of order or after the header's {info.revision}")
+                last_rev = entry.rev
+                yield entry
+            elif kind == "state":
+                state = _state(line)
+                if state.rev_from > info.revision or (state.rev_to or 0) > info.revision:
+                    raise ValueError(f"the state is of a revision after the header's {info.revision}")
+                yield state
+            else:
+                raise ValueError(f"unknown record type {kind!r}")
+        except ValueError as exc:
+            raise BackupError(f"{path}: line {number}: {exc}") from None
+        counts[kind] += 1
+    raise BackupError(f"{path}: the backup is cut short: no end line after {counts['revision']} revisions and "
+                      f"{counts['state']} states")
+
+
+def check_backup(path: Path) -> BackupInfo:
+    """Read a whole backup and check it (see :func:`restore`); returns what it holds."""
+    records = _records(path)
+    info = next(records)
+    assert isinstance(info, BackupInfo)
+    revisions = states = 0
+    for record in records:
+        revisions += isinstance(record, RevisionEntry)
+        states += isinstance(record, StoredState)
+    return BackupInfo(info.instance_id, info.revision, info.oldest, info.store, info.created_at, revisions, states)
+
+
+async def restore(store: Store, path: Path) -> BackupInfo:
+    """Load the backup at ``path`` into the (open, empty) ``store``, keeping its instance id and
+    revisions. The whole file is checked first: a defective backup raises :class:`BackupError`
+    and writes nothing, as does a store that is not empty."""
+    info = check_backup(path)
+    records = _records(path)
+    next(records)  # the header, checked above
+    pending: list[StoredState] = []
+
+    def revisions() -> Iterator[RevisionEntry]:  # the lines up to the first state
+        for record in records:
+            if isinstance(record, RevisionEntry):
+                yield record
+            elif isinstance(record, StoredState):
+                pending.append(record)
+                return
+
+    def states() -> Iterator[StoredState]:  # the rest (read after the revisions)
+        yield from pending
+        for record in records:
+            if isinstance(record, StoredState):
+                yield record
+
+    try:
+        await store.load(instance_id=info.instance_id, revision=info.revision, oldest=info.oldest,
+                         revisions=revisions(), states=states())
+    except StoreNotEmpty as exc:
+        raise BackupError(f"the target store is not empty ({exc}); restore into a fresh data directory or "
+                          "database") from exc
+    except BackupError:
+        raise
+    except Exception as exc:  # the store removed what it had loaded
+        raise BackupError(f"{path}: the backup could not be loaded, nothing was kept: {type(exc).__name__}: {exc}") \
+            from exc
+    return info
