@@ -231,6 +231,9 @@ def serve_cmd(
     if workers == 1:
         uvicorn.run(create_app(settings), **options)
         return
+    # a worker answers the supervisor from a thread of its own once its interpreter has loaded
+    # the gateway (seconds on a busy machine); one silent for this long is replaced
+    options["timeout_worker_healthcheck"] = WORKER_HEALTHCHECK_SECONDS
     # Workers build the app themselves (a fresh interpreter each) from the environment.
     if config is not None:
         os.environ["XREG_CONFIG"] = str(config)
@@ -244,6 +247,10 @@ def serve_cmd(
     finally:
         if made_dir is not None:
             shutil.rmtree(made_dir, ignore_errors=True)
+
+
+#: Seconds a worker process may leave the supervisor's health check unanswered (``--workers``).
+WORKER_HEALTHCHECK_SECONDS = 30
 
 
 def _exit_normally(signum: int, frame: object) -> None:

@@ -120,13 +120,18 @@ def mark_dead_workers(directory: Path) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, not yet reaped by its parent, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc here: it exists, so it runs
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def worker_exiting() -> None:
