@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+#: Each state as the number ``xreg_remote_breaker_state`` shows.
+STATE_VALUES = {CLOSED: 0, HALF_OPEN: 1, OPEN: 2}
 
 
 class CircuitOpen(Exception):

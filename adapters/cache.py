@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,6 +30,7 @@ from aiocache.base import BaseCache
 
 from adapters.base import SourceUnavailable
 from adapters.clock import SYSTEM_CLOCK, Clock
+from gateway import metrics
 
 log = logging.getLogger("xreg.cache")
 
@@ -47,9 +48,15 @@ def create_backend(url: str) -> BaseCache:
                       ssl=parts.scheme == "rediss", timeout=2, create_connection_timeout=2)
 
 
+#: Each figure of :class:`CacheStats` and its ``result`` label in ``xreg_remote_cache_total``.
+RESULTS = {"hits": "hit", "stale_hits": "stale_hit", "misses": "miss", "stale_on_error": "stale_on_error",
+           "revalidations": "revalidation", "errors": "error"}
+
+
 @dataclass
 class CacheStats:
-    """Figures of one registry's cache since the gateway started."""
+    """Figures of one registry's cache since the gateway started (also exported as metrics,
+    labelled with ``registry``, when one is named)."""
 
     hits: int = 0
     stale_hits: int = 0
@@ -57,9 +64,20 @@ class CacheStats:
     stale_on_error: int = 0
     revalidations: int = 0
     errors: int = 0
+    registry: str | None = field(default=None, repr=False, compare=False)
+
+    def add(self, figure: str, n: int = 1) -> None:
+        """Count ``n`` more of ``figure`` (a field name: ``hits``, ``misses``, …)."""
+        if n <= 0:
+            return
+        setattr(self, figure, getattr(self, figure) + n)
+        if self.registry is not None:
+            metrics.REMOTE_CACHE.labels(self.registry, RESULTS[figure]).inc(n)
 
     def as_dict(self) -> dict[str, int]:
-        return asdict(self)
+        out = asdict(self)
+        del out["registry"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -75,14 +93,15 @@ class RegistryCache:
     """One registry's part of the cache (see the module documentation)."""
 
     def __init__(self, backend: BaseCache, namespace: str, *, ttl: float, stale_while_revalidate: float,
-                 stale_if_error: float, clock: Clock = SYSTEM_CLOCK) -> None:
+                 stale_if_error: float, clock: Clock = SYSTEM_CLOCK, registry: str | None = None) -> None:
+        """``registry``: the id its figures are exported under (none: not exported)."""
         self.backend = backend
         self.clock = clock
         self.namespace = namespace
         self.ttl = ttl
         self.swr = stale_while_revalidate
         self.sie = max(stale_if_error, stale_while_revalidate)
-        self.stats = CacheStats()
+        self.stats = CacheStats(registry=registry)
         self._inflight: dict[str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
 
@@ -126,9 +145,9 @@ class RegistryCache:
 
     def count(self, entries: dict[str, Entry], wanted: int) -> None:
         """Count the hits, stale hits and misses of a :meth:`lookup` of ``wanted`` keys."""
-        self.stats.hits += sum(1 for e in entries.values() if e.fresh)
-        self.stats.stale_hits += sum(1 for e in entries.values() if not e.fresh and e.revalidate)
-        self.stats.misses += wanted - sum(1 for e in entries.values() if e.fresh or e.revalidate)
+        self.stats.add("hits", sum(1 for e in entries.values() if e.fresh))
+        self.stats.add("stale_hits", sum(1 for e in entries.values() if not e.fresh and e.revalidate))
+        self.stats.add("misses", wanted - sum(1 for e in entries.values() if e.fresh or e.revalidate))
 
     # -- one value ------------------------------------------------------------------------------
     async def get(self, key: str, fetch: Fetch) -> Any:
@@ -148,14 +167,14 @@ class RegistryCache:
         except SourceUnavailable:
             if entry is None:
                 raise
-            self.stats.stale_on_error += 1
+            self.stats.add("stale_on_error")
             return entry.value
 
     def background(self, key: str, fetch: Fetch) -> None:
         """Fetch ``key`` anew in the background (once at a time), keeping the old value on failure."""
         if key in self._inflight:
             return
-        self.stats.revalidations += 1
+        self.stats.add("revalidations")
 
         async def run() -> None:
             try:
@@ -205,7 +224,7 @@ class RegistryCache:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def _backend_error(self, what: str, exc: Exception) -> None:
-        self.stats.errors += 1
+        self.stats.add("errors")
         if self.stats.errors == 1 or self.stats.errors % 100 == 0:
             log.warning("cache %s failed (%d so far): %s: %s", what, self.stats.errors, type(exc).__name__, exc)
 

@@ -78,6 +78,8 @@ class Federation:
         self.reloads = 0
         #: How often the settings file was checked (each check that saw a change reloaded first).
         self.polls = 0
+        #: Why the last reload was refused (``None`` once one succeeds): reported by ``/readyz``.
+        self.last_reload_error: str | None = None
         self.sources: Mapping[str, RegistrySource] = SourcesView(self)
 
     # -- building -----------------------------------------------------------------------------
@@ -89,7 +91,7 @@ class Federation:
         cache = RegistryCache(
             self.backend, f"xreg:{config.id}:{fingerprint(config.url or '', str(config.auth.forward))}",
             ttl=config.cache_ttl, stale_while_revalidate=config.stale_while_revalidate,
-            stale_if_error=config.stale_if_error, clock=self.clock)
+            stale_if_error=config.stale_if_error, clock=self.clock, registry=config.id)
         return RemoteSource(config, cache, transport=self.transports.get(config.id), clock=self.clock)
 
     @staticmethod
@@ -179,7 +181,10 @@ class Federation:
         try:
             await self.reload()
         except ConfigError as exc:
+            self.last_reload_error = str(exc)
             log.error("%s", exc)
+        else:
+            self.last_reload_error = None
 
     def watch(self) -> None:
         """Reload on ``SIGHUP`` (where signals can be handled) and when the settings file changes

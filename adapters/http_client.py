@@ -25,10 +25,10 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpx
 
 from adapters.base import SourceUnavailable
-from adapters.breaker import CircuitBreaker, CircuitOpen
+from adapters.breaker import STATE_VALUES, CircuitBreaker, CircuitOpen
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.retry import RETRY_ERRORS, RETRY_STATUSES, backoff_delay, retry_after
-from gateway import json_limits
+from gateway import json_limits, metrics, tracing
 from gateway.config import RegistryConfig
 
 log = logging.getLogger("xreg.remote")
@@ -106,29 +106,42 @@ class RemoteClient:
 
     async def get(self, url: str, params: list[tuple[str, str]] | None = None, *,
                   headers: Mapping[str, str] | None = None, subject: str = "/") -> RemoteAnswer:
-        """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`."""
+        """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`.
+        Counted in ``xreg_remote_requests_total`` by outcome; a client span when tracing is on."""
         if not within(url, self.base_url):
+            self._count("refused")
             raise SourceUnavailable(self.registry, f"refusing to fetch {url}: it is outside {self.base_url}", subject)
         try:
             self.breaker.before()
         except CircuitOpen as exc:
+            self._count("breaker_open")
             raise SourceUnavailable(self.registry, str(exc), subject) from None
         verdict = False
         try:
-            answer = await self._with_retries(url, params, headers)
+            with tracing.span("xregistry.remote GET", {"xreg.registry": self.registry, "http.request.method": "GET",
+                                                       "url.full": url}, kind="client") as span:
+                answer = await self._with_retries(url, params, headers)
+                if span is not None:
+                    span.set_attribute("http.response.status_code", answer.status)
             self.breaker.success()
             verdict = True
             self.last_success = self.clock.wall()
+            self._count("ok" if answer.status == 200 else "not_found")
             return answer
         except _Failure as failure:
             self.breaker.failure() if failure.counts else self.breaker.success()
             verdict = True
             self.last_error, self.last_error_at = failure.reason, self.clock.wall()
+            self._count("error")
             log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
             raise SourceUnavailable(self.registry, failure.reason, subject) from None
         finally:
             if not verdict:
                 self.breaker.abandon()
+
+    def _count(self, outcome: str) -> None:
+        metrics.REMOTE_REQUESTS.labels(self.registry, outcome).inc()
+        metrics.REMOTE_BREAKER_STATE.labels(self.registry).set(STATE_VALUES[self.breaker.state])
 
     async def _with_retries(self, url: str, params: list[tuple[str, str]] | None,
                             headers: Mapping[str, str] | None) -> RemoteAnswer:
@@ -156,7 +169,11 @@ class RemoteClient:
                     self.requests += 1
                     # (None keeps a followed link's own query; a list of str pairs is a valid QueryParamTypes)
                     query = cast(list[tuple[str, str | int | float | bool | None]] | None, params)
-                    async with self.http.stream("GET", url, params=query, headers=headers) as response:
+                    sent = headers
+                    if tracing.active():  # the trace continues at the remote
+                        sent = dict(headers or {})
+                        tracing.inject(sent)
+                    async with self.http.stream("GET", url, params=query, headers=sent) as response:
                         if response.status_code not in _REDIRECTS:
                             return await self._answer(response)
                         target = urljoin(str(response.url), response.headers.get("location", ""))

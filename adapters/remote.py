@@ -277,7 +277,7 @@ class RemoteSource(RegistrySource):
             if unserved and failure is not None:
                 if any(x not in stale for x in unserved):
                     raise failure
-                self.cache.stats.stale_on_error += len(unserved)
+                self.cache.stats.add("stale_on_error", len(unserved))
                 found.update({x: stale[x] for x in unserved})
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
 
@@ -297,7 +297,7 @@ class RemoteSource(RegistrySource):
 
     async def _refresh(self, xids: list[str], keys: dict[str, str]) -> None:
         """Fetch ``xids`` anew (stale entries being served meanwhile)."""
-        self.cache.stats.revalidations += 1
+        self.cache.stats.add("revalidations")
         fetched, failure = await self._fetch_entities(xids)
         await self.cache.store({keys[x]: v for x, v in fetched.items()})
         if failure is not None:

@@ -1,4 +1,6 @@
-"""The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app.
+"""The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app,
+and the operations endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness, see
+:mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`gateway.metrics`).
 
 ``app.state`` carries what handlers need: ``settings``, ``registry`` (the opened
 :class:`~gateway.registry.service.LocalRegistry`), ``auth`` (the
@@ -16,17 +18,20 @@ from collections.abc import AsyncIterator
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
 from adapters.federation import Federation
 from adapters.local import LocalSource
+from gateway import metrics, readiness, tracing
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.logs import redact_url
+from gateway.observe import ObserveMiddleware
 from gateway.registry.service import LocalRegistry
 from resolvers import build_routes as graphql_routes
 
@@ -49,6 +54,27 @@ async def _health(request: Request) -> JSONResponse:
     return JSONResponse({"status": "ok", "revision": await registry.store.current_revision()})
 
 
+async def _ready(request: Request) -> JSONResponse:
+    state = request.app.state
+    federation: Federation = state.federation
+    verdict = await readiness.check(state.registry.store, federation.status(),
+                                    last_reload_error=federation.last_reload_error)
+    return JSONResponse(verdict.body, 200 if verdict.ready else 503, headers={"Cache-Control": "no-store"})
+
+
+async def _metrics(request: Request) -> Response:
+    state = request.app.state
+    try:
+        metrics.REGISTRY_REVISION.set(await state.registry.store.current_revision())
+    except Exception as exc:  # the store's trouble is /readyz's to report; the scrape still answers
+        log.debug("revision not read for /metrics: %s", exc)
+    for status in state.federation.status():
+        if status.breaker is not None:
+            metrics.REMOTE_BREAKER_STATE.labels(status.registry).set(STATE_VALUES[status.breaker])
+    body, media_type = metrics.exposition()
+    return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
+
+
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
     settings = settings or load_settings()
@@ -57,9 +83,14 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tracing_here = tracing.wanted(settings.otel_enabled) and not tracing.active()
+        if tracing_here:
+            tracing.start(settings.otel_service_name)
         await registry.open()
+        revision = await registry.store.current_revision()
+        metrics.REGISTRY_REVISION.set(revision)
         log.info("registry %r open on %s at revision %d", registry.registry_id,
-                 redact_url(settings.effective_store_url), await registry.store.current_revision())
+                 redact_url(settings.effective_store_url), revision)
         await federation.open()
         federation.watch()
 
@@ -83,10 +114,16 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             await app.state.auth.aclose()
             await federation.close()
             await registry.close()
+            log.info("registry %r closed", registry.registry_id)
+            if tracing_here:
+                tracing.stop()
+            metrics.worker_exiting()
 
-    routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
+    routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
+              *xregistry_routes(settings), *graphql_routes(settings)]
     # CORS outermost: a preflight is answered before any route or other middleware sees it.
-    middleware = [*cors_middleware(settings, registry.model), Middleware(CallerMiddleware)]
+    middleware = [*cors_middleware(settings, registry.model), Middleware(ObserveMiddleware),
+                  Middleware(CallerMiddleware)]
     app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=middleware)
     app.state.settings = settings
     app.state.registry = registry

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
+import signal
 import sys
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -20,6 +24,7 @@ from rich.table import Table
 from gateway.config import Settings, load_settings
 from gateway.errors import XRegistryError
 from gateway.logs import logging_config, redact_url
+from gateway.metrics import MULTIPROC_ENV
 from gateway.registry.service import LocalRegistry
 from gateway.storage import create_store
 from gateway.storage.backup import BackupError, BackupInfo, backup, check_backup, restore
@@ -285,16 +290,51 @@ def hash_key_cmd(
 def serve_cmd(
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    workers: Annotated[int, typer.Option(
+        min=1, help="Worker processes (about one per CPU core); metrics are then gathered across them.")] = 1,
     config: ConfigOption = None,
 ) -> None:
-    """Serve the gateway: GraphQL at /graphql, GraphiQL at /graphiql, the xRegistry HTTP API under /registry."""
+    """Serve the gateway: GraphQL at /graphql, GraphiQL at /graphiql, the xRegistry HTTP API under /registry.
+
+    SIGTERM stops accepting connections, lets requests in flight finish (for at most
+    XREG_SHUTDOWN_GRACE_SECONDS), closes the store and the clients, and exits with status 0."""
     import uvicorn
 
     from gateway.app import create_app
 
     settings = served_settings(_settings(config), host, port)
-    uvicorn.run(create_app(settings), host=host, port=port, log_config=logging_config(settings.log_level),
-                log_level=settings.log_level)
+    options: dict[str, Any] = dict(
+        host=host, port=port, log_config=logging_config(settings.log_level, settings.log_format),
+        log_level=settings.log_level, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_seconds)
+    # uvicorn re-raises the SIGTERM it handled once it has shut down: end normally then
+    signal.signal(signal.SIGTERM, _exit_normally)
+    if workers == 1:
+        uvicorn.run(create_app(settings), **options)
+        return
+    # a worker answers the supervisor from a thread of its own once its interpreter has loaded
+    # the gateway (seconds on a busy machine); one silent for this long is replaced
+    options["timeout_worker_healthcheck"] = WORKER_HEALTHCHECK_SECONDS
+    # Workers build the app themselves (a fresh interpreter each) from the environment.
+    if config is not None:
+        os.environ["XREG_CONFIG"] = str(config)
+    os.environ["XREG_BASE_URL"] = settings.base_url
+    made_dir = None
+    if not os.environ.get(MULTIPROC_ENV):
+        made_dir = tempfile.mkdtemp(prefix="xreg-metrics-")
+        os.environ[MULTIPROC_ENV] = made_dir
+    try:
+        uvicorn.run("gateway.app:create_app", factory=True, workers=workers, **options)
+    finally:
+        if made_dir is not None:
+            shutil.rmtree(made_dir, ignore_errors=True)
+
+
+#: Seconds a worker process may leave the supervisor's health check unanswered (``--workers``).
+WORKER_HEALTHCHECK_SECONDS = 30
+
+
+def _exit_normally(signum: int, frame: object) -> None:
+    raise SystemExit(0)
 
 
 def served_settings(settings: Settings, host: str, port: int) -> Settings:

@@ -250,6 +250,17 @@ class Settings(BaseSettings):
     debug: bool = Field(False, description="Show internal error details to clients (never in production).")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "info", description="Level of the gateway's own loggers (xreg.*) and uvicorn's when serving.")
+    log_format: Literal["json", "text", "auto"] = Field(
+        "auto", description="Log lines as JSON objects or plain text; auto: text on a terminal, else JSON.")
+
+    # -- operations -----------------------------------------------------------------------------
+    shutdown_grace_seconds: float = Field(
+        30.0, ge=0, description="On SIGTERM, how long requests in flight may take to finish before they are cut.")
+    otel_enabled: bool = Field(
+        False, description="Record OpenTelemetry traces (also on when OTEL_TRACES_EXPORTER or an OTLP endpoint is "
+                           "set).")
+    otel_service_name: str = Field(
+        "xreg-gateway", description="service.name of the traces (OTEL_SERVICE_NAME wins when set).")
 
     # -- authentication -------------------------------------------------------------------------
     anonymous_read: bool = Field(True, description="Allow reads without credentials.")

@@ -19,6 +19,7 @@ from gateway.config import Settings
 from resolvers.errors import is_internal
 from resolvers.limits import Limits, QueryLimits
 from resolvers.mutations import Mutation
+from resolvers.observed import ObservedOperations
 from resolvers.queries import Query
 from resolvers.reported import ReportedErrors
 from resolvers.scalars import SCALARS
@@ -41,7 +42,7 @@ def _schema(limits: QueryLimits | None) -> GatewaySchema:
     introspection = limits.introspection if limits else True
     return GatewaySchema(
         query=Query, mutation=Mutation, types=list(TYPES),
-        extensions=[*([lambda: Limits(limits)] if limits else []), ReportedErrors],
+        extensions=[ObservedOperations, *([lambda: Limits(limits)] if limits else []), ReportedErrors],
         config=StrawberryConfig(disable_field_suggestions=not introspection, scalar_map=SCALARS,
                                 default_resolver=read_field),
     )

@@ -8,13 +8,14 @@ A request is handled in this order: its path is resolved against the model (``ap
 Reads carry ``ETag`` / ``Cache-Control`` and answer a matching ``If-None-Match`` with 304
 before reading anything but the revision (:mod:`gateway.http_cache`).
 Client mistakes are 4xx problem documents; anything unexpected is logged and answered with
-``server_error`` (500), whose ``instance`` names the log entry.
+``server_error`` (500), whose ``instance`` names the log entry: the request's id, which
+:class:`~gateway.observe.ObserveMiddleware` returns in ``X-Request-Id``. The route template of
+each request (its metrics label) is the target's shape (:func:`route_template`).
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
@@ -29,6 +30,7 @@ from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.targets import Target, parse_target
+from gateway.request_context import current, new_request_id
 
 log = logging.getLogger("xreg.http")
 
@@ -67,6 +69,28 @@ def allowed_methods(target: Target) -> str:
     return ", ".join([*methods, "OPTIONS"])
 
 
+def route_template(prefix: str, target: Target | None) -> str:
+    """The route of a target with its ids as placeholders (group and resource types are the
+    model's, a bounded set): ``/registry/messagegroups/{gid}/messages/{rid}/versions/{vid}``."""
+    if target is None:
+        return prefix + "/{unknown}"
+    if target.kind == "api":
+        return f"{prefix}/{target.api}"
+    parts = [prefix]
+    for value, placeholder in ((target.gtype, None), (target.gid, "{gid}"), (target.rtype, None),
+                               (target.rid, "{rid}")):
+        if value is not None:
+            parts.append(placeholder or value)
+    if target.kind == "meta":
+        parts.append("meta")
+    elif target.kind in ("versions", "version"):
+        parts.append("versions")
+        if target.vid is not None:
+            parts.append("{vid}")
+    route = "/".join(parts)
+    return route + "$details" if target.details else route
+
+
 class XRegistryAPI:
     """ASGI app serving the API below ``prefix``; the registry, settings and authenticator come
     from the enclosing application's ``state``."""
@@ -98,7 +122,8 @@ class XRegistryAPI:
 
     async def handle(self, request: Request) -> Response:
         """The response to one request (never raises)."""
-        request_id = f"urn:uuid:{uuid.uuid4()}"
+        record = current()
+        request_id = record.request_id if record is not None else new_request_id()
         state = request.app.state
         path = request.scope["path"]  # request.url would drop control characters
         path = path[len(self.prefix):] if path.startswith(self.prefix) else path
@@ -106,6 +131,8 @@ class XRegistryAPI:
         target = None
         try:
             target = parse_target(path, state.registry.model)
+            if record is not None:
+                record.route = route_template(self.prefix, target)
             methods = HANDLERS[target.kind]
             if request.method == "OPTIONS":
                 allow = allowed_methods(target)
@@ -150,7 +177,10 @@ class XRegistryAPI:
             detail = f"{type(exc).__name__}: {exc}" if state.settings.debug else None
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
         response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
-        response.headers["X-Request-Id"] = request_id
+        if record is None:  # served without ObserveMiddleware
+            response.headers["X-Request-Id"] = request_id
+        elif target is None:
+            record.route = route_template(self.prefix, None)
         response.headers[INSTANCE_HEADER] = state.registry.instance_id
         if request.method == "HEAD":  # the same status and headers (Content-Length included), no body
             head = Response(status_code=response.status_code)

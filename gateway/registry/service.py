@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from gateway import metrics
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
@@ -152,13 +153,21 @@ class LocalRegistry:
         ``unchanged``; epochs in the document are ignored (they belong to the source registry).
         Raises :class:`XRegistryError` and writes nothing if any entity is invalid.
         ``validate=False`` skips the schema checks (``import --no-validate``; the versions
-        record that they were not validated).
+        record that they were not validated). Counted in ``xreg_import_entities_total``.
         """
 
         async def build(cs: Changeset) -> None:
             await self.build_document(cs, doc)
 
-        _, outcome = await self.write(build, subject="/", note=note, touch=False, ignore_epoch=True, validate=validate)
+        try:
+            _, outcome = await self.write(build, subject="/", note=note, touch=False, ignore_epoch=True,
+                                          validate=validate)
+        except XRegistryError:
+            rejected = len(document_xids(doc, self.model)) if isinstance(doc, dict) else 0
+            metrics.IMPORT_ENTITIES.labels("rejected").inc(rejected)
+            raise
+        for what in ("created", "updated", "unchanged"):
+            metrics.IMPORT_ENTITIES.labels(what).inc(len(getattr(outcome, what)))
         return outcome
 
     async def build_document(self, cs: Changeset, doc: dict[str, Any]) -> None:

@@ -10,6 +10,10 @@ Queries (:class:`Query`) name a collection type (``messagegroups/messages``), op
 parent XID, conditions, a sort and a keyset cursor; implementations push all of it into the
 database. Conditions are :class:`Condition` objects (see ``gateway.registry.filters`` for the
 xRegistry filter grammar that produces them and for their reference semantics).
+
+Every call of the interface (:data:`OBSERVED_CALLS`) is timed in one place, whatever the backend:
+:meth:`Store.__init_subclass__` wraps the backend's methods (``xreg_store_call_duration_seconds``
+by call; a span per call when tracing is on). A call made inside another is not counted again.
 """
 
 from __future__ import annotations
@@ -17,11 +21,15 @@ from __future__ import annotations
 import abc
 import builtins
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import EllipsisType
 from typing import Any, Literal
 
+from gateway import metrics, tracing
 from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
 from gateway.xid import Xid
 
@@ -326,6 +334,43 @@ def retention_horizon(
     return min(max(min(horizons, default=current), oldest), current)
 
 
+#: The calls of the :class:`Store` interface that are timed (and traced).
+OBSERVED_CALLS = ("open", "close", "check_ready", "current_revision", "oldest_revision", "get_many", "list", "count",
+                  "count_children", "changes", "referrers", "explain", "commit", "prune")
+_in_call: ContextVar[bool] = ContextVar("xreg_store_call", default=False)
+
+
+def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """``fn`` (a store method) timed as ``call``; a call within another is not counted again."""
+    histogram = metrics.STORE_CALL_DURATION.labels(call)
+
+    @functools.wraps(fn)
+    async def observed(self: Store, *args: Any, **kwargs: Any) -> Any:
+        if _in_call.get():
+            return await fn(self, *args, **kwargs)
+        token = _in_call.set(True)
+        started = time.perf_counter()
+        try:
+            if not tracing.active():
+                return await fn(self, *args, **kwargs)
+            with tracing.span(f"store.{call}", {"db.system.name": type(self).__name__, "xreg.store.call": call}):
+                return await fn(self, *args, **kwargs)
+        finally:
+            histogram.observe(time.perf_counter() - started)
+            _in_call.reset(token)
+
+    observed.__observed__ = True  # type: ignore[attr-defined]
+    return observed
+
+
+def _observe_calls(cls: type) -> None:
+    """Wrap the interface methods ``cls`` defines itself (see :data:`OBSERVED_CALLS`)."""
+    for call in OBSERVED_CALLS:
+        fn = cls.__dict__.get(call)
+        if callable(fn) and not getattr(fn, "__isabstractmethod__", False) and not hasattr(fn, "__observed__"):
+            setattr(cls, call, _observed(call, fn))
+
+
 class Store(abc.ABC):
     """Async storage of entity states with revisions, history and pushed-down queries.
 
@@ -347,6 +392,10 @@ class Store(abc.ABC):
         if self._instance is None:
             raise RuntimeError(f"{type(self).__name__} is not open: its instance id is not known yet")
         return self._instance
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _observe_calls(cls)
 
     # -- primitives of a backend --------------------------------------------------------------
     @abc.abstractmethod
@@ -376,6 +425,11 @@ class Store(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None:
         """Release connections."""
+
+    @abc.abstractmethod
+    async def check_ready(self) -> None:
+        """Raise unless the store answers and can write now (the readiness probe); changes
+        nothing the registry reads."""
 
     async def __aenter__(self) -> Store:
         await self.open()
@@ -492,3 +546,6 @@ class Store(abc.ABC):
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
         """Drop superseded states and tombstones older than the retention window; returns how
         many rows were dropped. Afterwards :meth:`oldest_revision` reflects the new horizon."""
+
+
+_observe_calls(Store)

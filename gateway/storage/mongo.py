@@ -307,6 +307,11 @@ class MongoStore(Store):
         if self._own_client:
             await self._client.close()
 
+    async def check_ready(self) -> None:
+        """The server answers ``ping`` and takes a write (a timestamp in ``meta``)."""
+        await self._client.admin.command("ping")
+        await self.meta.update_one({"_id": "readiness"}, {"$set": {"at": time.time()}}, upsert=True)
+
     def _reading(self) -> contextlib.AbstractAsyncContextManager:
         """Reads wait for a running commit when commits are not transactions."""
         return contextlib.nullcontext() if self.transactions else self._lock

@@ -63,6 +63,7 @@ import asyncio
 import builtins
 import contextlib
 import json
+import os
 import re
 import time
 import uuid
@@ -291,6 +292,8 @@ class SQLiteStore(Store):
         self.stats = StoreStats()
         self._db: aiosqlite.Connection | None = None
         self._lock = asyncio.Lock()
+        #: ``(device, inode)`` of the file when it was opened: the file the connection writes.
+        self._identity: tuple[int, int] | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -315,11 +318,36 @@ class SQLiteStore(Store):
             raise
         self._db = db
         self._instance = str(row[0]) if row else None
+        if isinstance(self.path, Path):
+            st = os.stat(self.path)
+            self._identity = (st.st_dev, st.st_ino)
 
     async def close(self) -> None:
         if self._db is not None:
             db, self._db = self._db, None
             await db.close()
+
+    async def check_ready(self) -> None:
+        """The file is still the one opened (not removed or replaced), it and its directory are
+        writable, and a write succeeds (in a transaction rolled back; waits at most the
+        connection's busy timeout for another writer)."""
+        if isinstance(self.path, Path):
+            try:
+                st = os.stat(self.path)
+            except OSError as exc:
+                raise OSError(f"the database file {self.path} is gone ({exc.strerror or exc})") from None
+            if (st.st_dev, st.st_ino) != self._identity:
+                raise OSError(f"the database file {self.path} was replaced since it was opened")
+            for where in (self.path, self.path.parent):
+                if not os.access(where, os.W_OK):
+                    raise PermissionError(f"{where} is not writable")
+        async with self._lock:
+            db = self.db
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                await db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('readiness', ?)", (time.time(),))
+            finally:
+                await db.execute("ROLLBACK")
 
     @property
     def db(self) -> aiosqlite.Connection:

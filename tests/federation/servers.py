@@ -38,14 +38,16 @@ class Served(LiveServer):
 
 
 class Instrumented:
-    """ASGI wrapper of a remote: counts requests by path, adds a delay, can hide capabilities;
-    controlled over HTTP at ``/_test/state`` (GET) and ``/_test/configure`` (POST)."""
+    """ASGI wrapper of a remote: counts requests by path, adds a delay, can hide capabilities,
+    keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state``
+    (GET) and ``/_test/configure`` (POST)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.delay = 0.0
         self.hits: Counter[str] = Counter()
         self.log: list[str] = []
+        self.traceparents: list[str] = []
         self.hide_flags: set[str] = set()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -60,6 +62,7 @@ class Instrumented:
         self.hits[path] += 1
         query = scope.get("query_string", b"").decode()
         self.log.append(path + ("?" + query if query else ""))
+        self.traceparents += [v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"traceparent"]
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.hide_flags and any(f"{flag}=" in query for flag in self.hide_flags):
@@ -80,6 +83,7 @@ class Instrumented:
             if body.get("reset"):
                 self.hits.clear()
                 self.log.clear()
+                self.traceparents.clear()
                 self.delay, self.hide_flags = 0.0, set()
             if "delay" in body:
                 self.delay = float(body["delay"])
@@ -88,7 +92,9 @@ class Instrumented:
             if body.get("clear"):
                 self.hits.clear()
                 self.log.clear()
-        return JSONResponse({"hits": dict(self.hits), "log": self.log, "delay": self.delay})
+                self.traceparents.clear()
+        return JSONResponse({"hits": dict(self.hits), "log": self.log, "delay": self.delay,
+                             "traceparents": self.traceparents})
 
 
 class RemoteControl:
@@ -135,6 +141,11 @@ class RemoteControl:
     @property
     def log(self) -> list[str]:
         return self._call()["log"]
+
+    @property
+    def traceparents(self) -> list[str]:
+        """The ``traceparent`` headers received since the last reset."""
+        return self._call()["traceparents"]
 
     @property
     def requests(self) -> int:

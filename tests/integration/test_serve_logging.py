@@ -1,8 +1,10 @@
 """``xreg-gateway serve`` configures the gateway's own loggers (``xreg.*``), not only uvicorn's,
-at the level of ``XREG_LOG_LEVEL``; credentials in the store URL never reach a log line."""
+at the level of ``XREG_LOG_LEVEL``, as plain text or JSON (``XREG_LOG_FORMAT``; JSON when
+standard error is not a terminal); credentials in the store URL never reach a log line."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -39,6 +41,7 @@ def _serve_and_stop(tmp_path: Path, **env: str) -> str:
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, "serve did not start"
             time.sleep(0.1)
+        httpx.get(f"http://127.0.0.1:{port}/registry/", headers={"X-Request-Id": "probe-1"}, timeout=5)
     finally:
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
@@ -46,12 +49,24 @@ def _serve_and_stop(tmp_path: Path, **env: str) -> str:
 
 
 def test_serve_logs_the_gateways_own_messages_at_the_configured_level(tmp_path: Path) -> None:
-    logged = _serve_and_stop(tmp_path)
+    logged = _serve_and_stop(tmp_path, XREG_LOG_FORMAT="text")
     ours = [line for line in logged.splitlines() if " xreg.gateway: " in line]
-    assert len(ours) == 1 and "INFO" in ours[0] and "registry 'xregistry' open on sqlite:///" in ours[0]
-    assert "GET /healthz" in logged  # uvicorn's access log, same format
-    quiet = _serve_and_stop(tmp_path, XREG_LOG_LEVEL="warning")
+    assert len(ours) == 2 and "INFO" in ours[0] and "registry 'xregistry' open on sqlite:///" in ours[0]
+    assert "registry 'xregistry' closed" in ours[1]
+    requests = [line for line in logged.splitlines() if " xreg.access: " in line]  # one line per request
+    assert any("GET /registry/ 200" in line and "id=probe-1" in line for line in requests), logged
+    assert not any('"GET /registry/ HTTP/1.1"' in line for line in logged.splitlines())  # not uvicorn's as well
+    quiet = _serve_and_stop(tmp_path, XREG_LOG_LEVEL="warning", XREG_LOG_FORMAT="text")
     assert " xreg.gateway: " not in quiet and "GET /healthz" not in quiet
+
+
+def test_serve_logs_json_lines_when_not_on_a_terminal(tmp_path: Path) -> None:
+    logged = _serve_and_stop(tmp_path)  # standard error is a pipe: auto means JSON
+    entries = [json.loads(line) for line in logged.splitlines() if line.strip()]
+    assert any(e["logger"] == "xreg.gateway" and "open on sqlite:///" in e["message"] for e in entries)
+    probe = [e for e in entries if e.get("request_id") == "probe-1"]
+    assert len(probe) == 1 and probe[0]["logger"] == "xreg.access" and probe[0]["route"] == "/registry"
+    assert probe[0]["status"] == 200 and probe[0]["caller"] == "anonymous" and probe[0]["duration_ms"] > 0
 
 
 def test_store_urls_are_logged_without_credentials() -> None:
