@@ -116,12 +116,21 @@ async def entity_body(call: Call, rec: EntityRecord, flags: Flags, inline: Inlin
     return view
 
 
+def version_url(call: Call, xid: str) -> str:
+    """The URL of a version as this response shows it: its ``self``, so with ``$details`` when
+    the response is the metadata of a type with documents (core/http.md "``self`` Attribute")."""
+    t = call.target
+    details = t.details and t.rdef is not None and t.rdef.hasdocument and not call.flags.doc
+    return url_for(call.registry.base_url, xid) + (DETAILS if details else "")
+
+
 def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
-    """``Content-Location`` of a resource: its default version."""
+    """``Content-Location`` of a resource: its default version (the same URL as
+    ``meta.defaultversionurl``)."""
     default = (rec.doc.get("meta") or {}).get("defaultversionid")
     if rec.kind != "resource" or default is None:
         return {}
-    return {"Content-Location": url_for(call.registry.base_url, str(Xid.parse(rec.xid).version(str(default))))}
+    return {"Content-Location": version_url(call, str(Xid.parse(rec.xid).version(str(default))))}
 
 
 async def document(
@@ -155,6 +164,8 @@ def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
     """The ``meta`` entity of a resource (document view: ``self`` relative; an ``xref`` meta
     reduced to its ids and ``xref``)."""
     view = meta_view(rec, call.registry.base_url)
+    if call.target.resource_def.hasdocument and "defaultversionurl" in view and not call.flags.doc:
+        view["defaultversionurl"] += DETAILS  # the version's metadata, not its document (core/spec.md)
     if call.flags.doc:
         if view.get("xref"):
             keep = ("self", "xid", "xref", call.target.resource_def.id_attribute)

@@ -4,7 +4,9 @@ Paths are relative to the API prefix: ``/``, the root APIs (``/model``, ``/capab
 ``/export``, ``/openapi.json``), then ``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details]
 [/meta | /versions[/<VID>[$details]]]]]]``. Group and resource types come from the model;
 IDs must be valid IDs (``malformed_id``); ``$details`` is allowed on resources and versions only
-(``bad_details``).
+(``bad_details``). A first segment that is neither a root API nor a group type is an API this
+server does not have (``api_not_found``); any other unknown path below a group type names an
+entity or collection that does not exist (``not_found``).
 """
 
 from __future__ import annotations
@@ -110,7 +112,9 @@ class Target:
 
 
 def _not_found(path: str) -> XRegistryError:
-    return XRegistryError("api_not_found", path)
+    """An unknown path below a group type of the model: no such entity or collection
+    (``api_not_found`` is only for APIs the server does not have, core/http.md)."""
+    return XRegistryError("not_found", path)
 
 
 def _check_details(segs: list[str], path: str) -> bool:
@@ -147,7 +151,7 @@ def parse_target(path: str, model: RegistryModel) -> Target:
     gtype = segs[0]
     gdef = model.group(gtype)
     if gdef is None:
-        raise _not_found(path)
+        raise XRegistryError("api_not_found", path)
     if len(segs) == 1:
         return Target("groups", path, gtype=gtype)
     gid = check_id(segs[1], subject=path, attribute=gdef.id_attribute)

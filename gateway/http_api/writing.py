@@ -21,7 +21,7 @@ from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
 from gateway.http_api.flags import _Unset
 from gateway.http_api.inline import NOTHING, Inline
-from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body
+from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body, version_url
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
 from gateway.registry.changeset import Changeset, Outcome
@@ -380,7 +380,7 @@ async def write_resource(call: Call) -> Response:
 
     _, outcome = await run(call, build)
     created = _new_version(outcome, t.xid)
-    headers = {"Content-Location": url_for(call.registry.base_url, created)} if created else {}
+    headers = {"Content-Location": version_url(call, created)} if created else {}
     return await _entity_response(call, t.xid, inline, outcome, headers)
 
 
@@ -394,8 +394,11 @@ async def write_meta(call: Call) -> Response:
         await cs.put_meta(t.group_type, t.group_id, t.resource_type, t.resource_id, body, patch=patch)
         await apply_default_version(call, cs)
 
-    await run(call, build)
-    return json_response(meta_body(call, await call.record()))
+    _, outcome = await run(call, build)
+    view = meta_body(call, await call.record())
+    if _created(outcome, t.resource_xid):  # the resource was created through its meta
+        return json_response(view, 201, {"Location": url_for(call.registry.base_url, t.xid)})
+    return json_response(view)
 
 
 async def write_version(call: Call) -> Response:
@@ -426,7 +429,7 @@ async def write_document(call: Call) -> Response:
         attrs.pop(t.resource_def.id_attribute, None)
         if t.kind == "version":
             attrs.pop("versionid", None)
-    content_type = call.request.headers.get("content-type")
+    content_type = call.request.headers.get("content-type") or None  # absent (or empty): erased
     new_version = method == "POST"
 
     async def build(cs: Changeset) -> str | None:
