@@ -25,7 +25,9 @@ from gateway.storage.base import EntityRecord
 from gateway.storage.semantics import matches
 from gateway.xid import Xid
 
-#: What ``GET /export`` inlines unless ``?inline`` says otherwise (``modelsource`` is not served).
+#: What ``GET /export`` inlines unless ``?inline`` says otherwise (core/http.md: ``GET
+#: /?doc&inline=*,capabilities,modelsource``; ``modelsource`` only once one was set, so that an
+#: export of the built-in model imports into any registry).
 EXPORT_INLINE = ["*", "capabilities"]
 
 
@@ -40,8 +42,7 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
         inline = Inline(inline.names, everything=True)
     view = (await renderer.entities([rec], "", inline, {rec.key: narrowed}))[0]
     if inline.has("modelsource"):
-        raise XRegistryError("not_available", "/modelsource",
-                             detail="this registry's model is built in; it has no modelsource")
+        view["modelsource"] = call.registry.model_source or {}
     if inline.has("model"):
         view["model"] = call.model.to_json()
     if inline.has("capabilities"):
@@ -51,6 +52,12 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
     if flags.collections:
         view = {g: view[g] for g in call.model.groups}
     return view
+
+
+async def get_modelsource(call: Call) -> Response:
+    """The model definition last given through ``modelsource`` (``{}`` when it never was: the
+    registry runs on the built-in model, ``/model``)."""
+    return json_response(call.registry.model_source or {})
 
 
 async def get_root(call: Call) -> Response:
@@ -66,7 +73,8 @@ async def get_api(call: Call) -> Response:
     if api == "openapi.json":
         return json_response(openapi_document(call.model, call.settings))
     flags = replace(call.flags, doc=True)
-    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+    wanted = EXPORT_INLINE + (["modelsource"] if call.registry.model_source is not None else [])
+    return json_response(await registry_body(call, flags, call.inline(wanted), call.filters("")))
 
 
 async def _refuse_doc_of_xref(call: Call) -> None:

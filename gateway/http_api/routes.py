@@ -40,6 +40,7 @@ HANDLERS: dict[str, dict[str, Handler]] = {
     "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root,
              "POST": writing.write_root},
     "api": {"GET": reading.get_api},
+    "modelsource": {"GET": reading.get_modelsource, "PUT": writing.write_modelsource},
     "groups": _COLLECTION,
     "group": {"GET": reading.get_entity, "PUT": writing.write_group, "PATCH": writing.write_group,
               "POST": writing.write_group, "DELETE": writing.delete_entity},
@@ -84,7 +85,7 @@ class XRegistryAPI:
         extra: dict[str, str] = {}
         target = None
         try:
-            target = parse_target(path, state.registry.model)
+            target = parse_target(path, await state.registry.sync_model())
             methods = HANDLERS[target.kind]
             if request.method == "OPTIONS":
                 allow = allowed_methods(target)

@@ -24,6 +24,7 @@ from gateway.http_api.inline import NOTHING, Inline
 from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body, version_url
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
+from gateway.model.modelsource import check_model_source, model_of_source
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.ids import check_id
 from gateway.registry.reads import Selection, select
@@ -94,14 +95,14 @@ def _meta_ignores(call: Call, meta: dict[str, Any]) -> dict[str, Any]:
 async def prefetch(call: Call, cs: Changeset, tree: dict[str, Any]) -> None:
     """Load every entity a request names in one store call (``tree``: the request in the shape
     of a registry document)."""
-    await cs.prefetch(["/", *document_xids(tree, call.model)])
+    await cs.prefetch(["/", *document_xids(tree, cs.model)])
 
 
 async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dict[str, Any], *, patch: bool) -> None:
     """Write a group and the resources nested in it."""
     subject = f"/{gtype}/{gid}"
     await cs.put_group(gtype, gid, body, patch=patch)
-    for rtype in call.model.group_def(gtype).resources:
+    for rtype in cs.model.group_def(gtype).resources:
         if body.get(rtype) is not None:
             for rid, rbody in entity_map(body[rtype], f"{subject}/{rtype}", rtype).items():
                 await apply_resource(call, cs, gtype, gid, rtype, rid, rbody, patch=patch)
@@ -157,9 +158,6 @@ def _check_registry_body(call: Call, body: dict[str, Any]) -> None:
     caps = body.get("capabilities")
     if caps is not None and "capabilities" not in ignore and caps != capabilities():
         raise XRegistryError("capability_error", "/", detail="the capabilities of this registry cannot be changed")
-    source = body.get("modelsource")
-    if source not in (None, {}) and "modelsource" not in ignore:
-        raise XRegistryError("model_error", "/", detail="the model of this registry is built in and cannot be changed")
 
 
 async def write_root(call: Call) -> Response:
@@ -185,10 +183,17 @@ async def write_root(call: Call) -> Response:
 
     patch = call.request.method == "PATCH"
     _check_registry_body(call, body)
+    # modelsource, when present, is processed first: the groups of the request are the new model's
+    source = None
+    if "modelsource" in body and "modelsource" not in call.flags.ignore:
+        source = check_model_source(body["modelsource"])
+        groups = model_of_source(source).groups
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
 
     async def build(cs: Changeset) -> None:
+        if source is not None:
+            await cs.put_model_source(source)
         await prefetch(call, cs, maps)
         await cs.put_registry(call.registry.registry_id, attrs, patch=patch)
         for gtype, members in maps.items():
@@ -197,6 +202,19 @@ async def write_root(call: Call) -> Response:
 
     await run(call, build)
     return json_response(await registry_body(call, call.flags, inline, None))
+
+
+async def write_modelsource(call: Call) -> Response:
+    """``PUT /modelsource``: the registry's new model (core/model.md "Creating or Updating the
+    Registry Model"), checked (``model_error``) and refused when existing entities would not
+    comply (``model_compliance_error``); stored with the registry entity in one revision."""
+    source = check_model_source(json_object(await json_body(call), "/modelsource"))
+
+    async def build(cs: Changeset) -> None:
+        await cs.put_model_source(source)
+
+    await run(call, build)
+    return json_response(call.registry.model_source or {})
 
 
 # -- collections ---------------------------------------------------------------------------

@@ -18,7 +18,10 @@ from typing import Any, cast
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
+from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
+from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.registry.compliance import check_compliance
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
@@ -113,6 +116,8 @@ class Changeset:
         #: Version key -> the XID its errors name: a default version written through its
         #: resource's attributes is reported as the resource (the entity the request addressed).
         self._reported_as: dict[str, str] = {}
+        #: Whether this changeset changed the registry's model (``put_model_source``).
+        self.model_changed = False
 
     # -- loading ------------------------------------------------------------------------------
     async def prefetch(self, xids: Iterable[str]) -> None:
@@ -253,14 +258,37 @@ class Changeset:
         """Update the registry entity's own attributes (name, description, labels, …)."""
         state = await self._state("/")
         self._check_epoch("/", attrs.get("epoch"), state.doc)
-        base = _user_view(state.doc or {}) if patch else {}
+        kept = {k: v for k, v in (state.doc or {}).items() if k == MODEL_SOURCE_KEY}  # not an attribute
+        base = {k: v for k, v in _user_view(state.doc or {}).items() if k not in kept} if patch else {}
         user = _merge(base, _strip(attrs, set(self.model.groups) | _collection_attrs(self.model.groups)
                                    | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
                       patch)
-        ids = {"registryid": registry_id, "xid": "/"}
+        ids = {"registryid": registry_id, "xid": "/", **kept}
         if self._finish(state, "registry", "", user, attrs, ids):
-            self._errors.extend(validate_attributes(state.body, registry_definitions(self.model), subject="/",
+            attributes = {k: v for k, v in state.body.items() if k != MODEL_SOURCE_KEY}
+            self._errors.extend(validate_attributes(attributes, registry_definitions(self.model), subject="/",
                                                     extensible=True, model=self.model))
+
+    # -- the model ----------------------------------------------------------------------------
+    async def put_model_source(self, source: dict[str, Any]) -> bool:
+        """Make ``source`` (a checked modelsource, ``gateway.model.modelsource``) the registry's
+        model, stored in the registry entity's state so it has the registry's revisions. Every
+        entity already in the registry must comply with it, else ``model_compliance_error``
+        (nothing is changed). Later changes of this changeset are validated against it.
+        Returns whether the model changed."""
+        state = await self._state("/")
+        if state.doc is None:
+            raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")
+        if state.doc.get(MODEL_SOURCE_KEY) == source:
+            return False
+        model = model_of_source(source)
+        await check_compliance(self.store, self.model, model)
+        doc = {**state.doc, MODEL_SOURCE_KEY: source}
+        self._stamp(doc, {}, state.doc)
+        self._set(state, "registry", "", doc)
+        self.model = model
+        self.model_changed = True
+        return True
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
         state = await self._state("/")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.materialise import DERIVED
 from gateway.storage.base import EntityRecord
@@ -26,6 +27,7 @@ def url_for(base_url: str, xid: str) -> str:
 def registry_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: dict[str, int]) -> dict[str, Any]:
     """The registry entity with one ``<GROUPS>url`` / ``<GROUPS>count`` per group type."""
     doc = dict(rec.doc)
+    doc.pop(MODEL_SOURCE_KEY, None)  # served as modelsource when asked for
     out: dict[str, Any] = {"specversion": SPEC_VERSION, "registryid": doc.pop("registryid"),
                            "self": url_for(base_url, "/"), "xid": "/"}
     doc.pop("xid", None)
