@@ -207,3 +207,113 @@ async def test_error_subject_is_the_addressed_entity(seeded, app):
                                            json={"envelope": 5}), 400, "invalid_attribute")
     assert body["subject"] == "/messagegroups/orders/messages/bad/versions/v1"
     assert await revision(app) == rev
+
+
+# -- the rest of core/http.md: the MUSTs most likely to be missed ---------------------------------
+
+
+async def test_options_lists_methods_in_both_headers_and_changes_nothing(seeded, app):
+    """core/http.md "HTTP OPTIONS Method": "The same `<METHODS>` values MUST be returned for both
+    headers." "`OPTIONS` MUST be one of the values returned." "This operation MUST NOT modify any
+    data within the Registry.\""""
+    client = seeded
+    rev = await revision(app)
+    for path in ("/registry", "/registry/modelsource", "/registry/messagegroups",
+                 "/registry/schemagroups/sg1/schemas/s1", "/registry/schemagroups/sg1/schemas/s1/meta",
+                 "/registry/schemagroups/sg1/schemas/s1/versions/1.0$details"):
+        r = await client.options(path)
+        assert r.status_code == 200
+        assert r.headers["allow"] == r.headers["access-control-allow-methods"]
+        assert "OPTIONS" in [m.strip() for m in r.headers["allow"].split(",")]
+    assert await revision(app) == rev
+
+
+async def test_put_is_not_for_collections_and_export_is_read_only(seeded, app):
+    """core/http.md: "`PUT` MUST NOT be targeted at xRegistry collections." — and "GET /export":
+    "it MUST NOT support any HTTP update methods.\""""
+    client = seeded
+    rev = await revision(app)
+    for path in ("/registry/messagegroups", "/registry/messagegroups/orders/messages",
+                 "/registry/schemagroups/sg1/schemas/s1/versions"):
+        assert_problem(await client.put(path, json={}), 405, "action_not_supported")
+    for method in ("PUT", "PATCH", "POST", "DELETE"):
+        assert_problem(await client.request(method, "/registry/export", json={}), 405, "action_not_supported")
+    assert await revision(app) == rev
+
+
+async def test_details_suffix_rules(seeded):
+    """core/http.md: "Use of `$details` on a non-Resource entity MUST generate an error
+    ([bad_details](./spec.md#bad_details))." — and for a type without documents "use of the
+    `$details` suffix in a request URL MUST be treated the same as if it were absent and any URLs
+    in server response messages referencing that Resource (e.g. `self`) MUST NOT include it.\""""
+    client = seeded
+    assert_problem(await client.get("/registry/messagegroups/orders$details"), 400, "bad_details")
+    plain = await client.get("/registry/messagegroups/orders/messages/created")
+    details = await client.get("/registry/messagegroups/orders/messages/created$details")
+    assert plain.status_code == details.status_code == 200
+    assert plain.json() == details.json()
+    assert not details.json()["self"].endswith("$details")
+
+
+async def test_read_only_attributes_are_ignored_and_ids_compared(seeded):
+    """core/http.md: "A request to update, or delete, a read-only attribute MUST be silently
+    ignored. However, a request that includes a `<SINGULAR>id` MUST be compared with the entity's
+    current value and if it differs then an error ([mismatched_id](./spec.md#mismatched_id)) MUST
+    be generated." — and on `POST` to a resource, "Resource-level read-only attributes (such as
+    `versionscount`) [...] MUST be silently ignored by the server.\""""
+    client = seeded
+    r = await client.patch("/registry/messagegroups/orders", json={
+        "self": "https://elsewhere.example/x", "xid": "/messagegroups/other", "messagescount": 99,
+        "messagesurl": "https://elsewhere.example/m", "description": "new"})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["self"] == f"{BASE}/messagegroups/orders" and body["xid"] == "/messagegroups/orders"
+    assert body["messagescount"] == 2 and body["description"] == "new"
+    assert_problem(await client.put("/registry/messagegroups/orders", json={"messagegroupid": "other"}), 400,
+                   "mismatched_id")
+    assert_problem(await client.put("/registry/schemagroups/sg1/schemas/s1/versions/1.0$details",
+                                    json={"versionid": "2.0", "format": FORMAT}), 400, "mismatched_id")
+    r = await client.post("/registry/schemagroups/sg1/schemas/s1$details", json={
+        "format": FORMAT, "schema": {"type": "null"}, "versionscount": 7, "versionsurl": "x", "metaurl": "y"})
+    assert r.status_code == 201, r.text
+    assert (await client.get("/registry/schemagroups/sg1/schemas/s1")).json() == {"type": "null"}
+
+
+async def test_put_replaces_the_whole_entity_and_write_responses_leave_documents_out(seeded):
+    """core/http.md: "Any missing attributes MUST be interpreted as a request for them to be
+    deleted" (PUT); "any complex attributes (e.g. objects, maps), MUST be fully replaced by the
+    incoming value"; "The responses MUST NOT include any inlineable attributes (such as
+    `<RESOURCE>`, `<RESOURCE>base64` or nested objects/collections) unless requested."; "for a
+    newly created entity, the HTTP status MUST be `201 Created`, and it MUST include an HTTP
+    `Location` header with a URL to the newly created entity. Note that this URL MUST be the same
+    as the `self` attribute of that entity.\""""
+    client = seeded
+    r = await client.put("/registry/messagegroups/orders", json={"labels": {"only": "this"}})
+    assert r.status_code == 200
+    assert r.json()["labels"] == {"only": "this"} and "name" not in r.json() and "description" not in r.json()
+    r = await client.put("/registry/schemagroups/g/schemas/x$details", json={"format": FORMAT,
+                                                                           "schema": {"type": "object"}})
+    assert r.status_code == 201 and r.headers["location"] == r.json()["self"]
+    assert "schema" not in r.json() and "schemabase64" not in r.json() and "versions" not in r.json()
+    r = await client.put("/registry/messagegroups/fresh", json={"messages": {"m": {"description": "d"}}})
+    assert r.status_code == 201 and r.headers["location"] == r.json()["self"]
+    assert "messages" not in r.json()
+
+
+async def test_empty_metadata_bodies_and_nested_errors_change_nothing(seeded, app):
+    """core/http.md: "Write operations that are meant to include xRegistry metadata in the HTTP
+    body MUST NOT be empty, and if detected MUST generate an error ([missing_body](#missing_body))."
+    "Any error during the processing of an entity, or its nested entities, MUST result in the
+    entire request being rejected and no updates performed.\""""
+    client = seeded
+    rev = await revision(app)
+    for path in ("/registry/messagegroups/orders", "/registry/schemagroups/sg1/schemas/s1$details",
+                 "/registry/schemagroups/sg1/schemas/s1/meta", "/registry/messagegroups"):
+        method = "PATCH" if path.endswith("groups") else "PUT"
+        assert_problem(await client.request(method, path, content=b"",
+                                            headers={"Content-Type": "application/json"}), 400, "missing_body")
+    assert_problem(await client.put("/registry/messagegroups/orders", json={
+        "description": "changed", "messages": {"ok": {"description": "fine"}, "bad": {"envelope": 5}}}),
+        400, "invalid_attribute")
+    assert await revision(app) == rev
+    assert (await client.get("/registry/messagegroups/orders")).json()["description"] == "Order events"
