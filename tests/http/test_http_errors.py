@@ -45,7 +45,6 @@ CASES = [
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=zz", {"json": {}}, 400, "unknown_id"),
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=bad%20id", {"json": {}}, 400, "bad_defaultversionid"),
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=request", {"json": {}}, 400, "bad_flag"),
-    ("GET", "/registry?inline=modelsource", {}, 400, "not_available"),
     # paths and methods
     ("GET", "/registry/widgets", {}, 404, "api_not_found"),
     ("GET", "/registry/capabilitiesoffered", {}, 404, "api_not_found"),
@@ -108,7 +107,10 @@ CASES = [
      "ancestor_circular_reference"),
     ("PUT", "/registry", {"json": {"registryid": "other"}}, 400, "mismatched_id"),
     ("PATCH", "/registry", {"json": {"capabilities": {"pagination": False}}}, 400, "capability_error"),
-    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {}}}}, 400, "model_error"),
+    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {"x": {}}}}}, 400, "model_error"),
+    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {}}}}, 400, "model_compliance_error"),
+    ("PUT", "/registry/modelsource", {"json": {"groups": {"x": {"plural": "x", "singular": "y"}}}}, 400,
+     "model_compliance_error"),
 ]
 
 
