@@ -13,6 +13,7 @@ groups. A registry whose model was never set uses the built-in one
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 from gateway.errors import XRegistryError
@@ -159,5 +160,5 @@ def check_model_source(doc: Any) -> dict[str, Any]:
 
 
 def model_of_source(doc: dict[str, Any] | None) -> RegistryModel:
-    """The model a checked modelsource defines."""
-    return RegistryModel.from_json(doc or {})
+    """The model a checked modelsource defines (closed: see ``RegistryModel.closed``)."""
+    return replace(RegistryModel.from_json(doc or {}), closed=True)

@@ -72,11 +72,17 @@ async def test_custom_model_over_http(client, app):
     assert r.content == b"hello" and r.headers["xregistry-size"] == "5"
     details = (await client.get("/registry/dirs/d1/files/readme$details")).json()
     assert details["kind"] == "text" and details["size"] == 5 and details["self"].endswith("readme$details")
-    # constraints of the model: enum, type
+    # constraints of the model: enum, type, unknown attributes
     rev = await revision(app)
     assert_problem(await client.put("/registry/dirs/d1/files/x$details", json={"kind": "video"}), 400,
                    "invalid_attribute")
     assert_problem(await client.put("/registry/dirs/d1/files/x$details", json={"size": -1}), 400, "invalid_attribute")
+    # core/spec.md "Extensions": "All extension attributes that appear in the serialization of an
+    # entity MUST conform to the model definition of the Registry, otherwise an error
+    # ([unknown_attribute](#unknown_attribute)) MUST be generated." (files have no "*"; dirs do)
+    body = assert_problem(await client.put("/registry/dirs/d1/files/x$details", json={"colour": "red"}), 400,
+                          "unknown_attribute")
+    assert body["args"]["name"] == "colour"
     assert await revision(app) == rev
     # maxversions: the oldest versions go
     for text in (b"two", b"three"):
@@ -153,6 +159,9 @@ async def test_changes_existing_entities_would_violate_are_refused(seeded, app):
     required["groups"]["dirs"]["attributes"]["owner"]["required"] = True
     assert_problem(await client.put("/registry/modelsource", json=required), 400, "model_compliance_error")
     assert await revision(app) == after
+    # an attribute the new model would not know: dir d1 gets "team" only once the model has it
+    assert_problem(await client.patch("/registry/dirs/d1/files/f$details", json={"team": "a"}), 400,
+                   "unknown_attribute")
     # a compatible change (a new optional attribute) is taken
     wider = copy.deepcopy(both)
     wider["groups"]["dirs"]["attributes"]["team"] = {"type": "string"}
