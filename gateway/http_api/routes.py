@@ -30,6 +30,8 @@ from gateway.http_api.targets import Target, parse_target
 log = logging.getLogger("xreg.http")
 
 Handler = Callable[[Call], Awaitable[Response]]
+#: Seconds a request may run on the model as last read (another process may have changed it).
+MODEL_MAX_AGE = 1.0
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -85,7 +87,7 @@ class XRegistryAPI:
         extra: dict[str, str] = {}
         target = None
         try:
-            target = parse_target(path, await state.registry.sync_model())
+            target = parse_target(path, await state.registry.sync_model(max_age=MODEL_MAX_AGE))
             methods = HANDLERS[target.kind]
             if request.method == "OPTIONS":
                 allow = allowed_methods(target)

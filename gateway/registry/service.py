@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -84,6 +85,7 @@ class LocalRegistry:
         #: The stored ``modelsource`` (``None``: never set).
         self.model_source: dict[str, Any] | None = None
         self._model_key: str | None = None
+        self._model_synced = 0.0
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
@@ -116,9 +118,15 @@ class LocalRegistry:
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
         return self.base_model if source is None else model_of_source(source)
 
-    async def sync_model(self) -> RegistryModel:
+    async def sync_model(self, max_age: float | None = None) -> RegistryModel:
         """Take up the model stored with the registry entity (another process or replica may
-        have changed it); one read of the registry entity."""
+        have changed it): one read of the registry entity, skipped when the last one is less than
+        ``max_age`` seconds old (reads may lag another process's model change by that much;
+        writes always read it)."""
+        now = time.monotonic()
+        if max_age is not None and self._model_key is not None and now - self._model_synced < max_age:
+            return self.model
+        self._model_synced = now
         root = await self.store.get("/")
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
         key = json.dumps(source, sort_keys=True)
