@@ -243,3 +243,23 @@ async def test_custom_model_through_graphql(client):
     [file] = node["resources"]["nodes"]
     assert file["xid"] == "/dirs/a/files/f" and file["json"]["kind"] == "text"
     assert data["messagegroups"]["nodes"][0]["__typename"] == "MessageGroup"
+
+
+async def test_another_process_takes_up_the_model_at_its_next_write(tmp_path: Path):
+    """Two registries on one store (two processes): a model one of them installs is the other's
+    at its next write (the write path reads the stored model before building)."""
+    path = str(tmp_path / "shared.db")
+    async with LocalRegistry(SQLiteStore(path)) as first, LocalRegistry(SQLiteStore(path)) as second:
+        assert "messagegroups" in second.model.groups
+
+        async def install(cs):
+            await cs.put_model_source(DIRS)
+
+        await first.write(install, subject="/modelsource", note="model")
+
+        async def create_dir(cs):
+            await cs.put_group("dirs", "d1", {"owner": "me"})
+
+        await second.write(create_dir, subject="/dirs/d1", note="dir")
+        assert list(second.model.groups) == ["dirs"] and second.model_source == DIRS
+        assert (await second.entity("/dirs/d1"))["owner"] == "me"
