@@ -317,3 +317,50 @@ async def test_empty_metadata_bodies_and_nested_errors_change_nothing(seeded, ap
         400, "invalid_attribute")
     assert await revision(app) == rev
     assert (await client.get("/registry/messagegroups/orders")).json()["description"] == "Order events"
+
+
+async def test_document_view_bytes_headers_and_links(seeded):
+    """core/http.md "Serializing Resource Domain-Specific Documents": the body "MUST be the exact
+    bytes of that document. If the document is empty, then the HTTP body MUST be empty (zero
+    length)."; "Complex top-level attributes (e.g. arrays, objects, non-scalar maps) MUST NOT" be
+    headers; headers absent "MUST be interpreted as a request to leave their values unchanged.
+    Using a value of `null` (case-sensitive) MUST be processed as a request to delete the
+    attribute."; "Any top-level map attributes that appear as HTTP headers MUST be included in
+    their entirety and any missing keys MUST be interpreted as a request to delete those keys";
+    and for `303`: "If `<RESOURCE>url` is present then it MUST have the same value as
+    `Location`."; "A `DELETE` directed to the Meta entity is not supported and MUST generate an
+    error.\""""
+    client = seeded
+    raw = b'{ "type":  "object" }'
+    r = await client.put(SCHEMA, content=raw, headers={"Content-Type": "application/octet-stream",
+                                                       "xRegistry-format": "Binary/1", "xRegistry-labels.a": "1",
+                                                       "xRegistry-labels.b": "2", "xRegistry-description": "d"})
+    assert r.status_code == 201 and r.content == raw
+    r = await client.put(SCHEMA, content=raw, headers={"Content-Type": "application/octet-stream",
+                                                       "xRegistry-labels.a": "3", "xRegistry-description": "null"})
+    details = (await client.get(SCHEMA + "$details")).json()
+    assert details["labels"] == {"a": "3"} and "description" not in details and details["format"] == "Binary/1"
+    got = await client.get(SCHEMA)
+    assert got.content == raw
+    assert not any(name.startswith("xregistry-labels") and name != "xregistry-labels.a" for name in got.headers)
+    assert "xregistry-deprecated" not in got.headers
+    empty = await client.put("/registry/schemagroups/g/schemas/empty", content=b"",
+                             headers={"Content-Type": "text/plain", "xRegistry-format": "Binary/1"})
+    assert empty.status_code == 201 and empty.content == b""
+    assert (await client.get("/registry/schemagroups/g/schemas/empty")).content == b""
+    link = "https://example.com/doc.json"
+    await client.put("/registry/schemagroups/g/schemas/ext$details", json={"format": FORMAT, "schemaurl": link})
+    r = await client.get("/registry/schemagroups/g/schemas/ext", follow_redirects=False)
+    assert r.status_code == 303 and r.content == b""
+    assert r.headers["location"] == r.headers["xregistry-schemaurl"] == link
+    assert_problem(await client.delete("/registry/schemagroups/g/schemas/ext/meta"), 405, "action_not_supported")
+
+
+async def test_single_valued_flags_appear_once(seeded):
+    """core/http.md "Query Parameters": "When the flag has a single value associated with it, then
+    it MUST be serialized as `?FLAG_NAME=VALUE` [...] The flag MUST NOT be specified more than
+    once.\""""
+    client = seeded
+    assert_problem(await client.get("/registry/messagegroups?sort=name&sort=description"), 400, "bad_flag")
+    r = await client.get("/registry/messagegroups?filter=name=Orders&filter=name=Billing")
+    assert r.status_code == 200  # filter may repeat (OR)
