@@ -18,6 +18,7 @@ from adapters.base import ChangeItem, Entity, Listing, Materialisation, Registry
 from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
+from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
 from gateway.registry.reads import NOTHING, Materialised, Selection, count, render, select, store_sort
@@ -41,10 +42,21 @@ class LocalSource(RegistrySource):
         self.registry = registry
         self.store = registry.store
         self.id = registry.registry_id
-        self.model = registry.model
         self.base_url = registry.base_url
-        #: Message collection types (materialised in the store), with their id attribute.
-        self.messages = message_ctypes(self.model)
+        self._messages: tuple[RegistryModel, Materialised] | None = None
+
+    @property  # read from the registry: a modelsource write replaces it
+    def model(self) -> RegistryModel:  # type: ignore[override]
+        """The registry's current model (it changes through ``modelsource``)."""
+        return self.registry.model
+
+    @property
+    def messages(self) -> Materialised:
+        """Message collection types (materialised in the store), with their id attribute."""
+        model = self.model
+        if self._messages is None or self._messages[0] is not model:
+            self._messages = (model, message_ctypes(model))
+        return self._messages[1]
 
     def _materialised(self, listing: Listing) -> Materialised:
         """The collection types a listing's filters and sort read materialised."""

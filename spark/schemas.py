@@ -148,6 +148,7 @@ DERIVED: dict[str, Callable[[dict[str, Any]], Any]] = {
     "endpointurls": _endpoint_urls,
     "schema": _schema_text,
     "ancestor": lambda e: e.get("ancestor" + "id", e.get("ancestor")),
+    "schemauri": lambda e: e.get("schemaurl", e.get("schemauri")),  # served as rc4's schemaurl
 }
 
 

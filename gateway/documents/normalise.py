@@ -1,8 +1,8 @@
 """Rewriting older xRegistry document shapes into the 1.0-rc4 document shape.
 
 Real documents come in several generations: CloudEvents Registry 0.4/0.5-wip
-(``definitiongroups`` / ``definitions``, ``metadata.attributes``, ``schemaurl``), the 1.0
-release candidates (``basemessageurl``, ``protocolmetadata``, ``#/`` JSON-pointer references)
+(``definitiongroups`` / ``definitions``, ``metadata.attributes``), the 1.0
+release candidates (``basemessageurl``, ``protocolmetadata``, ``schemauri``, ``#/`` JSON-pointer references)
 and hand-made files (timestamps without an offset, ``"protocol": "None"``). :func:`normalise`
 returns a new document in the rc4 shape plus one :class:`Normalisation` per change; with
 ``strict=True`` the first needed change is an ``invalid_attribute`` error instead.
@@ -390,8 +390,8 @@ class _Normaliser:
     # -- schemas -----------------------------------------------------------------------------
 
     def schema(self, s: dict, path: str, group: dict) -> None:
-        self.rename(s, "schemaurl", "schemauri", path, "schemaurl")
-        link = s.get("schemauri")
+        self.rename(s, "schemauri", "schemaurl", path, "schemauri")  # rc4 names it <RESOURCE>url
+        link = s.get("schemaurl")
         if not s.get("format") and not group.get("format") and isinstance(link, str) \
                 and link.split("#", 1)[0].lower().endswith(".json"):
             # 0.x documents could leave the format out; a .json schema document is JSON Schema,

@@ -3,7 +3,8 @@
 It states what is implemented, nothing more: the supported flags and ``ignore`` values,
 pagination, specification version ``1.0-rc4``, the ``manual`` version mode, the schema formats
 and compatibility modes checked on write, and the available
-metadata (``capabilities``, ``entities``, ``export``, ``model``; only entities are mutable).
+metadata (``capabilities``, ``entities``, ``export``, ``model``, ``modelsource``; entities and
+the model, through ``modelsource``, are mutable).
 ``apis`` (the served root APIs) is kept for clients of earlier drafts.
 """
 
@@ -20,18 +21,19 @@ def capabilities() -> dict[str, Any]:
     support, see ``gateway.formats``)."""
     checks = formats.capabilities()
     return {
-        "apis": ["/capabilities", "/export", "/model"],
+        "apis": ["/capabilities", "/export", "/model", "/modelsource"],
         "available": {
             "capabilities": {"mutable": False},
             "entities": {"mutable": True},
             "export": {"mutable": False},
             "model": {"mutable": False},
+            "modelsource": {"mutable": True},
         },
         "compatibilities": checks["compatibilities"],
         "flags": sorted(FLAGS),
         "formats": checks["formats"],
         "ignores": sorted(IGNORES),
-        "mutable": ["entities"],
+        "mutable": ["entities", "modelsource"],
         "pagination": True,
         "shortself": False,
         "specversions": list(SPEC_VERSIONS),

@@ -140,6 +140,10 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "/": root_ops,
         "/capabilities": {"get": _op("Capabilities", ["specversion"], _ok("200", "Entity"))},
         "/model": {"get": _op("The model", ["specversion"], _ok("200", "Entity"))},
+        "/modelsource": {
+            "get": _op("The model last given (`{}`: the built-in model)", ["specversion"], _ok("200", "Entity")),
+            "put": _op("Replace the model", ["specversion"], _ok("200", "Entity"), body="Entity"),
+        },
         "/export": {"get": _op("The whole registry, document view", ["inline", "filter", "binary", "specversion"],
                                _ok("200", "Entity"))},
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
@@ -158,8 +162,10 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             paths[r] = _with_params(_entity_ops("resource", rdef.singular, document=rdef.hasdocument), rparams)
             paths[f"{r}/meta"] = _with_params({
                 "get": _op(f"The {rdef.singular}'s meta", _READ + ["filter"], _ok("200", "Entity")),
-                "put": _op("Replace meta", _WRITE + ["setdefaultversionid"], _ok("200", "Entity"), body="Entity"),
-                "patch": _op("Patch meta", _WRITE + ["setdefaultversionid"], _ok("200", "Entity"), body="Entity"),
+                "put": _op("Replace meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
+                           {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body="Entity"),
+                "patch": _op("Patch meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
+                             {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body="Entity"),
             }, rparams)
             paths[f"{r}/versions"] = _with_params(_collection_ops("versions", versions=True), rparams)
             paths[f"{r}/versions/{{versionid}}"] = _with_params(

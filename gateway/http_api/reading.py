@@ -25,7 +25,9 @@ from gateway.storage.base import EntityRecord
 from gateway.storage.semantics import matches
 from gateway.xid import Xid
 
-#: What ``GET /export`` inlines unless ``?inline`` says otherwise (``modelsource`` is not served).
+#: What ``GET /export`` inlines unless ``?inline`` says otherwise (core/http.md: ``GET
+#: /?doc&inline=*,capabilities,modelsource``; ``modelsource`` only once one was set, so that an
+#: export of the built-in model imports into any registry).
 EXPORT_INLINE = ["*", "capabilities"]
 
 
@@ -40,8 +42,7 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
         inline = Inline(inline.names, everything=True)
     view = (await renderer.entities([rec], "", inline, {rec.key: narrowed}))[0]
     if inline.has("modelsource"):
-        raise XRegistryError("not_available", "/modelsource",
-                             detail="this registry's model is built in; it has no modelsource")
+        view["modelsource"] = call.registry.model_source or {}
     if inline.has("model"):
         view["model"] = call.model.to_json()
     if inline.has("capabilities"):
@@ -51,6 +52,12 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
     if flags.collections:
         view = {g: view[g] for g in call.model.groups}
     return view
+
+
+async def get_modelsource(call: Call) -> Response:
+    """The model definition last given through ``modelsource`` (``{}`` when it never was: the
+    registry runs on the built-in model, ``/model``)."""
+    return json_response(call.registry.model_source or {})
 
 
 async def get_root(call: Call) -> Response:
@@ -66,7 +73,8 @@ async def get_api(call: Call) -> Response:
     if api == "openapi.json":
         return json_response(openapi_document(call.model, call.settings))
     flags = replace(call.flags, doc=True)
-    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+    wanted = EXPORT_INLINE + (["modelsource"] if call.registry.model_source is not None else [])
+    return json_response(await registry_body(call, flags, call.inline(wanted), call.filters("")))
 
 
 async def _refuse_doc_of_xref(call: Call) -> None:
@@ -116,12 +124,21 @@ async def entity_body(call: Call, rec: EntityRecord, flags: Flags, inline: Inlin
     return view
 
 
+def version_url(call: Call, xid: str) -> str:
+    """The URL of a version as this response shows it: its ``self``, so with ``$details`` when
+    the response is the metadata of a type with documents (core/http.md "``self`` Attribute")."""
+    t = call.target
+    details = t.details and t.rdef is not None and t.rdef.hasdocument and not call.flags.doc
+    return url_for(call.registry.base_url, xid) + (DETAILS if details else "")
+
+
 def content_location(call: Call, rec: EntityRecord) -> dict[str, str]:
-    """``Content-Location`` of a resource: its default version."""
+    """``Content-Location`` of a resource: its default version (the same URL as
+    ``meta.defaultversionurl``)."""
     default = (rec.doc.get("meta") or {}).get("defaultversionid")
     if rec.kind != "resource" or default is None:
         return {}
-    return {"Content-Location": url_for(call.registry.base_url, str(Xid.parse(rec.xid).version(str(default))))}
+    return {"Content-Location": version_url(call, str(Xid.parse(rec.xid).version(str(default))))}
 
 
 async def document(
@@ -155,6 +172,8 @@ def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
     """The ``meta`` entity of a resource (document view: ``self`` relative; an ``xref`` meta
     reduced to its ids and ``xref``)."""
     view = meta_view(rec, call.registry.base_url)
+    if call.target.resource_def.hasdocument and "defaultversionurl" in view and not call.flags.doc:
+        view["defaultversionurl"] += DETAILS  # the version's metadata, not its document (core/spec.md)
     if call.flags.doc:
         if view.get("xref"):
             keep = ("self", "xid", "xref", call.target.resource_def.id_attribute)

@@ -69,6 +69,12 @@ def document_bytes(value: Any, content_type: str | None = None) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
+def _is_json_document(value: Any, content_type: str | None) -> bool:
+    """Whether a stored ``<RESOURCE>`` value's document is JSON (so it can be inlined as is): a
+    string under a media type that is not JSON is text, whose bytes are not a JSON value."""
+    return not isinstance(value, str) or content_type is None or is_json_media_type(content_type)
+
+
 class Renderer:
     """Renders the entities of one response."""
 
@@ -195,10 +201,14 @@ class Renderer:
             if not inline.has(s):
                 view.pop(s, None)
                 view.pop(f"{s}base64", None)
-            elif self.flags.binary and s in view:
+            elif s in view and (self.flags.binary or not _is_json_document(view[s], view.get("contenttype"))):
+                # bytes that are not JSON cannot be the JSON value <RESOURCE>: <RESOURCE>base64
                 view[f"{s}base64"] = base64.b64encode(document_bytes(view.pop(s), view.get("contenttype"))).decode()
             if not self.flags.doc:
                 view["self"] += DETAILS
+                meta = view.get("meta")
+                if isinstance(meta, dict) and isinstance(meta.get("defaultversionurl"), str):
+                    meta["defaultversionurl"] += DETAILS  # the default version's metadata view
         if not self.flags.doc:
             return
         view.pop("shortself", None)

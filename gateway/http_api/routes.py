@@ -37,6 +37,8 @@ log = logging.getLogger("xreg.http")
 Handler = Callable[[Call], Awaitable[Response]]
 #: The header naming the registry instance every response comes from (its revisions are its own).
 INSTANCE_HEADER = "xRegistry-instanceid"
+#: Seconds a request may run on the model as last read (another process may have changed it).
+MODEL_MAX_AGE = 1.0
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -47,6 +49,7 @@ HANDLERS: dict[str, dict[str, Handler]] = {
     "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root,
              "POST": writing.write_root},
     "api": {"GET": reading.get_api},
+    "modelsource": {"GET": reading.get_modelsource, "PUT": writing.write_modelsource},
     "groups": _COLLECTION,
     "group": {"GET": reading.get_entity, "PUT": writing.write_group, "PATCH": writing.write_group,
               "POST": writing.write_group, "DELETE": writing.delete_entity},
@@ -130,7 +133,7 @@ class XRegistryAPI:
         extra: dict[str, str] = {}
         target = None
         try:
-            target = parse_target(path, state.registry.model)
+            target = parse_target(path, await state.registry.sync_model(max_age=MODEL_MAX_AGE))
             if record is not None:
                 record.route = route_template(self.prefix, target)
             methods = HANDLERS[target.kind]

@@ -1,10 +1,12 @@
 """What a request path of the xRegistry HTTP API addresses (core/http.md, "HTTP API Patterns").
 
 Paths are relative to the API prefix: ``/``, the root APIs (``/model``, ``/capabilities``,
-``/export``, ``/openapi.json``), then ``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details]
+``/export``, ``/openapi.json``), the ``/modelsource`` entity, then ``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details]
 [/meta | /versions[/<VID>[$details]]]]]]``. Group and resource types come from the model;
 IDs must be valid IDs (``malformed_id``); ``$details`` is allowed on resources and versions only
-(``bad_details``).
+(``bad_details``). A first segment that is neither a root API nor a group type is an API this
+server does not have (``api_not_found``); any other unknown path below a group type names an
+entity or collection that does not exist (``not_found``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,11 @@ DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.
 ROOT_APIS = ("capabilities", "model", "export", "openapi.json")
 
+#: The stand-alone ``modelsource`` entity (core/http.md "GET /modelsource", "PUT /modelsource").
+MODEL_SOURCE = "modelsource"
+
 #: Target kinds, from the registry down.
-KINDS = ("root", "api", "groups", "group", "resources", "resource", "meta", "versions", "version")
+KINDS = ("root", "api", "modelsource", "groups", "group", "resources", "resource", "meta", "versions", "version")
 
 
 T = TypeVar("T")
@@ -110,7 +115,9 @@ class Target:
 
 
 def _not_found(path: str) -> XRegistryError:
-    return XRegistryError("api_not_found", path)
+    """An unknown path below a group type of the model: no such entity or collection
+    (``api_not_found`` is only for APIs the server does not have, core/http.md)."""
+    return XRegistryError("not_found", path)
 
 
 def _check_details(segs: list[str], path: str) -> bool:
@@ -139,6 +146,8 @@ def parse_target(path: str, model: RegistryModel) -> Target:
     segs = [] if path == "/" else path[1:].split("/")
     if not segs:
         return Target("root", "/")
+    if len(segs) == 1 and segs[0] == MODEL_SOURCE:
+        return Target("modelsource", path, api=MODEL_SOURCE)
     if len(segs) == 1 and segs[0] in ROOT_APIS:
         return Target("api", path, api=segs[0])
     details = _check_details(segs, path)
@@ -147,7 +156,7 @@ def parse_target(path: str, model: RegistryModel) -> Target:
     gtype = segs[0]
     gdef = model.group(gtype)
     if gdef is None:
-        raise _not_found(path)
+        raise XRegistryError("api_not_found", path)
     if len(segs) == 1:
         return Target("groups", path, gtype=gtype)
     gid = check_id(segs[1], subject=path, attribute=gdef.id_attribute)

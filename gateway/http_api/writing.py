@@ -21,9 +21,10 @@ from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
 from gateway.http_api.flags import _Unset
 from gateway.http_api.inline import NOTHING, Inline
-from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body
+from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body, version_url
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
+from gateway.model.modelsource import check_model_source, model_of_source
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.ids import check_id
 from gateway.registry.reads import Selection, select
@@ -94,14 +95,14 @@ def _meta_ignores(call: Call, meta: dict[str, Any]) -> dict[str, Any]:
 async def prefetch(call: Call, cs: Changeset, tree: dict[str, Any]) -> None:
     """Load every entity a request names in one store call (``tree``: the request in the shape
     of a registry document)."""
-    await cs.prefetch(["/", *document_xids(tree, call.model)])
+    await cs.prefetch(["/", *document_xids(tree, cs.model)])
 
 
 async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dict[str, Any], *, patch: bool) -> None:
     """Write a group and the resources nested in it."""
     subject = f"/{gtype}/{gid}"
     await cs.put_group(gtype, gid, body, patch=patch)
-    for rtype in call.model.group_def(gtype).resources:
+    for rtype in cs.model.group_def(gtype).resources:
         if body.get(rtype) is not None:
             for rid, rbody in entity_map(body[rtype], f"{subject}/{rtype}", rtype).items():
                 await apply_resource(call, cs, gtype, gid, rtype, rid, rbody, patch=patch)
@@ -157,9 +158,6 @@ def _check_registry_body(call: Call, body: dict[str, Any]) -> None:
     caps = body.get("capabilities")
     if caps is not None and "capabilities" not in ignore and caps != capabilities():
         raise XRegistryError("capability_error", "/", detail="the capabilities of this registry cannot be changed")
-    source = body.get("modelsource")
-    if source not in (None, {}) and "modelsource" not in ignore:
-        raise XRegistryError("model_error", "/", detail="the model of this registry is built in and cannot be changed")
 
 
 async def write_root(call: Call) -> Response:
@@ -185,10 +183,17 @@ async def write_root(call: Call) -> Response:
 
     patch = call.request.method == "PATCH"
     _check_registry_body(call, body)
+    # modelsource, when present, is processed first: the groups of the request are the new model's
+    source = None
+    if "modelsource" in body and "modelsource" not in call.flags.ignore:
+        source = check_model_source(body["modelsource"])
+        groups = model_of_source(source).groups
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
 
     async def build(cs: Changeset) -> None:
+        if source is not None:
+            await cs.put_model_source(source)
         await prefetch(call, cs, maps)
         await cs.put_registry(call.registry.registry_id, attrs, patch=patch)
         for gtype, members in maps.items():
@@ -197,6 +202,19 @@ async def write_root(call: Call) -> Response:
 
     await run(call, build)
     return json_response(await registry_body(call, call.flags, inline, None))
+
+
+async def write_modelsource(call: Call) -> Response:
+    """``PUT /modelsource``: the registry's new model (core/model.md "Creating or Updating the
+    Registry Model"), checked (``model_error``) and refused when existing entities would not
+    comply (``model_compliance_error``); stored with the registry entity in one revision."""
+    source = check_model_source(json_object(await json_body(call), "/modelsource"))
+
+    async def build(cs: Changeset) -> None:
+        await cs.put_model_source(source)
+
+    await run(call, build)
+    return json_response(call.registry.model_source or {})
 
 
 # -- collections ---------------------------------------------------------------------------
@@ -380,7 +398,7 @@ async def write_resource(call: Call) -> Response:
 
     _, outcome = await run(call, build)
     created = _new_version(outcome, t.xid)
-    headers = {"Content-Location": url_for(call.registry.base_url, created)} if created else {}
+    headers = {"Content-Location": version_url(call, created)} if created else {}
     return await _entity_response(call, t.xid, inline, outcome, headers)
 
 
@@ -394,8 +412,11 @@ async def write_meta(call: Call) -> Response:
         await cs.put_meta(t.group_type, t.group_id, t.resource_type, t.resource_id, body, patch=patch)
         await apply_default_version(call, cs)
 
-    await run(call, build)
-    return json_response(meta_body(call, await call.record()))
+    _, outcome = await run(call, build)
+    view = meta_body(call, await call.record())
+    if _created(outcome, t.resource_xid):  # the resource was created through its meta
+        return json_response(view, 201, {"Location": url_for(call.registry.base_url, t.xid)})
+    return json_response(view)
 
 
 async def write_version(call: Call) -> Response:
@@ -426,7 +447,7 @@ async def write_document(call: Call) -> Response:
         attrs.pop(t.resource_def.id_attribute, None)
         if t.kind == "version":
             attrs.pop("versionid", None)
-    content_type = call.request.headers.get("content-type")
+    content_type = call.request.headers.get("content-type") or None  # absent (or empty): erased
     new_version = method == "POST"
 
     async def build(cs: Changeset) -> str | None:

@@ -163,6 +163,9 @@ class RegistryModel:
 
     groups: dict[str, GroupDef]
     attributes: dict[str, AttributeDef] = field(default_factory=dict)
+    #: Whether attributes the model does not define (and no ``*`` permits) are refused
+    #: (``unknown_attribute``): models given through ``modelsource``; the built-in one keeps them.
+    closed: bool = False
 
     # -- construction -------------------------------------------------------------------------
     @classmethod

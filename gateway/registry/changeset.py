@@ -18,7 +18,10 @@ from typing import Any, cast
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
+from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
+from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.registry.compliance import check_compliance
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
@@ -29,8 +32,10 @@ from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
+#: ``$schema`` may head any single entity of a request and may be ignored (core/spec.md, "Design:
+#: JSON ``$schema`` keyword"); it is never stored.
 SERVER_ATTRIBUTES = frozenset({"self", "shortself", "xid", "epoch", "createdat", "modifiedat", "isdefault",
-                               *RESULT_ATTRIBUTES})
+                               "$schema", *RESULT_ATTRIBUTES})
 #: Resource-level attributes that are not the default version's.
 RESOURCE_VIEW_ATTRIBUTES = frozenset({"metaurl", "meta", "versionsurl", "versionscount", "versions"})
 META_READONLY = frozenset({"readonly", "defaultversionurl", "self", "shortself", "xid"})
@@ -108,6 +113,11 @@ class Changeset:
         self._errors: list[XRegistryError] = []
         self._bumped: set[str] = set()  # keys whose epoch this changeset already increased
         self._rederived: set[str] = set()  # keys only re-materialised (their own state unchanged)
+        #: Version key -> the XID its errors name: a default version written through its
+        #: resource's attributes is reported as the resource (the entity the request addressed).
+        self._reported_as: dict[str, str] = {}
+        #: Whether this changeset changed the registry's model (``put_model_source``).
+        self.model_changed = False
 
     # -- loading ------------------------------------------------------------------------------
     async def prefetch(self, xids: Iterable[str]) -> None:
@@ -130,6 +140,9 @@ class Changeset:
             doc = json_limits.copy(rec.doc)  # (no recursion: a poisoned entity stays deletable)
             holder = doc.get("default") if rec.kind == "resource" else doc
             derived = holder.pop(DERIVED, None) if isinstance(holder, dict) else None
+            rdef = self._rdef_of(rec) if isinstance(holder, dict) else None
+            if rdef is not None and rdef.hasdocument and isinstance(holder, dict):
+                upgrade_document_link(holder, rdef.singular)
             state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived)
         self._states[key] = state
         try:
@@ -139,6 +152,13 @@ class Changeset:
         if parsed.level == "version":
             self._versions_of.setdefault(parsed.resource.key, {})[key] = state
         return state
+
+    def _rdef_of(self, rec: EntityRecord) -> ResourceDef | None:
+        """The resource type of a resource or version record (``None`` for anything else)."""
+        if rec.kind not in ("resource", "version"):
+            return None
+        parts = rec.ctype.split("/")
+        return self.model.resource(parts[0], parts[1]) if len(parts) >= 2 else None
 
     async def _state(self, xid: str) -> _State:
         key = xid.lower()
@@ -238,14 +258,37 @@ class Changeset:
         """Update the registry entity's own attributes (name, description, labels, …)."""
         state = await self._state("/")
         self._check_epoch("/", attrs.get("epoch"), state.doc)
-        base = _user_view(state.doc or {}) if patch else {}
+        kept = {k: v for k, v in (state.doc or {}).items() if k == MODEL_SOURCE_KEY}  # not an attribute
+        base = {k: v for k, v in _user_view(state.doc or {}).items() if k not in kept} if patch else {}
         user = _merge(base, _strip(attrs, set(self.model.groups) | _collection_attrs(self.model.groups)
                                    | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
                       patch)
-        ids = {"registryid": registry_id, "xid": "/"}
+        ids = {"registryid": registry_id, "xid": "/", **kept}
         if self._finish(state, "registry", "", user, attrs, ids):
-            self._errors.extend(validate_attributes(state.body, registry_definitions(self.model), subject="/",
+            attributes = {k: v for k, v in state.body.items() if k != MODEL_SOURCE_KEY}
+            self._errors.extend(validate_attributes(attributes, registry_definitions(self.model), subject="/",
                                                     extensible=True, model=self.model))
+
+    # -- the model ----------------------------------------------------------------------------
+    async def put_model_source(self, source: dict[str, Any]) -> bool:
+        """Make ``source`` (a checked modelsource, ``gateway.model.modelsource``) the registry's
+        model, stored in the registry entity's state so it has the registry's revisions. Every
+        entity already in the registry must comply with it, else ``model_compliance_error``
+        (nothing is changed). Later changes of this changeset are validated against it.
+        Returns whether the model changed."""
+        state = await self._state("/")
+        if state.doc is None:
+            raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")
+        if state.doc.get(MODEL_SOURCE_KEY) == source:
+            return False
+        model = model_of_source(source)
+        await check_compliance(self.store, self.model, model)
+        doc = {**state.doc, MODEL_SOURCE_KEY: source}
+        self._stamp(doc, {}, state.doc)
+        self._set(state, "registry", "", doc)
+        self.model = model
+        self.model_changed = True
+        return True
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
         state = await self._state("/")
@@ -358,6 +401,8 @@ class Changeset:
             wants_update = (needs_version or rstate.doc is None or not patch
                             or bool(default_attrs.keys() - {"versionid", "epoch"}))
             if target is not None and target not in (versions_in or {}) and wants_update:
+                # the request addressed the resource: its default version's errors name the resource
+                self._reported_as[str(Xid(gtype, gid, rtype, rid, target)).lower()] = rxid
                 await self._put_version(gtype, gid, rtype, rid, target, default_attrs, rdef, patch=patch)
         await self._settle_resource(gtype, gid, rtype, rid, rdef, meta_in, patch=patch)
         return rxid
@@ -388,6 +433,11 @@ class Changeset:
         request = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
         _alias_document_link(request, rdef)
         _check_one_document(request, rdef, vxid)
+        if rdef.hasdocument and request.get(rdef.singular) is not None and "contenttype" not in request \
+                and (not patch or not (state.doc or {}).get("contenttype")):
+            # a document given inline in JSON metadata is JSON: its media type is the request's
+            # (core/spec.md, "<RESOURCE>* Attribute Processing")
+            request["contenttype"] = "application/json"
         base = _user_view(state.doc or {}) if patch else {}
         if not patch and state.doc is not None and ANCESTOR_ID not in request:
             request[ANCESTOR_ID] = state.doc.get(ANCESTOR_ID)
@@ -420,16 +470,22 @@ class Changeset:
         return rdef, rstate
 
     async def put_meta(self, gtype: str, gid: str, rtype: str, rid: str, attrs: dict[str, Any], *, patch: bool) -> None:
-        """Replace (``patch=False``) or patch the ``meta`` entity of an existing resource.
+        """Replace (``patch=False``) or patch the ``meta`` entity of a resource (created, with its
+        group, when it does not exist: a first version unless the meta sets ``xref``).
 
         Removing ``xref`` turns a cross-reference back into a normal resource with a new default
         version; setting it deletes the resource's versions."""
-        rdef, rstate = await self._open_resource(gtype, gid, rtype, rid, create=False)
-        rxid = rstate.xid
+        rdef = self.resource_def(gtype, rtype)
+        rxid = str(Xid(gtype, gid, rtype, rid))
+        check_id(rid, subject=rxid, attribute=rdef.id_attribute)
+        rstate = await self._state(rxid)
+        _check_case(rstate, rxid)
+        if rstate.doc is None:  # missing parents are created implicitly (core/spec.md)
+            await self._implicit_group(gtype, gid)
         if not isinstance(attrs, dict):
             raise XRegistryError("invalid_attribute", str(Xid.parse(rxid).meta_of()), path="meta", name="meta",
                                  detail="meta must be an object")
-        old_xref = (rstate.body.get("meta") or {}).get("xref")
+        old_xref = ((rstate.doc or {}).get("meta") or {}).get("xref")
         new_xref = attrs.get("xref", old_xref if patch else None)
         vctype = f"{gtype}/{rtype}/versions"
         if new_xref:
@@ -545,14 +601,23 @@ class Changeset:
             self._assign_ancestors(versions, rxid)
             await self._check_documents(rdef, versions, meta_old, meta_req, patch=patch or meta_in is None)
             keep_old = patch or meta_in is None
-            sticky = bool(meta_req.get("defaultversionsticky",
-                                       meta_old.get("defaultversionsticky", False) if keep_old else False))
-            wanted = meta_req.get("defaultversionid") or (meta_old.get("defaultversionid") if keep_old else None)
+            was_sticky = bool(meta_old.get("defaultversionsticky", False)) if keep_old else False
+            explicit = meta_req.get("defaultversionid")
+            if "defaultversionsticky" in meta_req:
+                sticky = bool(meta_req["defaultversionsticky"])
+            elif patch and "defaultversionid" in meta_req:  # patched id alone: sticky unless null
+                sticky = explicit is not None
+            else:
+                sticky = was_sticky
             by_id = {s.id for s in versions}
             if sticky:
+                # sticky without an id: the version the versionmode picks, unless already pinned
+                # (core/spec.md, "defaultversionid Attribute")
+                wanted = explicit if explicit is not None else (
+                    meta_old.get("defaultversionid") if was_sticky else None) or _newest(versions)
                 if wanted not in by_id:
-                    raise XRegistryError("bad_defaultversionid", mxid, value=wanted,
-                                         detail=f"version {wanted!r} does not exist")
+                    raise XRegistryError("unknown_id", rxid, singular="version", id=wanted,
+                                         detail=f"defaultversionid names no version of {rxid}")
                 default_id = wanted
             else:
                 default_id = _newest(versions)
@@ -705,7 +770,7 @@ class Changeset:
             group_attrs = gstate.doc if gstate else None
         try:
             validate_entity(level, state.body, model=self.model, group_type=gtype, resource_type=rtype,
-                            subject=state.xid, group_attrs=group_attrs)
+                            subject=self._reported_as.get(state.xid.lower(), state.xid), group_attrs=group_attrs)
         except ValidationErrors as errs:
             self._errors.extend(errs.errors)
         except XRegistryError as err:
@@ -875,10 +940,19 @@ def _check_one_document(request: dict[str, Any], rdef: ResourceDef, subject: str
 
 
 def _alias_document_link(request: dict[str, Any], rdef: ResourceDef) -> None:
-    """``<RESOURCE>url`` (the spec's name) is stored as ``<RESOURCE>uri``, as 1.0-rc4 registries do."""
+    """``<RESOURCE>uri`` (the name older registries used) is taken as ``<RESOURCE>url``, the
+    1.0-rc4 name, which is what is stored and served."""
     url, uri = f"{rdef.singular}url", f"{rdef.singular}uri"
-    if rdef.hasdocument and url in request and uri not in request:
-        request[uri] = request.pop(url)
+    if rdef.hasdocument and uri in request and url not in request:
+        request[url] = request.pop(uri)
+
+
+def upgrade_document_link(doc: dict[str, Any], singular: str) -> None:
+    """A version state stored by an older gateway keeps its external document's link as
+    ``<RESOURCE>uri``: rename it to ``<RESOURCE>url`` (in place)."""
+    uri, url = f"{singular}uri", f"{singular}url"
+    if uri in doc and url not in doc:
+        doc[url] = doc.pop(uri)
 
 
 JSON_MEDIA_TYPES = ("application/json", "text/json")

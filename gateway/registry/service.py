@@ -13,7 +13,9 @@ by :meth:`LocalRegistry.build_document`; the registry as one document (export) i
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,6 +23,8 @@ from typing import Any, TypeVar
 from gateway import metrics
 from gateway.config import Settings
 from gateway.errors import XRegistryError
+from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
+from gateway.model.modelsource import check_model_source, model_of_source
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
@@ -74,7 +78,15 @@ class LocalRegistry:
         name: str | None = None, base_url: str = "", write_policy: WritePolicy | None = None,
     ) -> None:
         self.store = store
-        self.model = model or RegistryModel.default()
+        #: The model when none was ever set through ``modelsource`` (the built-in one).
+        self.base_model = model or RegistryModel.default()
+        #: The current model: the stored ``modelsource``'s, else :attr:`base_model`
+        #: (:meth:`sync_model` keeps it current).
+        self.model = self.base_model
+        #: The stored ``modelsource`` (``None``: never set).
+        self.model_source: dict[str, Any] | None = None
+        self._model_key: str | None = None
+        self._model_synced = 0.0
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
@@ -97,8 +109,33 @@ class LocalRegistry:
                 await cs.ensure_registry(self.registry_id, self.name)
 
             await self.write(create, subject="/", note="create registry")
-        elif await needs_materialising(self.store, self.model):
-            await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
+        else:
+            await self.sync_model()
+            if await needs_materialising(self.store, self.model):
+                await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
+
+    def model_at(self, root: EntityRecord | None) -> RegistryModel:
+        """The model a registry entity's state defines (its stored ``modelsource``)."""
+        source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
+        return self.base_model if source is None else model_of_source(source)
+
+    async def sync_model(self, max_age: float | None = None) -> RegistryModel:
+        """Take up the model stored with the registry entity (another process or replica may
+        have changed it): one read of the registry entity, skipped when the last one is less than
+        ``max_age`` seconds old (reads may lag another process's model change by that much;
+        writes always read it)."""
+        now = time.monotonic()
+        if max_age is not None and self._model_key is not None and now - self._model_synced < max_age:
+            return self.model
+        self._model_synced = now
+        root = await self.store.get("/")
+        source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
+        key = json.dumps(source, sort_keys=True)
+        if key != self._model_key:
+            self.model = self.model_at(root)
+            self.model_source = source
+            self._model_key = key
+        return self.model
 
     async def close(self) -> None:
         await self.store.close()
@@ -134,12 +171,17 @@ class LocalRegistry:
         policy = self.write_policy
         for attempt in range(policy.attempts):
             async with self._write_lock:
+                await self.sync_model()
                 cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate)
                 result = await build(cs)
                 try:
-                    return result, await cs.commit(note=note, dry_run=dry_run)
+                    outcome = await cs.commit(note=note, dry_run=dry_run)
                 except Conflict:
                     pass
+                else:
+                    if cs.model_changed and not dry_run:
+                        await self.sync_model()
+                    return result, outcome
             if attempt + 1 < policy.attempts:
                 await policy.sleep(policy.delay(attempt))
         raise XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
@@ -174,17 +216,20 @@ class LocalRegistry:
         """Add every entity of a document to ``cs`` (see :meth:`apply_document`)."""
         if not isinstance(doc, dict):
             raise XRegistryError("parsing_data", "/", detail="a registry document must be a JSON object")
-        unknown = [k for k, v in doc.items() if k not in DOCUMENT_SCALARS and k not in self.model.groups
-                   and not _is_collection_link(k, self.model.groups)]
+        if "modelsource" in doc:  # the document's model first: its entities are checked against it
+            await cs.put_model_source(check_model_source(doc["modelsource"]))
+        model = cs.model
+        unknown = [k for k, v in doc.items() if k not in DOCUMENT_SCALARS and k not in model.groups
+                   and not _is_collection_link(k, model.groups)]
         if unknown:
             raise XRegistryError("unknown_group_type", f"/{unknown[0]}", name=unknown[0],
                                  detail=f"the model has no group type {unknown[0]!r} "
-                                        f"(known: {', '.join(self.model.groups)})")
-        await cs.prefetch(["/", *document_xids(doc, self.model)])
+                                        f"(known: {', '.join(model.groups)})")
+        await cs.prefetch(["/", *document_xids(doc, model)])
         reg_attrs = {k: doc[k] for k in IMPORTED_REGISTRY_ATTRIBUTES if k in doc}
         if reg_attrs:
             await cs.put_registry(self.registry_id, reg_attrs, patch=True)
-        for gtype, gdef in self.model.groups.items():
+        for gtype, gdef in model.groups.items():
             groups = doc.get(gtype)
             if groups is None:
                 continue
@@ -245,13 +290,14 @@ class LocalRegistry:
         root = await self.store.get("/", as_of=as_of)
         if root is None:
             raise XRegistryError("not_found", "/")
+        model = self.model_at(root)  # the model of that revision
         counts: dict[str, int] = {}
         groups: dict[str, dict[str, dict[str, Any]]] = {}
-        for gtype, gdef in self.model.groups.items():
+        for gtype, gdef in model.groups.items():
             gmap: dict[str, dict[str, Any]] = {}
             by_key: dict[str, dict[str, Any]] = {}
             async for g in self.iter_ctype(gtype, as_of=as_of):
-                view = group_view(g, self.model, base, {})
+                view = group_view(g, model, base, {})
                 for rtype in gdef.resources:
                     view[rtype] = {}
                 gmap[g.id] = by_key[g.key] = view
@@ -276,7 +322,10 @@ class LocalRegistry:
                     gview[f"{rtype}count"] = len(gview[rtype])
             groups[gtype] = gmap
             counts[gtype] = len(gmap)
-        out = registry_view(root, self.model, base, counts)
+        out = registry_view(root, model, base, counts)
+        source = root.doc.get(MODEL_SOURCE_KEY)
+        if source is not None:  # a model set through modelsource travels with the document
+            out["modelsource"] = source
         for gtype, gmap in groups.items():
             out[gtype] = gmap
         return out

@@ -5,8 +5,10 @@
 spec's common attributes, the model's attributes and the rules of message/spec.md and
 endpoint/spec.md. Every violation is collected; nothing stops at the first one.
 
-Attributes the model does not name are kept as they are (no ``unknown_attribute``), but
-their names must still be valid attribute names.
+Attributes the built-in model does not name are kept as they are (no ``unknown_attribute``),
+but their names must still be valid attribute names. A model given through ``modelsource``
+is *closed* (core/spec.md "Extensions"): there, an attribute neither defined nor permitted by
+a ``*`` definition at its level is ``unknown_attribute``.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ class _Run:
 
     # -- objects ------------------------------------------------------------------------------
     def check_object(self, attrs: dict, defs: dict[str, AttributeDef], path: str, *,
-                     charset: str = "strict", extensible: bool = False) -> None:
+                     charset: str = "strict", extensible: bool = False, closed: bool = False) -> None:
         active, wildcard = self._activate(attrs, defs, path)
         if wildcard is None and extensible:
             wildcard = AttributeDef("*", "any")
@@ -177,7 +179,11 @@ class _Run:
                 if not isinstance(name, str) or not names.fullmatch(name):
                     self.invalid(here, f'"{name}" is not a valid attribute name')
                     continue
-                defn = wildcard  # unknown attributes without "*" are kept, not checked
+                defn = wildcard  # unknown attributes without "*" are kept, not checked (unless closed)
+                if defn is None and closed:
+                    self.errors.append(XRegistryError("unknown_attribute", self.subject, name=here,
+                                                      detail=f"the model does not define {here!r}"))
+                    continue
             if defn is not None and value is not None:
                 self.check_value(value, defn, here)
         for name, defn in active.items():
@@ -259,7 +265,8 @@ class _Run:
             # ``namecharset`` (core/model.md) when the model carries it; else the permissive
             # map-key set for nested objects.
             charset = getattr(defn, "namecharset", None) or "extended"
-            self.check_object(value, defn.attributes or {}, path, charset=charset)
+            self.check_object(value, defn.attributes or {}, path, charset=charset,
+                              closed=bool(self.model and self.model.closed and defn.attributes is not None))
         # unknown types were rejected when the model was loaded; nothing to check here
 
     def _check_enum(self, value: Any, defn: AttributeDef, path: str) -> None:
@@ -385,7 +392,7 @@ def validate_entity(
     # entities: "OPTIONAL/ignored in requests"); stored states may leave it to the views.
     defs["self"] = AttributeDef("self", "url", readonly=True)
     run = _Run(subject, model)
-    run.check_object(attrs, defs, "", extensible="*" in defs)
+    run.check_object(attrs, defs, "", extensible="*" in defs, closed=model.closed)
     _check_ids(run, attrs, level, model, group_type, resource_type)
     _common_rules(run, attrs)
     if level == "group" and group_type == "endpoints":

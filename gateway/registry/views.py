@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.materialise import DERIVED
 from gateway.storage.base import EntityRecord
@@ -26,6 +27,7 @@ def url_for(base_url: str, xid: str) -> str:
 def registry_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: dict[str, int]) -> dict[str, Any]:
     """The registry entity with one ``<GROUPS>url`` / ``<GROUPS>count`` per group type."""
     doc = dict(rec.doc)
+    doc.pop(MODEL_SOURCE_KEY, None)  # served as modelsource when asked for
     out: dict[str, Any] = {"specversion": SPEC_VERSION, "registryid": doc.pop("registryid"),
                            "self": url_for(base_url, "/"), "xid": "/"}
     doc.pop("xid", None)
@@ -79,8 +81,20 @@ def version_view(rec: EntityRecord, default_id: str | None, base_url: str) -> di
     out["self"] = url_for(base_url, rec.xid)
     out["xid"] = doc.pop("xid", rec.xid)
     out.update(doc)
+    if id_attr:
+        _served_link(out, id_attr[:-2])
     out["isdefault"] = rec.id == default_id
     return out
+
+
+def _served_link(view: dict[str, Any], singular: str) -> None:
+    """An external document's link as 1.0-rc4 names it, ``<RESOURCE>url``: states written by
+    older gateways hold ``<RESOURCE>uri`` (renamed in place, keeping the attribute's position)."""
+    uri = f"{singular}uri"
+    if uri in view and f"{singular}url" not in view:
+        items = [(f"{singular}url" if k == uri else k, v) for k, v in view.items()]
+        view.clear()
+        view.update(items)
 
 
 def resource_view(
@@ -100,6 +114,7 @@ def resource_view(
     out["self"] = url_for(base_url, rec.xid)
     out["xid"] = rec.xid
     out.update(default)
+    _served_link(out, id_attr[:-2])
     if default or "versionid" in out:
         out["isdefault"] = True
     out["metaurl"] = url_for(base_url, str(Xid.parse(rec.xid).meta_of()))

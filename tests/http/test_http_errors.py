@@ -45,12 +45,11 @@ CASES = [
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=zz", {"json": {}}, 400, "unknown_id"),
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=bad%20id", {"json": {}}, 400, "bad_defaultversionid"),
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=request", {"json": {}}, 400, "bad_flag"),
-    ("GET", "/registry?inline=modelsource", {}, 400, "not_available"),
     # paths and methods
     ("GET", "/registry/widgets", {}, 404, "api_not_found"),
     ("GET", "/registry/capabilitiesoffered", {}, 404, "api_not_found"),
-    ("GET", f"{M}/orders/widgets", {}, 404, "api_not_found"),
-    ("GET", f"{S}/s1/versions/1.0/more", {}, 404, "api_not_found"),
+    ("GET", f"{M}/orders/widgets", {}, 404, "not_found"),
+    ("GET", f"{S}/s1/versions/1.0/more", {}, 404, "not_found"),
     ("GET", f"{M}/bad%20id", {}, 400, "malformed_id"),
     ("PUT", f"{M}/-dash", {"json": {}}, 400, "malformed_id"),
     ("GET", f"{M}/{'x' * 129}", {}, 400, "malformed_id"),
@@ -99,7 +98,7 @@ CASES = [
     ("PUT", "/registry/endpoints/e2", {"json": {}}, 400, "required_attribute_missing"),
     ("PUT", f"{S}/s1/meta", {"json": {"xref": "nonsense"}}, 400, "malformed_xref"),
     ("PUT", f"{S}/s1/meta", {"json": {"defaultversionid": "9", "defaultversionsticky": True}}, 400,
-     "bad_defaultversionid"),
+     "unknown_id"),
     ("PUT", f"{S}/s2$details", {"json": {**FORMAT, "schema": {}, "schemabase64": "AA=="}}, 400, "one_resource"),
     ("PUT", f"{S}/s3$details", {"json": {"meta": {"xref": "/schemagroups/sg1/schemas/s1"}, **FORMAT}}, 400,
      "extra_xref_attribute"),
@@ -108,7 +107,10 @@ CASES = [
      "ancestor_circular_reference"),
     ("PUT", "/registry", {"json": {"registryid": "other"}}, 400, "mismatched_id"),
     ("PATCH", "/registry", {"json": {"capabilities": {"pagination": False}}}, 400, "capability_error"),
-    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {}}}}, 400, "model_error"),
+    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {"x": {}}}}}, 400, "model_error"),
+    ("PATCH", "/registry", {"json": {"modelsource": {"groups": {}}}}, 400, "model_compliance_error"),
+    ("PUT", "/registry/modelsource", {"json": {"groups": {"x": {"plural": "x", "singular": "y"}}}}, 400,
+     "model_compliance_error"),
 ]
 
 

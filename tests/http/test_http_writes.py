@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.storage.base import Write
 from tests.http.support import BASE, assert_problem, revision
 
 MSG = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "com.example.x"}}}
@@ -83,7 +84,7 @@ async def test_registry_put_and_patch(app, client):
     assert (await client.put("/registry?ignore=id", json={"registryid": "other", "name": "N"})).json()["registryid"] == "test"
     assert_problem(await client.patch("/registry", json={"capabilities": {"pagination": False}}), 400, "capability_error")
     assert (await client.patch("/registry?ignore=capabilities", json={"capabilities": {"x": 1}})).status_code == 200
-    assert_problem(await client.patch("/registry", json={"modelsource": {"groups": {}}}), 400, "model_error")
+    assert_problem(await client.patch("/registry", json={"modelsource": {"groups": {"x": {}}}}), 400, "model_error")
     with_groups = await client.put("/registry?inline=endpoints", json={"name": "N", "endpoints": {"e": {"usage": ["producer"]}}})
     assert with_groups.json()["endpoints"]["e"]["endpointid"] == "e"
 
@@ -92,7 +93,7 @@ async def test_resource_put_patch_post_and_versions(client):
     created = await client.put("/registry/schemagroups/sg/schemas/s$details", json={**SCHEMA, "versionid": "1.0"})
     assert created.status_code == 201
     assert created.headers["location"] == f"{BASE}/schemagroups/sg/schemas/s$details"
-    assert created.headers["content-location"] == f"{BASE}/schemagroups/sg/schemas/s/versions/1.0"
+    assert created.headers["content-location"] == f"{BASE}/schemagroups/sg/schemas/s/versions/1.0$details"
     assert created.json()["self"] == f"{BASE}/schemagroups/sg/schemas/s$details"
     patched = await client.patch("/registry/schemagroups/sg/schemas/s$details", json={"description": "d"})
     assert patched.status_code == 200 and patched.json()["description"] == "d" and patched.json()["versionid"] == "1.0"
@@ -136,7 +137,7 @@ async def test_meta_writes_and_sticky_default_versions(client):
                      json={"versions": {"1": SCHEMA, "2": SCHEMA}})
     meta = await client.patch("/registry/schemagroups/sg/schemas/s/meta",
                               json={"defaultversionid": "1", "defaultversionsticky": True})
-    assert meta.json()["defaultversionid"] == "1" and meta.json()["defaultversionurl"].endswith("/versions/1")
+    assert meta.json()["defaultversionid"] == "1" and meta.json()["defaultversionurl"].endswith("/versions/1$details")
     await client.post("/registry/schemagroups/sg/schemas/s$details", json=SCHEMA)
     assert (await client.get("/registry/schemagroups/sg/schemas/s/meta")).json()["defaultversionid"] == "1"
     put = await client.put("/registry/schemagroups/sg/schemas/s/meta", json={"compatibility": "none"})
@@ -144,7 +145,8 @@ async def test_meta_writes_and_sticky_default_versions(client):
     ignored = await client.patch("/registry/schemagroups/sg/schemas/s/meta?ignore=defaultversionid,defaultversionsticky",
                                  json={"defaultversionid": "1", "defaultversionsticky": True})
     assert ignored.json()["defaultversionid"] == "3"
-    assert_problem(await client.put("/registry/messagegroups/g/messages/nope/meta", json={}), 404, "not_found")
+    created = await client.put("/registry/messagegroups/g/messages/new/meta", json={})  # created implicitly
+    assert created.status_code == 201 and created.json()["defaultversionid"] == "1"
 
 
 async def test_setdefaultversionid_flag(app, client):
@@ -282,12 +284,12 @@ async def test_document_links_redirect(client):
     assert linked.status_code == 201 and linked.headers["location"] == f"{BASE}/schemagroups/sg/schemas/ext"
     response = await client.get("/registry/schemagroups/sg/schemas/ext", follow_redirects=False)
     assert response.status_code == 303 and response.headers["location"] == "https://example.com/s.avsc"
-    assert response.headers["xregistry-schemauri"] == "https://example.com/s.avsc" and response.content == b""
+    assert response.headers["xregistry-schemaurl"] == "https://example.com/s.avsc" and response.content == b""
     meta = (await client.get("/registry/schemagroups/sg/schemas/ext$details")).json()
-    assert meta["schemauri"] == "https://example.com/s.avsc" and "schemaurl" not in meta
+    assert meta["schemaurl"] == "https://example.com/s.avsc" and "schemauri" not in meta
     json_alias = await client.put("/registry/schemagroups/sg/schemas/ext2$details",
-                                  json={"format": "Avro/1.9", "schemaurl": "https://example.com/2.avsc"})
-    assert json_alias.json()["schemauri"] == "https://example.com/2.avsc"
+                                  json={"format": "Avro/1.9", "schemauri": "https://example.com/2.avsc"})
+    assert json_alias.json()["schemaurl"] == "https://example.com/2.avsc"  # the older name is taken
     assert_problem(await client.put("/registry/schemagroups/sg/schemas/ext", content=b"body",
                                     headers={"xRegistry-schemaurl": "https://example.com/x"}), 400, "bad_request")
 
@@ -327,9 +329,18 @@ async def test_map_keys_that_cannot_be_header_names_are_left_out_of_the_headers(
     assert not any("space" in name for name in response.headers)
 
 
-async def test_stored_values_that_cannot_be_headers_are_made_safe(client):
+async def test_stored_values_that_cannot_be_headers_are_made_safe(app, client):
+    unsafe = "https://example.com/a b/ü\r\nX-Evil: 1"
+    assert_problem(await client.put("/registry/schemagroups/sg/schemas/a$details",
+                                    json={**SCHEMA, "schemaurl": unsafe}), 400, "invalid_attribute")
     await client.put("/registry/schemagroups/sg/schemas/a$details",
-                     json={**SCHEMA, "schemauri": "https://example.com/a b/ü\r\nX-Evil: 1"})
+                     json={**SCHEMA, "schemaurl": "https://example.com/a"})
+    store = app.state.registry.store  # a value stored before links were checked (an older gateway)
+    for xid in ("/schemagroups/sg/schemas/a", "/schemagroups/sg/schemas/a/versions/1"):
+        rec = await store.get(xid)
+        doc = {**rec.doc, "default": {**rec.doc["default"], "schemaurl": unsafe}} if rec.kind == "resource" \
+            else {**rec.doc, "schemaurl": unsafe}
+        await store.commit([Write(xid=rec.xid, kind=rec.kind, ctype=rec.ctype, doc=doc, expect=rec.revision)])
     linked = await client.get("/registry/schemagroups/sg/schemas/a", follow_redirects=False)
     assert linked.status_code == 303 and "x-evil" not in linked.headers
     assert linked.headers["location"] == "https://example.com/a%20b/%C3%BC%0D%0AX-Evil:%201"

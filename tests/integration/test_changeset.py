@@ -131,7 +131,7 @@ async def test_default_version_is_newest_unless_sticky(registry):
     with pytest.raises(XRegistryError) as exc:
         await put_resource(registry, "schemagroups", "sg", "schemas", "s",
                            {"meta": {"defaultversionid": "9.9", "defaultversionsticky": True}}, patch=True)
-    assert exc.value.type == "bad_defaultversionid"
+    assert exc.value.type == "unknown_id"  # core/spec.md, "defaultversionid Attribute"
 
 
 async def test_meta_epoch_grows_when_versions_come_and_go(registry):

@@ -63,8 +63,12 @@ async def test_put_meta(registry):
     await write(registry, "put_meta", *S, {}, patch=False)
     meta = await registry.entity("/schemagroups/sg/schemas/s/meta")
     assert meta["defaultversionid"] == "b" and meta["defaultversionsticky"] is False and "labels" not in meta
+    # a missing resource is created through its meta; a schema's first version needs its format
     err = await refused(registry, "put_meta", "schemagroups", "sg", "schemas", "missing", {}, patch=True)
-    assert err.type == "not_found"
+    assert err.type == "required_attribute_missing"
+    await write(registry, "put_meta", "schemagroups", "sg", "schemas", "x", {"xref": "/schemagroups/sg/schemas/s"},
+                patch=False)
+    assert (await registry.entity("/schemagroups/sg/schemas/x/meta"))["xref"] == "/schemagroups/sg/schemas/s"
 
 
 async def test_meta_xref_deletes_versions_and_removing_it_creates_one(registry):
@@ -104,7 +108,7 @@ async def test_put_document(registry):
     assert base64.b64decode(version["schemabase64"]) == b"<xs:schema/>" and "schema" not in version
     await write(registry, "put_document", *S, "2", {"schemaurl": "https://example.com/s.xsd"}, b"", None)
     version = await registry.entity("/schemagroups/sg/schemas/s/versions/2")
-    assert version["schemauri"] == "https://example.com/s.xsd"
+    assert version["schemaurl"] == "https://example.com/s.xsd"
     assert "schemabase64" not in version and "contenttype" not in version
     err = await refused(registry, "put_document", *S, "2", {"schemauri": "https://example.com/x"}, b"body", None)
     assert err.type == "bad_request"
@@ -112,9 +116,9 @@ async def test_put_document(registry):
     assert err.type == "bad_request"
 
 
-async def test_schemaurl_is_stored_as_schemauri_and_two_links_are_refused(registry):
-    await write(registry, "put_resource", *S, {**SCHEMA, "schemaurl": "https://example.com/a"})
-    assert (await registry.entity("/schemagroups/sg/schemas/s"))["schemauri"] == "https://example.com/a"
+async def test_schemauri_is_taken_as_schemaurl_and_two_links_are_refused(registry):
+    await write(registry, "put_resource", *S, {**SCHEMA, "schemauri": "https://example.com/a"})
+    assert (await registry.entity("/schemagroups/sg/schemas/s"))["schemaurl"] == "https://example.com/a"
     err = await refused(registry, "put_resource", *S, {**SCHEMA, "schemaurl": "https://example.com/a",
                                                        "schemauri": "https://example.com/b"})
     assert err.type == "one_resource"

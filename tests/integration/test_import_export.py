@@ -177,3 +177,44 @@ def test_cli_import_and_export(tmp_path, monkeypatch):
     result = runner.invoke(app, ["import", str(bad)])
     assert result.exit_code == 1
     assert "bad.json" in result.output
+
+
+async def test_custom_model_document_round_trips_through_the_import_command(tmp_path):
+    """A document of a registry with its own model (``modelsource`` and its groups) exported and
+    imported by the ``import`` command: the model is installed first, then the entities; the
+    re-exported document is the same; an import whose model existing entities would violate is
+    rejected whole."""
+    model = {"groups": {"dirs": {"plural": "dirs", "singular": "dir", "attributes": {"owner": {"type": "string"}},
+                                 "resources": {"files": {"plural": "files", "singular": "file", "maxversions": 3}}}}}
+    doc = {"modelsource": model, "dirs": {"d1": {"owner": "me", "files": {"f": {"versions": {
+        "1": {"fileid": "f", "versionid": "1", "file": {"a": 1}}, "2": {"fileid": "f", "versionid": "2",
+                                                                      "filebase64": "AAEC"}}}}}}}
+    src = tmp_path / "custom.xreg.json"
+    src.write_text(json.dumps(doc))
+    report = await run_import(settings_for(tmp_path / "a"), [src], strict=True)
+    assert report.rejected == 0, report.rows
+    async with LocalRegistry(SQLiteStore(str(tmp_path / "a" / "registry.db"))) as registry:
+        assert list(registry.model.groups) == ["dirs"]
+        exported = await registry.export_document()
+    assert exported["modelsource"] == model
+    assert exported["dirs"]["d1"]["owner"] == "me"
+    assert exported["dirs"]["d1"]["files"]["f"]["versions"]["2"]["filebase64"] == "AAEC"
+    again = tmp_path / "again.xreg.json"
+    again.write_text(json.dumps(exported))
+    report = await run_import(settings_for(tmp_path / "b"), [again], strict=True)
+    assert report.rejected == 0, report.rows
+    async with LocalRegistry(SQLiteStore(str(tmp_path / "b" / "registry.db"))) as registry:
+        second = await registry.export_document()
+    strip = ("epoch", "createdat", "modifiedat")
+
+    def shape(d):
+        if isinstance(d, dict):
+            return {k: shape(v) for k, v in d.items() if k not in strip}
+        return d
+    assert shape(second) == shape(exported)
+    # the built-in model's data in a registry refuses a document whose model drops it
+    builtin = tmp_path / "builtin.xreg.json"
+    builtin.write_text(json.dumps({"messagegroups": {"g": {"messages": {"m": {"description": "d"}}}}}))
+    assert (await run_import(settings_for(tmp_path / "c"), [builtin], strict=True)).rejected == 0
+    report = await run_import(settings_for(tmp_path / "c"), [src], strict=True)
+    assert report.rejected == 1 and "model_compliance_error" in report.rows[0][2]

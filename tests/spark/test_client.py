@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef
-from spark.schemas import schema_for
+from spark.schemas import row_values, schema_for
 from spark.source import (
     MAX_FILTER_EXPRESSIONS,
     ReadOptions,
@@ -130,3 +130,12 @@ def test_chunks_and_partitions_are_contiguous_and_balanced():
     weights = [sum(c.weight for c in run) for run in runs]
     assert max(weights) - min(weights) <= 60
     assert split_contiguous(chunks[:2], 4) == [[chunks[0]], [chunks[1]]]
+
+
+def test_schemauri_column_holds_the_rc4_schemaurl():
+    """Schema versions serve their external document's link as rc4's ``schemaurl``; the
+    ``schemauri`` column keeps holding it (and an older view's ``schemauri``)."""
+    xid = "/schemagroups/g/schemas/s/versions/1"
+    new = row_values("schemaversions", "r", {"xid": xid, "schemaurl": "https://e.example/s.json"}, 3)
+    old = row_values("schemaversions", "r", {"xid": xid, "schemauri": "https://e.example/o.json"}, 3)
+    assert new["schemauri"] == "https://e.example/s.json" and old["schemauri"] == "https://e.example/o.json"

@@ -24,7 +24,7 @@ NEWER = "codegen__Microsoft.Storage.xreg.json"
 
 #: Keys that must not survive normalisation (outside schema documents).
 OLD_KEYS = {"definitiongroups", "definitions", "basemessageurl", "basemessage", "protocolmetadata",
-            "schemaurl", "metadata", "$schema", "application_properties", "message_annotations"}
+            "schemauri", "metadata", "$schema", "application_properties", "message_annotations"}
 
 
 @cache
@@ -125,7 +125,7 @@ def test_legacy_04_document_becomes_the_newer_shape() -> None:
     assert set(legacy) == {"messagegroups", "schemagroups"}
     assert {"legacy-toplevel", "legacy-definitiongroups", "legacy-format", "legacy-metadata",
             "legacy-dataschema", "legacy-id", "json-pointer-ref", "ce-attribute-type",
-            "ce-required-attribute", "schemaurl", "stale-self"} <= set(_rules(changes))
+            "ce-required-attribute", "stale-self"} <= set(_rules(changes))
 
     [(gid, group)] = legacy["messagegroups"].items()
     [new_group] = newer["messagegroups"].values()
@@ -155,7 +155,7 @@ def test_legacy_04_document_becomes_the_newer_shape() -> None:
         assert set(schema["versions"]) == set(new_schemas[sid]["versions"])
         for vid, version in schema["versions"].items():
             assert version["versionid"] == vid
-            assert version["schemauri"] == new_schemas[sid]["versions"][vid]["schemauri"]
+            assert version["schemaurl"] == new_schemas[sid]["versions"][vid]["schemaurl"]
     for _, value in _walk(legacy):
         assert value not in ("definitiongroup", "schemaversion", "cloudevent")
 
@@ -244,7 +244,7 @@ def test_legacy_ids_rekey_entities_and_drop_markers() -> None:
     out, changes = normalise(doc)
     group = out["schemagroups"]["sg"]
     assert group == {"schemagroupid": "sg", "self": "#/schemagroups/sg", "schemas": {"X": {"schemaid": "X", "versions": {
-        "v": {"versionid": "1"}, "1": {"schemauri": "https://e.org/x"}}}}}
+        "v": {"versionid": "1"}, "1": {"schemaurl": "https://e.org/x"}}}}}
     # "1" was taken, so version "v" keeps its key; the engine reports the id mismatch
     assert _rules(changes)["legacy-id"] == 5
     assert _rules(changes)["legacy-type"] == 3
@@ -307,15 +307,15 @@ def test_protocolmetadata_on_messages_and_endpoints() -> None:
 
 def test_schema_versions() -> None:
     doc = {"schemagroups": {"g": {"schemas": {"s": {
-        "format": "Avro/1.11.0", "schemaurl": "https://e.org/s.avsc",
-        "versions": {"1.0": {"version": "1.0", "schemaurl": "https://e.org/s.avsc"},
-                     "2": {"version": 7}}}}}}}
+        "format": "Avro/1.11.0", "schemauri": "https://e.org/s.avsc",
+        "versions": {"1.0": {"version": "1.0", "schemauri": "https://e.org/s.avsc"},
+                     "2": {"version": 7, "schemaurl": "https://e.org/t.avsc"}}}}}}}
     out, changes = normalise(doc)
     schema = out["schemagroups"]["g"]["schemas"]["s"]
-    assert schema["schemauri"] == "https://e.org/s.avsc"
-    assert schema["versions"] == {"1.0": {"versionid": "1.0", "schemauri": "https://e.org/s.avsc"},
-                                  "2": {"version": 7}}  # not this version's id: kept
-    assert _rules(changes) == {"schemaurl": 2, "legacy-version-attr": 1}
+    assert schema["schemaurl"] == "https://e.org/s.avsc"  # rc4's name; the rc1-rc3 name is renamed
+    assert schema["versions"] == {"1.0": {"versionid": "1.0", "schemaurl": "https://e.org/s.avsc"},
+                                  "2": {"version": 7, "schemaurl": "https://e.org/t.avsc"}}  # "version": kept
+    assert _rules(changes) == {"schemauri": 2, "legacy-version-attr": 1}
 
 
 def test_amqp_option_names() -> None:
@@ -432,8 +432,8 @@ def test_strict_mode_names_entity_and_attribute() -> None:
     {"endpoints": {"e": {"protocol": "AMQP/1.0", "protocoloptions": {"link_properties": {}}}}},
     _message({"protocol": "None"}),
     _message({"createdat": "2024-01-01T00:00:00"}),
-    {"schemagroups": {"g": {"schemas": {"s": {"versions": {"1": {"schemaurl": "https://e.org"}}}}}}},
-], ids=["definitiongroups", "$schema", "pointer", "amqp", "protocol-none", "timestamp", "schemaurl"])
+    {"schemagroups": {"g": {"schemas": {"s": {"versions": {"1": {"schemauri": "https://e.org"}}}}}}},
+], ids=["definitiongroups", "$schema", "pointer", "amqp", "protocol-none", "timestamp", "schemauri"])
 def test_strict_mode_rejects_each_rule(doc: dict) -> None:
     with pytest.raises(XRegistryError, match="older shape; rejected by --strict"):
         normalise(doc, strict=True)

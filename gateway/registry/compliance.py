@@ -1,0 +1,88 @@
+"""Whether the entities of a registry comply with a new model (core/model.md: "Servers MUST
+ensure that the representation of all entities within the Registry adheres to the new model
+prior to completing the model update request").
+
+:func:`check_compliance` reads every stored group, resource and version and refuses the model
+with ``model_compliance_error`` listing what would break: entities of a group or resource type
+the model drops, attributes the model's definitions refuse (types, ``required``, ``enum``, …),
+documents of a type that no longer has them, more versions than ``maxversions``. Nothing is
+changed or deleted to make entities fit (the spec recommends refusing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from gateway.errors import ValidationErrors, XRegistryError
+from gateway.model.registry_model import RegistryModel
+from gateway.registry.materialise import DERIVED
+from gateway.registry.validation import validate_entity
+from gateway.storage.base import EntityRecord, Query, Store
+from gateway.xid import Xid
+
+SUBJECT = "/modelsource"
+#: How many problems the error's ``errors`` list names at most.
+LISTED = 100
+
+
+async def _records(store: Store, ctype: str) -> AsyncIterator[EntityRecord]:
+    after = None
+    while True:
+        page = await store.list(Query(ctype=ctype, limit=2000, after=after))
+        for rec in page.items:
+            yield rec
+        if not page.has_next or not page.items:
+            return
+        after = page.cursor_of(page.items[-1], None)
+
+
+def _validate(problems: list[str], level: str, body: dict[str, Any], model: RegistryModel, gtype: str,
+              rtype: str | None, subject: str, group_attrs: dict[str, Any] | None = None) -> None:
+    body = {k: v for k, v in body.items() if k != DERIVED}
+    try:
+        validate_entity(level, body, model=model, group_type=gtype, resource_type=rtype, subject=subject,
+                        group_attrs=group_attrs)
+    except ValidationErrors as errs:
+        problems.extend(e.title for e in errs.errors)
+    except XRegistryError as err:
+        problems.append(err.title)
+
+
+async def check_compliance(store: Store, old: RegistryModel, new: RegistryModel) -> None:
+    """Raise ``model_compliance_error`` unless every stored entity complies with ``new``."""
+    problems: list[str] = []
+    for gtype, gdef in old.groups.items():
+        kept = new.group(gtype)
+        for ctype, what in ([(gtype, f"group type {gtype!r}")] if kept is None else
+                            [(f"{gtype}/{r}", f"resource type {r!r} in {gtype}") for r in gdef.resources
+                             if r not in kept.resources]):
+            n = await store.count(Query(ctype=ctype))
+            if n:
+                problems.append(f"{n} entities of {what} exist, which the new model does not define")
+    if not problems:
+        for gtype, gdef in new.groups.items():
+            groups: dict[str, dict[str, Any]] = {}
+            async for g in _records(store, gtype):
+                groups[g.key] = g.doc
+                _validate(problems, "group", g.doc, new, gtype, None, g.xid)
+            for rtype, rdef in gdef.resources.items():
+                counts: dict[str, int] = {}
+                documents = (rdef.singular, f"{rdef.singular}base64", f"{rdef.singular}url", f"{rdef.singular}uri")
+                async for v in _records(store, f"{gtype}/{rtype}/versions"):
+                    rkey = Xid.parse(v.key).resource.key
+                    counts[rkey] = counts.get(rkey, 0) + 1
+                    if not rdef.hasdocument and any(v.doc.get(n) is not None for n in documents):
+                        problems.append(f"{v.xid} has a document, but {rtype} would have none (hasdocument false)")
+                    _validate(problems, "version", v.doc, new, gtype, rtype, v.xid,
+                              groups.get(Xid.parse(v.key).group.key))
+                async for r in _records(store, f"{gtype}/{rtype}"):
+                    meta = r.doc.get("meta") or {}
+                    _validate(problems, "meta", meta, new, gtype, rtype, str(Xid.parse(r.xid).meta_of()))
+                    if rdef.maxversions and counts.get(r.key, 0) > rdef.maxversions:
+                        problems.append(f"{r.xid} has {counts[r.key]} versions, more than maxversions "
+                                        f"({rdef.maxversions})")
+    if problems:
+        more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+        raise XRegistryError("model_compliance_error", SUBJECT, detail="; ".join(problems[:3]) + more,
+                             errors=[{"detail": p} for p in problems[:LISTED]])
