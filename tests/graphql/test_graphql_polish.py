@@ -23,12 +23,12 @@ async def _resources_with_two_versions(gql) -> None:
 
 async def test_schema_and_message_versions_are_typed_without_fragments(empty):
     await _resources_with_two_versions(empty)
-    data = await empty.data("""{ schema: lookup(xid: "%s") { ... on Schema {
+    data = await empty.data("""query($s: String!, $m: String!) { schema: lookup(xid: $s) { ... on Schema {
         versions { __typename totalCount nodes { __typename versionid format schema }
                    edges { __typename cursor node { format } } } } }
-      message: lookup(xid: "%s") { ... on Message { versions { __typename nodes { versionid name messageid } } } }
-      resource: lookup(xid: "%s") { ... on Resource { versions { __typename nodes { __typename versionid } } } } }"""
-                            % (SCHEMA, MESSAGE, SCHEMA))
+      message: lookup(xid: $m) { ... on Message { versions { __typename nodes { versionid name messageid } } } }
+      resource: lookup(xid: $s) { ... on Resource { versions { __typename nodes { __typename versionid } } } } }""",
+                            s=SCHEMA, m=MESSAGE)
     schema = data["schema"]["versions"]
     assert schema["__typename"] == "SchemaVersionConnection" and schema["totalCount"] == 2
     assert [(n["__typename"], n["versionid"], n["schema"]) for n in schema["nodes"]] == [
