@@ -283,6 +283,16 @@ class RegistrySource(abc.ABC):
         """Entities written after revision ``since`` (as of ``until``), in XID order, one page;
         and whether more follow."""
 
+    async def count_changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None) -> int:
+        """How many entities :meth:`changes` lists in all its pages."""
+        total, after = 0, None
+        while True:
+            items, more = await self.changes(since, until=until, ctypes=ctypes, limit=1000, after=after)
+            total += len(items)
+            if not more or not items:
+                return total
+            after = items[-1].cursor
+
     # -- writes (writable sources only) ---------------------------------------------------------
     async def put_group(
         self, gtype: str, gid: str, attributes: dict[str, Any], *, mode: str, patch: bool, epoch: int | None,

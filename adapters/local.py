@@ -176,6 +176,15 @@ class LocalSource(RegistrySource):
         ]
         return items, more
 
+    async def count_changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None) -> int:
+        if since < 0:
+            raise XRegistryError("bad_request", "/", detail="since must be a revision (0 or more)")
+        await self.check_revision(until)
+        try:  # the records only: nothing rendered
+            return len(await self.store.changes(since, until=until, ctypes=ctypes))
+        except RevisionGone as exc:
+            raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+
     async def _entities(self, records: Sequence[EntityRecord], as_of: int | None) -> builtins.list[Entity]:
         """Entities for stored records, in their order; ``partial`` (collection counts left out)."""
         if not records:

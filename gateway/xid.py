@@ -17,13 +17,16 @@ parent of the registry, the version of a group) is a programming error and raise
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import lru_cache
 
 from gateway.errors import XRegistryError
 
 #: ``/[<GROUPS>/<GID>[/<RESOURCES>/<RID>[/meta | /versions/<VID>]]]``, for error details.
 SHAPE = "an XID has the form /[<GROUPS>/<GID>[/<RESOURCES>/<RID>[/meta | /versions/<VID>]]]"
 
+#: How many parsed XIDs are remembered (reads parse the same XIDs over and over).
+PARSED_XIDS = 16384
 #: Levels by depth: how many (collection, id) steps lead from the registry to the entity.
 _LEVELS = ("registry", "group", "resource", "version")
 
@@ -60,15 +63,7 @@ class Xid:
         if not isinstance(text, str) or not text.startswith("/"):
             raise XRegistryError("malformed_xid", str(text), xid=text,
                                  detail="an XID must be a string starting with '/'")
-        if text == "/":
-            return cls()
-        segs = text[1:].split("/")
-        n = len(segs)
-        if n not in (2, 4, 5, 6) or "" in segs or (n == 5 and segs[4] != "meta") or (n == 6 and segs[4] != "versions"):
-            raise XRegistryError("malformed_xid", text, xid=text, detail=SHAPE)
-        if n == 2:
-            return cls(segs[0], segs[1])
-        return cls(segs[0], segs[1], segs[2], segs[3], segs[5] if n == 6 else None, meta=n == 5)
+        return _parse(text)
 
     def __str__(self) -> str:
         segs = [p for p in (self.group_type, self.group_id, self.resource_type, self.resource_id) if p is not None]
@@ -180,8 +175,22 @@ class Xid:
 
     def version(self, version_id: str) -> Xid:
         """Version ``version_id`` of this XID's resource."""
-        return replace(self.resource, version_id=version_id)
+        return Xid(self.group_type, self.group_id, self.resource_type, self.resource_id, version_id)
 
     def meta_of(self) -> Xid:
         """The ``meta`` entity of this XID's resource."""
-        return replace(self.resource, meta=True)
+        return Xid(self.group_type, self.group_id, self.resource_type, self.resource_id, meta=True)
+
+
+@lru_cache(maxsize=PARSED_XIDS)
+def _parse(text: str) -> Xid:
+    """The XID of text starting with ``/`` (an :class:`Xid` is immutable: parsed once per text)."""
+    if text == "/":
+        return Xid()
+    segs = text[1:].split("/")
+    n = len(segs)
+    if n not in (2, 4, 5, 6) or "" in segs or (n == 5 and segs[4] != "meta") or (n == 6 and segs[4] != "versions"):
+        raise XRegistryError("malformed_xid", text, xid=text, detail=SHAPE)
+    if n == 2:
+        return Xid(segs[0], segs[1])
+    return Xid(segs[0], segs[1], segs[2], segs[3], segs[5] if n == 6 else None, meta=n == 5)

@@ -62,15 +62,23 @@ class Connection(Generic[T]):
 
     @strawberry.field(description="Cursors of the first and last node; whether more pages exist.")
     def page_info(self) -> PageInfo:
-        return PageInfo(has_next_page=self.has_next, has_previous_page=self.has_prev,
-                        start_cursor=self.cursors[0] if self.cursors else None,
-                        end_cursor=self.cursors[-1] if self.cursors else None)
+        return self.info_of_page()
 
     @strawberry.field(description="How many nodes the whole collection (with the filter) has.")
     def total_count(self) -> int:
         # synchronous when the source already knew the total (nested pages), else awaited
         # (strawberry awaits a returned coroutine; the annotation is the schema's type)
-        return self.total if self.total is not None else self._count()  # type: ignore[return-value]
+        return self.count()  # type: ignore[return-value]
+
+    def info_of_page(self) -> PageInfo:
+        """The page's :class:`PageInfo`."""
+        return PageInfo(has_next_page=self.has_next, has_previous_page=self.has_prev,
+                        start_cursor=self.cursors[0] if self.cursors else None,
+                        end_cursor=self.cursors[-1] if self.cursors else None)
+
+    def count(self) -> int | Awaitable[int]:
+        """The collection's size: known, or an awaitable that counts it once."""
+        return self.total if self.total is not None else self._count()
 
     async def _count(self) -> int:
         self.total = await self.counter() if self.counter else len(self.nodes)

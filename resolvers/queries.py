@@ -98,7 +98,7 @@ class Query(Checks):
     async def endpoints(
         self, info: Info, registries: list[str] | None = None, filter: EndpointFilter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[Endpoint]:
+    ) -> Connection[Endpoint] | None:
         return await across(info, group_type="endpoints", resource_type=None, registries=registries, filter=filter,
                             sort=sort, paging=paging, wrap=to_node)
 
@@ -106,7 +106,7 @@ class Query(Checks):
     async def messagegroups(
         self, info: Info, registries: list[str] | None = None, filter: MessageGroupFilter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[MessageGroup]:
+    ) -> Connection[MessageGroup] | None:
         return await across(info, group_type="messagegroups", resource_type=None, registries=registries,
                             filter=filter, sort=sort, paging=paging, wrap=to_node)
 
@@ -114,7 +114,7 @@ class Query(Checks):
     async def schemagroups(
         self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[SchemaGroup]:
+    ) -> Connection[SchemaGroup] | None:
         return await across(info, group_type="schemagroups", resource_type=None, registries=registries,
                             filter=filter, sort=sort, paging=paging, wrap=to_node)
 
@@ -123,7 +123,7 @@ class Query(Checks):
     async def messages(
         self, info: Info, registries: list[str] | None = None, filter: MessageFilter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         return await across(info, group_type=None, resource_type="messages", registries=registries, filter=filter,
                             sort=sort, paging=paging, wrap=to_node)
 
@@ -131,7 +131,7 @@ class Query(Checks):
     async def schemas(
         self, info: Info, registries: list[str] | None = None, filter: SchemaFilter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[Schema]:
+    ) -> Connection[Schema] | None:
         return await across(info, group_type=None, resource_type="schemas", registries=registries, filter=filter,
                             sort=sort, paging=paging, wrap=to_node)
 
@@ -139,7 +139,7 @@ class Query(Checks):
     async def groups(
         self, info: Info, group_type: str, registries: list[str] | None = None, filter: Filter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[Group]:
+    ) -> Connection[Group] | None:
         return await across(info, group_type=group_type, resource_type=None, registries=registries, filter=filter,
                             sort=sort, paging=paging, wrap=to_node)
 
@@ -147,7 +147,7 @@ class Query(Checks):
     async def resources(
         self, info: Info, resource_type: str, registries: list[str] | None = None, filter: Filter | None = None,
         sort: SortBy | None = None, *, paging: Paging,
-    ) -> Connection[Resource]:
+    ) -> Connection[Resource] | None:
         return await across(info, group_type=None, resource_type=resource_type, registries=registries, filter=filter,
                             sort=sort, paging=paging, wrap=to_node)
 

@@ -17,6 +17,7 @@ from strawberry.types import ExecutionContext
 
 from gateway.config import Settings
 from resolvers.errors import is_internal
+from resolvers.execution import GatewayExecutor
 from resolvers.limits import Limits, QueryLimits
 from resolvers.mutations import Mutation
 from resolvers.observed import ObservedOperations
@@ -43,6 +44,7 @@ def _schema(limits: QueryLimits | None) -> GatewaySchema:
     return GatewaySchema(
         query=Query, mutation=Mutation, types=list(TYPES),
         extensions=[ObservedOperations, *([lambda: Limits(limits)] if limits else []), ReportedErrors],
+        execution_context_class=GatewayExecutor,
         config=StrawberryConfig(disable_field_suggestions=not introspection, scalar_map=SCALARS,
                                 default_resolver=read_field),
     )

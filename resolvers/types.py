@@ -10,9 +10,10 @@ entity was read at, so a registry read ``asOf`` a revision stays at that revisio
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 import strawberry
 from strawberry import ID, Private
@@ -223,7 +224,7 @@ class Group(Entity):
     async def resources(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Resource]:
+    ) -> Connection[Resource] | None:
         gdef = info.context.sources[self.entity.registry].model.group(self.entity.ctype)
         if gdef is None or resource_type not in gdef.resources:
             raise XRegistryError("unknown_resource_type", self.entity.xid, name=resource_type, group=self.entity.ctype)
@@ -259,9 +260,8 @@ class Resource(Entity):
     async def versions(
         self, info: Info, filter: Filter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Version]:
-        return await collection(info, self.entity, (f"{self.entity.ctype}/versions",), filter, sort,
-                                paging)
+    ) -> VersionConnection | None:
+        return await _versions(info, self.entity, filter, sort, paging, GenericVersionConnection)
 
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> Version | None:
@@ -473,6 +473,13 @@ class MessageDefinition:
 class Message(Resource, MessageDefinition):
     messageid: str = attr("The message's id.")
 
+    @paged_field("The message's versions.")
+    async def versions(
+        self, info: Info, filter: Filter | None = None, sort: SortBy | None = None,
+        *, paging: Paging,
+    ) -> MessageVersionConnection | None:
+        return await _versions(info, self.entity, filter, sort, paging, MessageVersionConnection)
+
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> MessageVersion | None:
         vid = self.entity.view.get("versionid")
@@ -494,7 +501,7 @@ class MessageGroup(Group):
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
                                 paging)
 
@@ -532,7 +539,7 @@ class Endpoint(Group):
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
                                 paging)
 
@@ -552,6 +559,13 @@ class SchemaDefinition:
 @strawberry.type(description="A schema: its default version's document, and its versions.")
 class Schema(Resource, SchemaDefinition):
     schemaid: str = attr("The schema's id.")
+
+    @paged_field("The schema's versions.")
+    async def versions(
+        self, info: Info, filter: Filter | None = None, sort: SortBy | None = None,
+        *, paging: Paging,
+    ) -> SchemaVersionConnection | None:
+        return await _versions(info, self.entity, filter, sort, paging, SchemaVersionConnection)
 
     @strawberry.field(description="The default version.")
     async def defaultversion(self, info: Info) -> SchemaVersion | None:
@@ -573,7 +587,7 @@ class SchemaGroup(Group):
     async def schemas(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Schema]:
+    ) -> Connection[Schema] | None:
         return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort,
                                 paging)
 
@@ -615,6 +629,97 @@ class Meta(Node):
     @strawberry.field(description="The resource this `meta` belongs to.")
     async def resource(self, info: Info) -> Resource | None:
         return await _load(info, self.entity, str(Xid.parse(self.entity.xid).resource))
+
+
+# -- version connections, typed by resource type ---------------------------------------------
+
+
+@strawberry.interface(description="A version and its cursor.")
+class VersionEdge:
+    cursor: str
+    node: Version
+
+
+@strawberry.type(description="A message version and its cursor.")
+class MessageVersionEdge(VersionEdge):
+    node: MessageVersion
+
+
+@strawberry.type(description="A schema version and its cursor.")
+class SchemaVersionEdge(VersionEdge):
+    node: SchemaVersion
+
+
+@strawberry.type(description="A version (of a resource type without a typed object here) and its cursor.")
+class GenericVersionEdge(VersionEdge):
+    pass
+
+
+@strawberry.interface(description="A page of versions: `Message.versions` gives `MessageVersion`s, `Schema.versions` "
+                                  "`SchemaVersion`s.")
+class VersionConnection:
+    page: Private[Connection]
+
+    @strawberry.field(description="The page's nodes.")
+    def nodes(self) -> list[Version]:
+        return self.page.nodes
+
+    @strawberry.field(description="The page's nodes with their cursors.")
+    def edges(self) -> list[VersionEdge]:
+        return self._edges(GenericVersionEdge)
+
+    @strawberry.field(description="Cursors of the first and last node; whether more pages exist.")
+    def page_info(self) -> PageInfo:
+        return self.page.info_of_page()
+
+    @strawberry.field(description="How many nodes the whole collection (with the filter) has.")
+    def total_count(self) -> int:
+        return self.page.count()  # type: ignore[return-value]  # maybe awaitable: strawberry awaits it
+
+    def _edges(self, edge: type) -> list[Any]:
+        return [edge(cursor=c, node=n) for c, n in zip(self.page.cursors, self.page.nodes, strict=False)]
+
+
+@strawberry.type(description="A page of message versions.")
+class MessageVersionConnection(VersionConnection):
+    @strawberry.field(description="The page's nodes.")
+    def nodes(self) -> list[MessageVersion]:
+        return self.page.nodes
+
+    @strawberry.field(description="The page's nodes with their cursors.")
+    def edges(self) -> list[MessageVersionEdge]:
+        return self._edges(MessageVersionEdge)
+
+
+@strawberry.type(description="A page of schema versions.")
+class SchemaVersionConnection(VersionConnection):
+    @strawberry.field(description="The page's nodes.")
+    def nodes(self) -> list[SchemaVersion]:
+        return self.page.nodes
+
+    @strawberry.field(description="The page's nodes with their cursors.")
+    def edges(self) -> list[SchemaVersionEdge]:
+        return self._edges(SchemaVersionEdge)
+
+
+@strawberry.type(description="A page of versions of a resource type without a typed object here.")
+class GenericVersionConnection(VersionConnection):
+    pass
+
+
+_V = TypeVar("_V", bound=VersionConnection)
+
+#: The connection of each resource type's versions.
+_VERSION_CONNECTIONS: dict[str, type[VersionConnection]] = {
+    "messages": MessageVersionConnection, "schemas": SchemaVersionConnection}
+
+
+async def _versions(
+    info: Info, resource: SourceEntity, filter: Filter | None, sort: SortBy | None, paging: Paging,
+    kind: type[_V],
+) -> _V:
+    """A page of ``resource``'s versions as a ``kind`` connection."""
+    return kind(page=await collection(info, resource, (f"{resource.ctype}/versions",), filter, sort, paging))
 
 
 # -- the registry ----------------------------------------------------------------------------
@@ -659,6 +764,11 @@ class Change:
 class ChangeFeed:
     nodes: list[Change]
     page_info: PageInfo
+    counter: Private[Callable[[], Awaitable[int]]]
+
+    @strawberry.field(description="How many changes the whole feed holds (every page, with `collections`).")
+    async def total_count(self) -> int:
+        return await self.counter()
 
 
 @strawberry.type(description="A registry: its attributes, model, collections, history.")
@@ -705,14 +815,14 @@ class Registry(Entity):
     async def endpoints(
         self, info: Info, filter: EndpointFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Endpoint]:
+    ) -> Connection[Endpoint] | None:
         return await collection(info, self.entity, ("endpoints",), filter, sort, paging)
 
     @paged_field("Message groups.")
     async def messagegroups(
         self, info: Info, filter: MessageGroupFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[MessageGroup]:
+    ) -> Connection[MessageGroup] | None:
         return await collection(info, self.entity, ("messagegroups",), filter, sort,
                                 paging)
 
@@ -720,7 +830,7 @@ class Registry(Entity):
     async def schemagroups(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[SchemaGroup]:
+    ) -> Connection[SchemaGroup] | None:
         return await collection(info, self.entity, ("schemagroups",), filter, sort,
                                 paging)
 
@@ -728,7 +838,7 @@ class Registry(Entity):
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Message]:
+    ) -> Connection[Message] | None:
         return await collection(info, self.entity, self._across(info, "messages"), filter, sort,
                                 paging)
 
@@ -736,7 +846,7 @@ class Registry(Entity):
     async def schemas(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Schema]:
+    ) -> Connection[Schema] | None:
         return await collection(info, self.entity, self._across(info, "schemas"), filter, sort,
                                 paging)
 
@@ -744,7 +854,7 @@ class Registry(Entity):
     async def groups(
         self, info: Info, group_type: str, filter: Filter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Group]:
+    ) -> Connection[Group] | None:
         if info.context.sources[self.entity.registry].model.group(group_type) is None:
             raise XRegistryError("unknown_group_type", f"/{group_type}", name=group_type)
         return await collection(info, self.entity, (group_type,), filter, sort, paging)
@@ -753,7 +863,7 @@ class Registry(Entity):
     async def resources(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Resource]:
+    ) -> Connection[Resource] | None:
         return await collection(info, self.entity, self._across(info, resource_type, required=True), filter, sort,
                                 paging)
 
@@ -761,9 +871,10 @@ class Registry(Entity):
     async def versions(
         self, info: Info, resource_type: str, filter: Filter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
-    ) -> Connection[Version]:
+    ) -> VersionConnection | None:
         ctypes = tuple(f"{c}/versions" for c in self._across(info, resource_type, required=True))
-        return await collection(info, self.entity, ctypes, filter, sort, paging)
+        page = await collection(info, self.entity, ctypes, filter, sort, paging)
+        return _VERSION_CONNECTIONS.get(resource_type, GenericVersionConnection)(page=page)
 
     @strawberry.field(description="One entity of this registry by XID (`…/meta` included).")
     async def lookup(self, info: Info, xid: str) -> Node | None:
@@ -777,7 +888,7 @@ class Registry(Entity):
     async def changes(
         self, info: Info, since: int, instance_id: str | None = None, until: int | None = None,
         collections: list[str] | None = None, first: int | None = None, after: str | None = None,
-    ) -> ChangeFeed:
+    ) -> ChangeFeed | None:
         limit, _ = page_size(info.context, first, None)
         source = info.context.sources[self.entity.registry]
         source.check_instance(instance_id)
@@ -785,7 +896,8 @@ class Registry(Entity):
         items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
         settled = iter(await info.context.loaders.settle([i.entity for i in items if i.entity is not None]))
         items = [replace(i, entity=next(settled)) if i.entity is not None else i for i in items]
-        return ChangeFeed(nodes=[Change(item=i) for i in items], page_info=PageInfo(
+        return ChangeFeed(nodes=[Change(item=i) for i in items], counter=lambda: source.count_changes(
+            since, until=until, ctypes=collections), page_info=PageInfo(
             has_next_page=more, has_previous_page=after is not None, start_cursor=items[0].cursor if items else None,
             end_cursor=items[-1].cursor if items else None))
 
@@ -806,7 +918,8 @@ _VERSIONS: dict[str, type] = {"messages": MessageVersion, "schemas": SchemaVersi
 
 #: Every object type (some are reachable only through interfaces).
 TYPES = (Registry, Endpoint, MessageGroup, SchemaGroup, Message, MessageVersion, Schema, SchemaVersion,
-         GenericGroup, GenericResource, GenericVersion, Meta, Change)
+         GenericGroup, GenericResource, GenericVersion, Meta, Change, MessageVersionConnection, SchemaVersionConnection,
+         GenericVersionConnection, MessageVersionEdge, SchemaVersionEdge, GenericVersionEdge)
 
 
 def to_node(entity: SourceEntity) -> Any:
