@@ -22,10 +22,12 @@ from starlette.routing import Route
 from adapters.caller import CallerMiddleware
 from adapters.federation import Federation
 from adapters.local import LocalSource
+from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.logs import redact_url
+from gateway.ratelimit import RateLimiter, RateLimitMiddleware
 from gateway.registry.service import LocalRegistry
 from resolvers import build_routes as graphql_routes
 
@@ -80,11 +82,17 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await app.state.auth.aclose()
+            await app.state.rate_limiter.aclose()
             await federation.close()
             await registry.close()
 
     routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
-    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=[Middleware(CallerMiddleware)])
+    limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=[
+        Middleware(CallerMiddleware),
+        Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
+        Middleware(AdmissionMiddleware, admission=admission)])
+    app.state.rate_limiter, app.state.admission = limiter, admission
     app.state.settings = settings
     app.state.registry = registry
     app.state.federation = federation
