@@ -59,10 +59,15 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await registry.open()
-        log.info("registry %r open on %s at revision %d", registry.registry_id,
-                 redact_url(settings.effective_store_url), await registry.store.current_revision())
-        await federation.open()
-        federation.watch()
+        try:
+            log.info("registry %r open on %s at revision %d", registry.registry_id,
+                     redact_url(settings.effective_store_url), await registry.store.current_revision())
+            await federation.open()
+            federation.watch()
+        except BaseException:  # a failed start releases what it opened, so the process can exit
+            await federation.close()
+            await registry.close()
+            raise
 
         async def pruner() -> None:
             while True:
