@@ -107,8 +107,12 @@ class RemoteClient:
     async def get(self, url: str, params: list[tuple[str, str]] | None = None, *,
                   headers: Mapping[str, str] | None = None, subject: str = "/") -> RemoteAnswer:
         """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`."""
-        if not within(url, self.base_url):
-            raise SourceUnavailable(self.registry, f"refusing to fetch {url}: it is outside {self.base_url}", subject)
+        if not within(url, self.base_url):  # (a link or reference of the remote's): its failure, not sent
+            reason = f"refusing to fetch {url}: it is outside {self.base_url}"
+            self.breaker.failure()
+            self.last_error, self.last_error_at = reason, self.clock.wall()
+            log.warning("registry %s: %s", self.registry, reason)
+            raise SourceUnavailable(self.registry, reason, subject)
         try:
             self.breaker.before()
         except CircuitOpen as exc:

@@ -14,6 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -26,6 +27,7 @@ from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
 from gateway.http_api import build_routes as xregistry_routes
+from gateway.http_errors import http_exception
 from gateway.logs import redact_url
 from gateway.ratelimit import RateLimiter, RateLimitMiddleware
 from gateway.registry.service import LocalRegistry
@@ -47,7 +49,7 @@ async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
 
 async def _health(request: Request) -> JSONResponse:
     registry: LocalRegistry = request.app.state.registry
-    return JSONResponse({"status": "ok", "revision": await registry.store.current_revision()})
+    return JSONResponse({"status": "ok", "revision": await registry.store.probe_revision()})
 
 
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
@@ -93,7 +95,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
 
     routes = [Route("/healthz", _health), *xregistry_routes(settings), *graphql_routes(settings)]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
-    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=[
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,
+                    exception_handlers={HTTPException: http_exception}, middleware=[
         Middleware(CallerMiddleware),
         Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)])

@@ -53,8 +53,8 @@ from graphql import (
 )
 from graphql.type.introspection import SchemaMetaFieldDef, TypeMetaFieldDef
 
-#: The assumed length of a list that has no page size.
-LIST_ESTIMATE = 10
+#: The assumed length of a list that has no page size (labels, an endpoint's message groups: a few).
+LIST_ESTIMATE = 5
 #: Fields that only unwrap one object (introspection's type references): 1, whatever they select.
 CHAINS = frozenset({"ofType"})
 #: The fields of a connection that hold its page.

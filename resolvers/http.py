@@ -22,6 +22,7 @@ from gateway.auth import AuthError, principal_of
 from gateway.config import Settings
 from resolvers.context import Context, references_of, sources_of
 from resolvers.errors import format_error
+from resolvers.pacing import LARGE_COST, json_response
 from resolvers.schema import GatewaySchema
 
 JSON_TYPES = ("application/json",)
@@ -111,7 +112,7 @@ def graphql_endpoint(
             body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
         if result.data is not None or not result.errors or any(e.path for e in result.errors):
             body["data"] = result.data  # absent only when the request failed before execution
-        return JSONResponse(body)
+        return await json_response(body, large=context.cost >= LARGE_COST)
 
     return endpoint
 

@@ -38,6 +38,7 @@ from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension
 
 from gateway.ratelimit import current_budget
+from resolvers.context import Context
 from resolvers.cost import operation_cost
 
 #: How many distinct documents the parse and validation caches keep.
@@ -162,6 +163,8 @@ class Limits(SchemaExtension):
             return []
         cost = operation_cost(ctx.schema._schema, ctx.graphql_document, ctx.operation_name, ctx.variables,
                               default_page_size=limits.default_page_size, max_page_size=limits.max_page_size)
+        if isinstance(ctx.context, Context):
+            ctx.context.cost = cost
         if limits.max_cost is not None and cost > limits.max_cost:
             return [GraphQLError(f"The operation's estimated cost is {cost}; the limit is {limits.max_cost} "
                                  "(fields × page sizes: ask for smaller pages or fewer fields).",
