@@ -15,7 +15,7 @@ abstract type all count — an upper bound). The fan-out of a field is
   reference, a chain of a few objects (as for the depth limit).
 
 So ``{ registry { messages(first: 50) { nodes { xid name } } } }`` costs
-``1 + (1 + (1 + 50 × 2))`` = 104: about the number of values the answer can hold. The cost is
+``1 + (1 + (1 + 50 × 2))`` = 103: about the number of values the answer can hold. The cost is
 the operation's price for the per-request ceiling (``graphql_max_cost``, ``QUERY_TOO_COSTLY``)
 and for rate limiting (``gateway/ratelimit.py``).
 """
