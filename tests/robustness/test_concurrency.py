@@ -1,6 +1,10 @@
 """Concurrent writers over the wire: 50 GraphQL writers and 50 HTTP writers at once against one
-real uvicorn server (admission control on, its defaults), every write acknowledged — no
-spurious ``server_busy`` — and every acknowledged write in the store."""
+real uvicorn server (admission control on), every write acknowledged — no spurious
+``server_busy`` — and every acknowledged write in the store.
+
+Writes of one process run one at a time, so the last of 50 concurrent GraphQL writers waits for
+the 49 before it: the admission line's timeout is set above that wait (on a loaded machine the
+default 5 s is not), so that a refusal here could only be the write path's."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ UPDATE = """mutation($g: String!, $n: Int!) {
 
 
 async def test_fifty_graphql_and_fifty_http_writers_at_once(tmp_path: Path):
-    app = create_app(make_settings(tmp_path))
+    app = create_app(make_settings(tmp_path, admission_queue_timeout_seconds=120))
     async with LiveServer(app) as live, httpx.AsyncClient(base_url=live.url, headers=bearer(WRITE_KEY), timeout=120,
                                                            limits=httpx.Limits(max_connections=2 * WRITERS)) as client:
         for g in ("viagraphql", "viahttp"):
