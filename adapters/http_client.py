@@ -108,9 +108,13 @@ class RemoteClient:
                   headers: Mapping[str, str] | None = None, subject: str = "/") -> RemoteAnswer:
         """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`.
         Counted in ``xreg_remote_requests_total`` by outcome; a client span when tracing is on."""
-        if not within(url, self.base_url):
+        if not within(url, self.base_url):  # (a link or reference of the remote's): its failure, not sent
+            reason = f"refusing to fetch {url}: it is outside {self.base_url}"
             self._count("refused")
-            raise SourceUnavailable(self.registry, f"refusing to fetch {url}: it is outside {self.base_url}", subject)
+            self.breaker.failure()
+            self.last_error, self.last_error_at = reason, self.clock.wall()
+            log.warning("registry %s: %s", self.registry, reason)
+            raise SourceUnavailable(self.registry, reason, subject)
         try:
             self.breaker.before()
         except CircuitOpen as exc:

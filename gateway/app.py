@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,12 +27,15 @@ from adapters.caller import CallerMiddleware
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from gateway import metrics, readiness, tracing
+from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
 from gateway.http_api import build_routes as xregistry_routes
+from gateway.http_errors import http_exception
 from gateway.logs import redact_url
 from gateway.observe import ObserveMiddleware
+from gateway.ratelimit import RateLimiter, RateLimitMiddleware
 from gateway.registry.service import LocalRegistry
 from resolvers import build_routes as graphql_routes
 
@@ -51,7 +55,7 @@ async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
 
 async def _health(request: Request) -> JSONResponse:
     registry: LocalRegistry = request.app.state.registry
-    return JSONResponse({"status": "ok", "revision": await registry.store.current_revision()})
+    return JSONResponse({"status": "ok", "revision": await registry.store.probe_revision()})
 
 
 async def _ready(request: Request) -> JSONResponse:
@@ -89,10 +93,15 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
         await registry.open()
         revision = await registry.store.current_revision()
         metrics.REGISTRY_REVISION.set(revision)
-        log.info("registry %r open on %s at revision %d", registry.registry_id,
-                 redact_url(settings.effective_store_url), revision)
-        await federation.open()
-        federation.watch()
+        try:
+            log.info("registry %r open on %s at revision %d", registry.registry_id,
+                     redact_url(settings.effective_store_url), revision)
+            await federation.open()
+            federation.watch()
+        except BaseException:  # a failed start releases what it opened, so the process can exit
+            await federation.close()
+            await registry.close()
+            raise
 
         async def pruner() -> None:
             while True:
@@ -112,6 +121,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             with contextlib.suppress(asyncio.CancelledError):
                 await task
             await app.state.auth.aclose()
+            await app.state.rate_limiter.aclose()
             await federation.close()
             await registry.close()
             log.info("registry %r closed", registry.registry_id)
@@ -121,10 +131,16 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
 
     routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
               *xregistry_routes(settings), *graphql_routes(settings)]
-    # CORS outermost: a preflight is answered before any route or other middleware sees it.
-    middleware = [*cors_middleware(settings, registry.model), Middleware(ObserveMiddleware),
-                  Middleware(CallerMiddleware)]
-    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug, middleware=middleware)
+    limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
+    # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
+    # the request id and metrics see every answer, refusals included.
+    middleware = [
+        *cors_middleware(settings, registry.model), Middleware(ObserveMiddleware), Middleware(CallerMiddleware),
+        Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
+        Middleware(AdmissionMiddleware, admission=admission)]
+    app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,
+                    exception_handlers={HTTPException: http_exception}, middleware=middleware)
+    app.state.rate_limiter, app.state.admission = limiter, admission
     app.state.settings = settings
     app.state.registry = registry
     app.state.federation = federation

@@ -278,6 +278,29 @@ class Settings(BaseSettings):
     graphql_max_aliases: int = Field(30, ge=0, description="Most aliases a query may use.")
     graphql_introspection: bool = Field(True, description="Allow schema introspection.")
     graphql_max_page_size: int = Field(500, ge=1, description="Largest first/last a connection accepts.")
+    graphql_max_cost: int = Field(
+        50_000, ge=1, description="Highest estimated cost of one operation (fields × page sizes, resolvers/cost.py).")
+
+    # -- overload: admission control and rate limiting --------------------------------------------
+    admission_enabled: bool = Field(True, description="Bound the GraphQL operations and API requests at work.")
+    admission_graphql_concurrency: int = Field(4, ge=1, description="GraphQL requests at work at once.")
+    admission_http_concurrency: int = Field(16, ge=1, description="xRegistry HTTP API requests at work at once.")
+    admission_queue_size: int = Field(
+        64, ge=0, description="Requests of each kind that may wait for a slot; more are refused at once (503).")
+    admission_queue_timeout_seconds: float = Field(
+        5.0, gt=0, description="How long a request waits for a slot before it is refused (503 + Retry-After).")
+    rate_limit_enabled: bool = Field(False, description="Limit each caller's request rate (token buckets).")
+    rate_limit_url: str = Field(
+        "memory://", description="Where the buckets live: memory:// (per process) or redis://host:port/db (shared).")
+    rate_limit_anonymous_rate: float = Field(
+        100.0, ge=0, description="Points per second refilled for an anonymous caller (0: not limited).")
+    rate_limit_anonymous_burst: float = Field(10_000.0, gt=0, description="Bucket size of an anonymous caller.")
+    rate_limit_read_rate: float = Field(
+        500.0, ge=0, description="Points per second for a caller with the read scope only (0: not limited).")
+    rate_limit_read_burst: float = Field(50_000.0, gt=0, description="Bucket size of a reading caller.")
+    rate_limit_write_rate: float = Field(
+        1000.0, ge=0, description="Points per second for a caller with the write scope (0: not limited).")
+    rate_limit_write_burst: float = Field(100_000.0, gt=0, description="Bucket size of a writing caller.")
 
     # -- browsers and HTTP caches ---------------------------------------------------------------
     cors_origins: list[str] = Field(
@@ -341,6 +364,13 @@ class Settings(BaseSettings):
         if path is not None and not path.is_absolute() and self.config is not None:
             self.trusted_documents = Path(self.config).parent / path  # like registries' paths
         return self
+
+    @field_validator("rate_limit_url")
+    @classmethod
+    def _check_rate_limit_url(cls, value: str) -> str:
+        if value != "memory://" and urlsplit(value).scheme not in ("redis", "rediss"):
+            raise ValueError("rate_limit_url must be memory:// or redis://host:port/db (rediss:// for TLS)")
+        return value
 
     @field_validator("cache_url")
     @classmethod

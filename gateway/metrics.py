@@ -64,6 +64,11 @@ IMPORT_ENTITIES = Counter(
     "Groups, resources and versions of imported documents by outcome (created, updated, unchanged; rejected: "
     "named by a refused document).",
     ["outcome"])
+RATE_LIMITED = Counter(
+    "xreg_rate_limited_total", "Requests refused by the per-caller rate limit (429), by the caller's scope.", ["scope"])
+ADMISSION_REJECTED = Counter(
+    "xreg_admission_rejected_total",
+    "Requests refused by admission control (503 server_busy): the line was full or the wait timed out.", ["kind"])
 
 #: Distinct GraphQL operation names counted per process; later names count as ``other``.
 MAX_OPERATION_NAMES = 200

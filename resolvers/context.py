@@ -59,6 +59,8 @@ class Context:
     loaders: Loaders = field(init=False)
     #: Errors reported by resolvers that still returned data (see :meth:`report`).
     reported: list[GraphQLError] = field(default_factory=list)
+    #: The operation's estimated cost (``resolvers/cost.py``), once its document is validated.
+    cost: int = 0
 
     def __post_init__(self) -> None:
         self.loaders = Loaders(self.sources, lambda: self.references)

@@ -51,6 +51,8 @@ from resolvers.context import Context, references_of, sources_of
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
 from resolvers.persisted import Document, PersistedQueries, bad_request
+from resolvers.errors import format_error
+from resolvers.pacing import LARGE_COST, json_response
 from resolvers.schema import GatewaySchema
 from resolvers.trusted_documents import sha256_hex
 
@@ -227,7 +229,8 @@ def graphql_endpoint(
             if document.register is not None:
                 await persisted.keep(document.register, document.text, shared)
         status = 200 if media == JSON or ran else _request_error_status(body)
-        response = _reply(media, body, status)
+        response = await json_response(body, status, media_type=content_type(media),
+                                       large=context.cost >= LARGE_COST)
         if not get:
             response.headers["Cache-Control"] = http_cache.NO_STORE
         elif status == 200 and ran and not result.errors:

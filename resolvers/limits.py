@@ -6,7 +6,10 @@ results are cached.
 (``QUERY_TOO_DEEP``) and its aliases (``TOO_MANY_ALIASES``) are measured with fragments
 expanded — an alias inside a fragment spread ten times counts ten times — so a depth or alias
 bomb is refused without being validated or executed. With introspection switched off,
-``__schema`` and ``__type`` are refused (``INTROSPECTION_DISABLED``).
+``__schema`` and ``__type`` are refused (``INTROSPECTION_DISABLED``). Once the document is
+valid, the operation's cost (``resolvers/cost.py``, with the request's variables) must not
+exceed ``max_cost`` (``QUERY_TOO_COSTLY``), and it is charged to the caller's rate limit
+(``gateway/ratelimit.py``; refused with ``too_many_requests``, answered 429).
 
 Depth counts fields from the operation's root (``{ a { b } }`` has depth 2); ``ofType`` does
 not count, as it only unwraps a type reference (one object, no fan-out) and GraphiQL's
@@ -15,7 +18,7 @@ introspection query nests it nine times.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,6 +37,10 @@ from graphql import (
 from graphql.validation import NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension
 
+from gateway.ratelimit import current_budget
+from resolvers.context import Context
+from resolvers.cost import operation_cost
+
 #: How many distinct documents the parse and validation caches keep.
 CACHE_SIZE = 256
 #: Fields that do not add to the depth.
@@ -48,6 +55,9 @@ class QueryLimits:
     max_tokens: int
     max_aliases: int
     introspection: bool = True
+    max_cost: int | None = None
+    default_page_size: int = 100
+    max_page_size: int = 500
 
 
 class _NoIntrospection(NoSchemaIntrospectionCustomRule):
@@ -139,9 +149,31 @@ class Limits(SchemaExtension):
             ctx.graphql_document = parse_document(ctx.query, self.limits.max_tokens)
         yield
 
-    def on_validate(self) -> Iterator[None]:
+    async def on_validate(self) -> AsyncIterator[None]:
         ctx = self.execution_context
         if ctx.query is not None:
             errors = check_document(ctx.schema._schema, ctx.query, self.limits, tuple(ctx.validation_rules))
-            ctx.pre_execution_errors = list(errors)
+            ctx.pre_execution_errors = list(errors) or await self._cost_errors()
         yield
+
+    async def _cost_errors(self) -> list[GraphQLError]:
+        """The ceiling on the operation's cost, then the caller's rate limit, charged the cost."""
+        ctx, limits = self.execution_context, self.limits
+        if ctx.graphql_document is None or (limits.max_cost is None and current_budget() is None):
+            return []
+        cost = operation_cost(ctx.schema._schema, ctx.graphql_document, ctx.operation_name, ctx.variables,
+                              default_page_size=limits.default_page_size, max_page_size=limits.max_page_size)
+        if isinstance(ctx.context, Context):
+            ctx.context.cost = cost
+        if limits.max_cost is not None and cost > limits.max_cost:
+            return [GraphQLError(f"The operation's estimated cost is {cost}; the limit is {limits.max_cost} "
+                                 "(fields × page sizes: ask for smaller pages or fewer fields).",
+                                 extensions={"code": "QUERY_TOO_COSTLY", "cost": cost, "maxCost": limits.max_cost})]
+        budget = current_budget()
+        decision = await budget.charge(cost) if budget is not None else None
+        if decision is not None and not decision.allowed:
+            return [GraphQLError(f"Rate limit exceeded: the operation costs {cost} points; "
+                                 f"retry in {decision.retry_after} s.",
+                                 extensions={"code": "too_many_requests", "cost": cost,
+                                             "retryAfter": decision.retry_after})]
+        return []

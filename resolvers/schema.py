@@ -55,7 +55,9 @@ def build_schema(settings: Settings | None = None) -> GatewaySchema:
     if settings is None:
         return _schema(None)
     return _schema(QueryLimits(max_depth=settings.graphql_max_depth, max_tokens=settings.graphql_max_tokens,
-                               max_aliases=settings.graphql_max_aliases, introspection=settings.graphql_introspection))
+                               max_aliases=settings.graphql_max_aliases, introspection=settings.graphql_introspection,
+                               max_cost=settings.graphql_max_cost, default_page_size=settings.page_size_default,
+                               max_page_size=settings.graphql_max_page_size))
 
 
 def sdl() -> str:

@@ -92,7 +92,11 @@ def normalise(doc: dict, *, strict: bool = False) -> tuple[dict, list[Normalisat
     attribute instead.
     """
     n = _Normaliser(doc, strict)
-    return n.document(copy.deepcopy(doc)), n.changes
+    try:
+        return n.document(copy.deepcopy(doc)), n.changes
+    except (AttributeError, TypeError) as exc:  # a collection or entity that is not a JSON object
+        raise XRegistryError("parsing_data", "/", detail="not an xRegistry document: a collection or an entity is "
+                             f"not a JSON object ({type(exc).__name__}: {exc})") from None
 
 
 class _Normaliser:

@@ -331,6 +331,8 @@ async def write_group(call: Call) -> Response:
         if extra is not None:
             raise XRegistryError("resources_only", t.path, name=extra)
         maps = {r: entity_map(v, f"{t.xid}/{r}", r) for r, v in body.items()}
+        if not any(maps.values()):  # nothing to process, which would not create the group either
+            await call.record()  # not_found when the group does not exist
 
         async def build_post(cs: Changeset) -> None:
             await prefetch(call, cs, {t.group_type: {t.group_id: maps}})

@@ -12,6 +12,7 @@ collection and keeping the entities that own a match.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -173,6 +174,10 @@ def _replace(q: Query, **changes: Any) -> Query:
     return replace(q, **changes)
 
 
+#: Batches of at least this many views are built in a worker thread.
+THREAD_VIEWS = 64
+
+
 async def render(
     store: Store, model: RegistryModel, records: Sequence[EntityRecord], *, base_url: str,
     as_of: int | None = None, include_meta: bool = False, with_counts: bool = True,
@@ -194,21 +199,26 @@ async def render(
     if versions:
         owners = await store.get_many(list({str(Xid.parse(r.xid).resource) for r in versions}), as_of)
         defaults = {k: (o.doc.get("meta") or {}).get("defaultversionid") for k, o in owners.items()}
-    out = []
-    for rec in records:
-        if rec.kind == "registry":
-            out.append(registry_view(rec, model, base_url, {g: counts.get((rec.key, g), 0) for g in model.groups}))
-        elif rec.kind == "group":
-            gdef = model.group(rec.ctype)
-            names = gdef.resources if gdef else {}
-            out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"),
-                                                                       0) for r in names}))
-        elif rec.kind == "resource":
-            out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
-                                     include_meta=include_meta))
-        else:
-            out.append(version_view(rec, defaults.get(Xid.parse(rec.key).resource.key), base_url))
-    return out
+
+    def views() -> list[dict[str, Any]]:
+        out = []
+        for rec in records:
+            if rec.kind == "registry":
+                out.append(registry_view(rec, model, base_url, {g: counts.get((rec.key, g), 0) for g in model.groups}))
+            elif rec.kind == "group":
+                gdef = model.group(rec.ctype)
+                names = gdef.resources if gdef else {}
+                out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"),
+                                                                           0) for r in names}))
+            elif rec.kind == "resource":
+                out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
+                                         include_meta=include_meta))
+            else:
+                out.append(version_view(rec, defaults.get(Xid.parse(rec.key).resource.key), base_url))
+        return out
+
+    # many views are built in a worker thread, so the event loop (other requests, probes) goes on
+    return await asyncio.to_thread(views) if len(records) >= THREAD_VIEWS else views()
 
 
 def _child_ctypes(model: RegistryModel, rec: EntityRecord) -> list[str]:

@@ -19,6 +19,7 @@ by call; a span per call when tracing is on). A call made inside another is not 
 from __future__ import annotations
 
 import abc
+import asyncio
 import builtins
 import contextlib
 import functools
@@ -457,7 +458,17 @@ class Store(abc.ABC):
         """The revision of the last commit (0 for an empty store)."""
         self.stats.hit("current_revision")
         async with self._reading():
-            return await self._current()
+            self._seen_revision: int | None = await self._current()
+            return self._seen_revision
+
+    async def probe_revision(self) -> int:
+        """For health probes, which must never wait behind the store's work: the current
+        revision when the store is free to answer at once, else the last one this process read."""
+        seen = getattr(self, "_seen_revision", None)
+        reading = self._reading()
+        if seen is not None and isinstance(reading, asyncio.Lock) and reading.locked():
+            return seen
+        return await self.current_revision()
 
     async def oldest_revision(self) -> int:
         """The oldest revision that as-of reads can still reconstruct."""

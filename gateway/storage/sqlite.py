@@ -284,6 +284,10 @@ class _SQL:
         return rank, num, text
 
 
+#: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
+THREAD_DECODE_ROWS = 64
+
+
 class SQLiteStore(Store):
     """A :class:`Store` in one SQLite file (WAL mode)."""
 
@@ -541,7 +545,11 @@ class SQLiteStore(Store):
                         replace(query, after=None), reverse=True,
                         bound=("<=", query.after), limit=1, exists=True)
                     has_prev = bool(await self._all(probe.text, probe.params))
-        return Page(items=[self._record(r) for r in rows], has_next=has_next, has_prev=has_prev)
+        if len(rows) >= THREAD_DECODE_ROWS:  # decoding a large page would hold up the event loop
+            items = await asyncio.to_thread(lambda: [self._record(r) for r in rows])
+        else:
+            items = [self._record(r) for r in rows]
+        return Page(items=items, has_next=has_next, has_prev=has_prev)
 
     async def count(self, query: Query) -> int:
         self.stats.hit("count")

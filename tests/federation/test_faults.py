@@ -109,3 +109,5 @@ async def test_links_outside_the_registry_are_never_followed(faulty, canary, ope
         await source.list(Listing(ctypes=("messagegroups",)))
     assert "outside" in exc.value.reason
     assert sum(canary_hits.values()) == before
+    status = source.status()  # the refused link is the remote's failure: not shown healthy
+    assert not status.healthy and "outside" in (status.last_error or "")

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from tests.graphql.conftest import make_settings, open_registry, serve_asgi
+
 ENDPOINTS_DEEP = """query($n: Int!) { registry { endpoints(first: $n) { totalCount nodes { xid protocol usage
   messagegroups { xid name messages(first: 50) { totalCount nodes { xid name envelope
     dataschema { schema { xid format } version { versionid } document } defaultversion { versionid } meta { epoch } } } }
@@ -27,9 +33,16 @@ def _count(data: dict, key: str) -> int:
     return 0
 
 
-async def test_endpoint_page_with_groups_and_messages_costs_the_same_for_10_and_100(corpus):
-    small, small_data = await calls_of(corpus, ENDPOINTS_DEEP, 10)
-    large, large_data = await calls_of(corpus, ENDPOINTS_DEEP, 100)
+@pytest.fixture
+async def uncapped(corpus_db: Path, tmp_path: Path):
+    """The corpus app with a cost ceiling above the deep query's estimate (about 360,000)."""
+    async with open_registry(corpus_db) as reg, serve_asgi(reg, make_settings(tmp_path, graphql_max_cost=10**7)) as gql:
+        yield gql
+
+
+async def test_endpoint_page_with_groups_and_messages_costs_the_same_for_10_and_100(uncapped):
+    small, small_data = await calls_of(uncapped, ENDPOINTS_DEEP, 10)
+    large, large_data = await calls_of(uncapped, ENDPOINTS_DEEP, 100)
     assert _count(large_data, "messagegroups") >= 100 and _count(large_data, "nodes") > 300
     assert _count(large_data, "nodes") > 5 * _count(small_data, "nodes")
     assert large == small, (small, large)

@@ -1,0 +1,156 @@
+"""Load benchmark: many concurrent heavy GraphQL queries against one gateway process, with
+admission control off (the baseline) and on (the defaults), in one run.
+
+The gateway serves the 117-feed corpus from `xreg-gateway serve` in a process of its own on
+127.0.0.1. This process fires ``--clients`` heavy queries at once (a page of 500 materialised
+messages: about 15,000 in cost, under the default ceiling) while a probe asks ``/healthz``
+every 50 ms from a process of its own. It prints, for each mode: the statuses, p50 / p99 latency of the answered
+queries, whether every 503 carried ``Retry-After``, the server's peak RSS (``VmHWM``) and the
+``/healthz`` latencies under load.
+
+Usage: python bench/bench_load.py [--clients 200] [--modes off,on]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+
+CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
+HEAVY = """{ registry { messages(first: 500) { totalCount nodes { xid messageid name description envelope protocol
+  dataschemaformat dataschemauri basemessageuri createdat modifiedat labels { key value } effective
+  declared { description envelope } } } } }"""
+PROBE_EVERY = 0.05
+#: The prober: GET /healthz every PROBE_EVERY seconds on one kept-alive connection, each
+#: latency (seconds; inf when it failed) appended to a file.
+PROBER = """
+import http.client, sys, time
+port, out, every = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+with open(out, "a") as f:
+    while True:
+        started = time.perf_counter()
+        try:
+            conn.request("GET", "/healthz")
+            response = conn.getresponse()
+            response.read()
+            took = time.perf_counter() - started if response.status == 200 else float("inf")
+        except OSError:
+            took = float("inf")
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+        f.write(f"{took}\\n")
+        f.flush()
+        time.sleep(every)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run_mode(data_dir: Path, admission: bool, clients: int) -> dict[str, Any]:
+    port = free_port()
+    env = {**os.environ, "XREG_DATA_DIR": str(data_dir), "XREG_ADMISSION_ENABLED": str(admission).lower(),
+           "XREG_LOG_LEVEL": "warning"}
+    server = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=600,
+                                     limits=httpx.Limits(max_connections=clients + 10)) as client:
+            for _ in range(300):
+                try:
+                    if (await client.get("/healthz")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+            warm = await client.post("/graphql", json={"query": HEAVY})
+            assert warm.status_code == 200 and "errors" not in warm.json(), warm.text[:300]
+            rss_idle = peak_rss_mb(server.pid)
+            probe_log = data_dir / f"probes-{port}.txt"
+            # the probe runs in a process of its own, so this process's own load does not show in it
+            prober = subprocess.Popen([sys.executable, "-c", PROBER, str(port), str(probe_log), str(PROBE_EVERY)])
+
+            async def query() -> tuple[int, float, bool]:
+                started = time.perf_counter()
+                try:
+                    response = await client.post("/graphql", json={"query": HEAVY})
+                except httpx.TransportError:  # the connection dropped: counted as "other"
+                    return 0, time.perf_counter() - started, False
+                return response.status_code, time.perf_counter() - started, "retry-after" in response.headers
+
+            await asyncio.sleep(0.5)
+            started = time.perf_counter()
+            results = await asyncio.gather(*(query() for _ in range(clients)))
+            elapsed = time.perf_counter() - started
+            prober.terminate()
+            prober.wait(30)
+            probes = [float(x) for x in probe_log.read_text().split()]
+    finally:
+        rss_peak = peak_rss_mb(server.pid)
+        server.terminate()
+        server.wait(30)
+    ok = [t for status, t, _ in results if status == 200]
+    busy = [(t, retry) for status, t, retry in results if status == 503]
+    return {
+        "mode": "admission on" if admission else "admission off", "clients": clients, "wall (s)": elapsed,
+        "200": len(ok), "503": len(busy), "other (dropped: 0)": sum(1 for s, _, _ in results if s not in (200, 503)),
+        "503 with Retry-After": sum(1 for _, r in busy if r),
+        "p50 answered (s)": pct(ok, 0.5), "p99 answered (s)": pct(ok, 0.99),
+        "p50 503 (s)": pct([t for t, _ in busy], 0.5),
+        "RSS idle (MB)": rss_idle, "RSS peak (MB)": rss_peak,
+        "healthz p50 (ms)": 1000 * pct(probes, 0.5), "healthz p99 (ms)": 1000 * pct(probes, 0.99),
+        "healthz max (ms)": 1000 * max(probes, default=float("nan")), "healthz probes": len(probes),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=200)
+    parser.add_argument("--modes", default="off,on", help="admission modes to run, in order (off,on)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="xreg-bench-load-") as tmp:
+        data = Path(tmp)
+        subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(CORPUS)], cwd=REPO, check=True,
+                       env={**os.environ, "XREG_DATA_DIR": str(data)}, stdout=subprocess.DEVNULL)
+        modes = [m.strip() == "on" for m in args.modes.split(",")]
+        rows = [asyncio.run(run_mode(data, admission, args.clients)) for admission in modes]
+    keys = list(rows[0])
+    print(f"heavy query: a page of 500 materialised messages, {args.clients} at once; "
+          f"/healthz every {PROBE_EVERY * 1000:.0f} ms")
+    for key in keys:
+        cells = [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in rows]
+        print(f"{key:<24}" + "".join(f"{c:>18}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Admission control: a bounded amount of work per process; the rest waits a while, then is
+turned away with ``503`` and ``Retry-After``.
+
+Two kinds of work have a gate each (:class:`Gate`): ``graphql`` (``/graphql``) and ``http``
+(the xRegistry HTTP API below the registry prefix). A gate lets ``concurrency`` requests work at
+once; up to ``queue_size`` more wait, each at most ``queue_timeout`` seconds, in arrival order.
+A request that finds the line full, or waits too long, is refused with ``server_busy`` (503,
+``Retry-After``) before anything of it is read. Everything else — ``/healthz``, ``/readyz``,
+``/metrics``, GraphiQL, ``OPTIONS`` preflights — never waits here, so probes answer at once
+however busy the gateway is.
+
+:class:`AdmissionMiddleware` is plain ASGI (no response buffering); ``app.state.admission``
+holds the :class:`Admission` with its counters (:meth:`Admission.rejected`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from gateway import metrics
+from gateway.config import Settings
+from gateway.errors import XRegistryError
+
+#: The kinds of work admission control bounds.
+KINDS = ("graphql", "http")
+
+
+class Busy(Exception):
+    """No slot within the time a request may wait (or the line is full)."""
+
+
+@dataclass
+class GateStats:
+    """What a gate did: requests admitted, refused, and the longest wait (seconds)."""
+
+    admitted: int = 0
+    rejected: int = 0
+    longest_wait: float = 0.0
+
+
+class Gate:
+    """``concurrency`` slots and a line of at most ``queue_size`` waiters for one kind of work."""
+
+    def __init__(self, kind: str, concurrency: int, queue_size: int, queue_timeout: float) -> None:
+        self.kind = kind
+        self.concurrency = concurrency
+        self.queue_size = queue_size
+        self.queue_timeout = queue_timeout
+        self.active = 0
+        self.waiting = 0
+        self.stats = GateStats()
+        self._slots = asyncio.Semaphore(concurrency)
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused client is told to wait (``Retry-After``)."""
+        return max(1, math.ceil(self.queue_timeout))
+
+    def _reject(self) -> None:
+        self.stats.rejected += 1
+        metrics.ADMISSION_REJECTED.labels(self.kind).inc()
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line at most ``queue_timeout``; raises :class:`Busy`."""
+        if self.active < self.concurrency and not self.waiting:
+            await self._slots.acquire()  # free: returns at once
+        else:
+            if self.waiting >= self.queue_size:
+                self._reject()
+                raise Busy
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            self.waiting += 1
+            try:
+                async with asyncio.timeout(self.queue_timeout):
+                    await self._slots.acquire()
+            except TimeoutError:
+                self._reject()
+                raise Busy from None
+            finally:
+                self.waiting -= 1
+            self.stats.longest_wait = max(self.stats.longest_wait, loop.time() - started)
+        self.active += 1
+        self.stats.admitted += 1
+
+    def release(self) -> None:
+        self.active -= 1
+        self._slots.release()
+
+
+class Admission:
+    """The gates of one process, from the settings (``None`` for a kind: not bounded)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.enabled = settings.admission_enabled
+        self.graphql_path = "/graphql"
+        self.registry_prefix = "/" + settings.registry_prefix.strip("/")
+        q, t = settings.admission_queue_size, settings.admission_queue_timeout_seconds
+        self.gates = {
+            "graphql": Gate("graphql", settings.admission_graphql_concurrency, q, t),
+            "http": Gate("http", settings.admission_http_concurrency, q, t),
+        }
+
+    def kind_of(self, scope: Scope) -> str | None:
+        """The kind of work of a request, or ``None`` when it is never queued."""
+        if not self.enabled or scope["type"] != "http" or scope.get("method") == "OPTIONS":
+            return None
+        path = scope.get("path", "")
+        if path == self.graphql_path:
+            return "graphql"
+        if path == self.registry_prefix or path.startswith(self.registry_prefix + "/"):
+            return "http"
+        return None
+
+    def rejected(self, kind: str) -> int:
+        """Requests of ``kind`` refused so far (``xreg_admission_rejected_total{kind}``)."""
+        return self.gates[kind].stats.rejected
+
+
+def busy_response(kind: str, path: str, retry_after: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Status, headers and body of a refusal: a GraphQL error for ``/graphql``, the spec's
+    ``server_busy`` problem document for the HTTP API."""
+    err = XRegistryError("server_busy", path or "/",
+                         detail=f"too many requests at work; retry in {retry_after} s")
+    if kind == "graphql":
+        body: dict[str, object] = {"errors": [{"message": err.title, "extensions": {"code": err.code}}]}
+        media = b"application/json"
+    else:
+        body = {**err.to_problem(), "status": err.status}
+        media = b"application/json; charset=utf-8"
+    content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    headers = [(b"content-type", media), (b"content-length", str(len(content)).encode()),
+               (b"retry-after", str(retry_after).encode())]
+    return err.status, headers, content
+
+
+class AdmissionMiddleware:
+    """ASGI middleware: requests of a bounded kind take a slot of its :class:`Gate` first."""
+
+    def __init__(self, app: ASGIApp, admission: Admission) -> None:
+        self.app = app
+        self.admission = admission
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = self.admission.kind_of(scope)
+        if kind is None:
+            await self.app(scope, receive, send)
+            return
+        gate = self.admission.gates[kind]
+        try:
+            await gate.acquire()
+        except Busy:
+            status, headers, content = busy_response(kind, scope.get("path", ""), gate.retry_after)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": content})
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            gate.release()
