@@ -50,9 +50,8 @@ from gateway.errors import GraphQLRequestError
 from resolvers.context import Context, references_of, sources_of
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
-from resolvers.persisted import Document, PersistedQueries, bad_request
-from resolvers.errors import format_error
 from resolvers.pacing import LARGE_COST, json_response
+from resolvers.persisted import Document, PersistedQueries, bad_request
 from resolvers.schema import GatewaySchema
 from resolvers.trusted_documents import sha256_hex
 
