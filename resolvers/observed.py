@@ -45,7 +45,8 @@ class ObservedOperations(SchemaExtension):
                     kind = _operation_type(context)
                     span.update_name(f"{kind} {name}" if name else kind)
                     span.set_attribute("graphql.operation.type", kind)
-                    span.set_attribute("graphql.operation.name", label)
+                    if name:  # a span carries the name itself (bounded in length; no label cardinality)
+                        span.set_attribute("graphql.operation.name", name[:metrics.MAX_OPERATION_NAME_LENGTH])
                     span.set_attribute("xreg.graphql.outcome", outcome)
 
     def on_execute(self) -> Iterator[None]:
