@@ -183,7 +183,7 @@ def main() -> None:
     parser.add_argument("--gateway-workers", type=int, default=1, help="uvicorn worker processes of the gateway")
     args = parser.parse_args()
 
-    from spark.snapshot import build_session
+    from pyspark_xregistry.snapshot import build_session
 
     session = build_session("local[2]", "1g")
     session.sparkContext.setLogLevel("ERROR")

@@ -8,7 +8,10 @@ groups are cut into *chunks* (consecutive groups, about one page of rows each, r
 partition reads ``registry(asOf: <pinned>)``, so all of them see the same state of the registry
 however busy its writers are. A change feed (``sinceRevision``) is one partition per registry.
 
-Filter pushdown takes equality and ``IN`` on :data:`~spark.schemas.PUSHABLE` columns: the
+Filter pushdown (:class:`FilteringDataSource`, registered by :func:`pyspark_xregistry.register`;
+the source PySpark registers by itself, :class:`XRegistryDataSource`, leaves filters to Spark,
+since Spark refuses a reader that takes filters unless ``spark.sql.python.filterPushdown.enabled``
+is on) takes equality and ``IN`` on :data:`~pyspark_xregistry.schemas.PUSHABLE` columns: the
 registry narrows the registries read, the rest becomes xRegistry filter expressions for the
 gateway (which match case-insensitively, so every row is checked again exactly here; pushed
 filters need no evaluation by Spark). Everything else is left to Spark.
@@ -29,8 +32,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef, Node
-from spark.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
+from pyspark_xregistry.client import ClientConfig, GatewayClient, GatewayError, GroupRef, Node
+from pyspark_xregistry.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
 
 #: The format name: ``spark.read.format("xregistry")``.
 NAME = "xregistry"
@@ -264,7 +267,8 @@ def _pushed_value(f: Filter) -> frozenset[str] | None:
 # -- the data source --------------------------------------------------------------------------------
 
 class XRegistryDataSource(DataSource):
-    """``spark.read.format("xregistry").option("url", …).option("entity", …).load()``."""
+    """``spark.read.format("xregistry").option("url", …).option("entity", …).load()``; every
+    filter is left to Spark (what PySpark registers by itself, see the package doc)."""
 
     @classmethod
     def name(cls) -> str:
@@ -278,6 +282,13 @@ class XRegistryDataSource(DataSource):
         return XRegistryReader(ReadOptions.parse(self.options), schema)
 
 
+class FilteringDataSource(XRegistryDataSource):
+    """The ``xregistry`` source with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``)."""
+
+    def reader(self, schema: StructType) -> FilteringReader:
+        return FilteringReader(ReadOptions.parse(self.options), schema)
+
+
 class XRegistryReader(DataSourceReader):
     """Plans partitions at a pinned revision and reads them as Arrow record batches."""
 
@@ -287,18 +298,6 @@ class XRegistryReader(DataSourceReader):
         self.plan = Plan.of(options.entity)
         #: column -> the values it may take (pushed equality / IN filters, AND'd).
         self.pushed: dict[str, frozenset[str]] = {}
-
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Take equality and IN on the pushable columns of the entity type; leave the rest."""
-        fixed = set(schema_for(self.options.entity).fieldNames())
-        for f in filters:
-            attribute: tuple[str, ...] = getattr(f, "attribute", ())  # (each kind of Filter has one)
-            column = attribute[0] if len(attribute) == 1 else None
-            values = _pushed_value(f) if column in PUSHABLE and column in fixed else None
-            if column is None or values is None:
-                yield f
-                continue
-            self.pushed[column] = self.pushed[column] & values if column in self.pushed else values
 
     def partitions(self) -> list[InputPartition]:
         """Pin each registry's revision and cut the read into partitions (see the module doc)."""
@@ -383,6 +382,22 @@ class XRegistryReader(DataSourceReader):
                 row[CHANGE_COLUMN] = ch.change
                 page.append(row)
             yield page
+
+
+class FilteringReader(XRegistryReader):
+    """:class:`XRegistryReader` taking pushed filters (see the module doc)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Take equality and IN on the pushable columns of the entity type; leave the rest."""
+        fixed = set(schema_for(self.options.entity).fieldNames())
+        for f in filters:
+            attribute: tuple[str, ...] = getattr(f, "attribute", ())  # (each kind of Filter has one)
+            column = attribute[0] if len(attribute) == 1 else None
+            values = _pushed_value(f) if column in PUSHABLE and column in fixed else None
+            if column is None or values is None:
+                yield f
+                continue
+            self.pushed[column] = self.pushed[column] & values if column in self.pushed else values
 
 
 #: Columns a deleted entity still has in a change feed.

@@ -2,7 +2,7 @@
 
 ::
 
-    python -m spark.snapshot --url http://host:8080/graphql --out DIR [--since REVISION]
+    python -m pyspark_xregistry.snapshot --url http://host:8080/graphql --out DIR [--since REVISION]
 
 A snapshot writes ``DIR/<entity>/registry=<id>/*.parquet`` for each entity type and then
 ``DIR/manifest.json``: the revision of each registry, and per entity type the revisions it was
@@ -31,8 +31,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from spark.client import ClientConfig, GatewayClient
-from spark.schemas import ENTITIES
+from pyspark_xregistry import register
+from pyspark_xregistry.client import ClientConfig, GatewayClient
+from pyspark_xregistry.schemas import ENTITIES
+from pyspark_xregistry.source import _revisions
 
 #: Environment variable holding the bearer token (keeps it off the command line).
 TOKEN_ENV = "XREG_GATEWAY_TOKEN"
@@ -45,8 +47,6 @@ def build_session(master: str = "local[2]", driver_memory: str = "1g") -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    import spark as xregistry
-
     builder = (SparkSession.builder.master(master).appName("xregistry-snapshot")
                .config("spark.driver.memory", driver_memory).config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
@@ -55,7 +55,7 @@ def build_session(master: str = "local[2]", driver_memory: str = "1g") -> Any:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     session = builder.getOrCreate()
-    xregistry.register(session)
+    register(session)
     return session
 
 
@@ -81,8 +81,6 @@ def _write_json(path: Path, document: dict[str, Any]) -> None:
 
 
 def _parse_since(value: str | None) -> int | dict[str, int] | None:
-    from spark.source import _revisions
-
     return _revisions("--since", value)
 
 
@@ -128,6 +126,7 @@ def run(
     for entity in todo:
         df = session.read.format("xregistry").options(**options, entity=entity).load()
         df.write.mode("overwrite").partitionBy("registry").parquet(str(staging / entity))
+        with_schema(staging / entity, selected, df.schema)
     target.mkdir(parents=True, exist_ok=True)
     for entity in todo:
         entry = {"revisions": pins, "rows": {r: 0 for r in selected} | _parquet_counts(staging / entity),
@@ -143,6 +142,39 @@ def run(
     return manifest
 
 
+#: Characters Spark escapes (as ``%XX``) in the values of partition directory names.
+_PARTITION_ESCAPED = frozenset('"#%\'*/:=?\\[]^{\x7f') | {chr(c) for c in range(1, 32)}
+#: The footer key where Spark keeps a Parquet file's Spark schema.
+SPARK_SCHEMA_KEY = "org.apache.spark.sql.parquet.row.metadata"
+#: The file that carries the schema of a partition without rows.
+EMPTY_FILE = "part-00000-empty.parquet"
+
+
+def partition_dir(registry: str) -> str:
+    """The directory Spark writes the rows of ``registry`` to (``registry=<escaped id>``)."""
+    return "registry=" + "".join(f"%{ord(ch):02X}" if ch in _PARTITION_ESCAPED else ch for ch in registry)
+
+
+def with_schema(path: Path, registries: Sequence[str], schema: Any) -> None:
+    """Give every registry without rows in the ``registry``-partitioned Parquet directory ``path``
+    an empty Parquet file with ``schema`` (the partition column left out), so that the directory
+    always reads — with its columns — even when nothing was written (Spark writes no file then)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    data = StructType([f.__class__(f.name, f.dataType, True, f.metadata) for f in schema.fields
+                       if f.name != "registry"])
+    arrow = to_arrow_schema(data, timezone="UTC").with_metadata({SPARK_SCHEMA_KEY: data.json()})
+    path.mkdir(parents=True, exist_ok=True)
+    for registry in registries:
+        part = path / partition_dir(registry)
+        if not any(part.glob("*.parquet")):
+            part.mkdir(exist_ok=True)
+            pq.write_table(pa.Table.from_batches([], schema=arrow), part / EMPTY_FILE)
+
+
 def _change_counts(path: Path) -> dict[str, int]:
     """Rows per change type of a written change feed."""
     import pyarrow.parquet as pq
@@ -155,8 +187,8 @@ def _change_counts(path: Path) -> dict[str, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line entry point (``python -m spark.snapshot``)."""
-    parser = argparse.ArgumentParser(prog="python -m spark.snapshot", description=__doc__.split("\n\n")[0])
+    """Command line entry point (``python -m pyspark_xregistry.snapshot``)."""
+    parser = argparse.ArgumentParser(prog="python -m pyspark_xregistry.snapshot", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", required=True, help="the gateway's GraphQL endpoint, e.g. http://host:8080/graphql")
     parser.add_argument("--out", required=True, type=Path, help="output directory")
     parser.add_argument("--since", help="write only the changes after REVISION (or registry=REVISION,…)")
