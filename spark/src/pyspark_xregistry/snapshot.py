@@ -5,15 +5,21 @@
     python -m pyspark_xregistry.snapshot --url http://host:8080/graphql --out DIR [--since REVISION]
 
 A snapshot writes ``DIR/<entity>/registry=<id>/*.parquet`` for each entity type and then
-``DIR/manifest.json``: the revision of each registry, and per entity type the revisions it was
-read at, its rows per registry and the time. The entity types of one run are all read at the
-same pinned revisions, so they agree with each other. Rerunning is idempotent: an entity type
-the manifest already records at the current revisions is not read again; the others are replaced
-as a whole (written aside first, then moved in, then the manifest is rewritten).
+``DIR/manifest.json``: the revision and instance id of each registry, and per entity type the
+revisions (and instances) it was read at, its rows per registry and the time. Every registry
+has a directory, with an empty Parquet file carrying the schema when it has no rows, so every
+entity directory reads. The entity types of one run are all read at the same pinned revisions,
+so they agree with each other. Rerunning is idempotent: an entity type the manifest already
+records at the current revisions of the same instances is not read again; the others are
+replaced as a whole (written aside first, then moved in, then the manifest is rewritten).
 
 ``--since REVISION`` (or ``registry=REVISION,…``) writes only what changed after that revision,
 with the ``change`` column, into ``DIR/changes/<registry>@<since>-<until>/`` with its own
-manifest; rerunning it for the same revisions rewrites the same directory.
+manifest; rerunning it for the same revisions rewrites the same directory. It continues from
+``DIR/manifest.json``: when that records another instance of a registry than the gateway
+serves now (restored from a backup, rebuilt by an import), the job refuses
+(:class:`~pyspark_xregistry.client.CheckpointMismatch`) — those revisions mean something else
+there. A gateway that reports no instance ids cannot be checked (logged as a warning).
 
 The bearer token comes from ``--token`` or the environment variable ``XREG_GATEWAY_TOKEN``.
 """
@@ -32,9 +38,9 @@ from typing import Any
 from urllib.parse import unquote
 
 from pyspark_xregistry import register
-from pyspark_xregistry.client import ClientConfig, GatewayClient
+from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient
 from pyspark_xregistry.schemas import ENTITIES
-from pyspark_xregistry.source import _revisions
+from pyspark_xregistry.source import _revisions, check_instance
 
 #: Environment variable holding the bearer token (keeps it off the command line).
 TOKEN_ENV = "XREG_GATEWAY_TOKEN"
@@ -91,23 +97,31 @@ def run(
 ) -> dict[str, Any]:
     """Write a snapshot (or with ``since``, the changes) under ``out``; returns the manifest."""
     with GatewayClient(ClientConfig(url=url, token=token, timeout=timeout, retries=retries)) as gw:
-        current = gw.registries()
+        states = gw.registry_states()
+    current = {r: state.revision for r, state in states.items()}
     selected = sorted(registries or current)
     unknown = [r for r in selected if r not in current]
     if unknown:
         raise SystemExit(f"the gateway serves no registry {unknown[0]!r} (it serves: {', '.join(current)})")
     pins = {r: current[r] for r in selected}
+    instances = {r: states[r].instance for r in selected}
     froms = None
     if since is not None:
         froms = {r: since.get(r, 0) if isinstance(since, dict) else since for r in selected}
+        # the checkpoint: the manifest of the snapshot (or change set) written to `out` before
+        checkpoint = json.loads((out / MANIFEST).read_text()) if (out / MANIFEST).is_file() else {}
+        for r in selected:
+            check_instance(r, (checkpoint.get("instances") or {}).get(r), states[r])
     target = out if froms is None else out / "changes" / "+".join(f"{r}@{froms[r]}-{pins[r]}" for r in selected)
     manifest_path = target / MANIFEST
     previous = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     written = previous.get("entities", {})
-    todo = [e for e in entities if written.get(e, {}).get("revisions") != pins]
+    # read again: what is not at these revisions, or was read from another instance of a registry
+    todo = [e for e in entities if (written.get(e, {}).get("revisions"), written.get(e, {}).get("instances"))
+            != (pins, instances)]
     now = datetime.now(UTC).isoformat(timespec="seconds")
     manifest: dict[str, Any] = {"kind": "snapshot" if froms is None else "changes", "gateway": url,
-                                "revisions": pins, "written_at": now, "entities": written}
+                                "revisions": pins, "instances": instances, "written_at": now, "entities": written}
     if froms is not None:
         manifest["since"] = froms
     if not todo:
@@ -119,6 +133,8 @@ def run(
                "timeout": str(timeout), "retries": str(retries)}
     if froms is not None:
         options["sinceRevision"] = _pairs(froms)
+    if any(instances.values()):  # the source refuses to read another instance than the one checked here
+        options["instanceId"] = ",".join(f"{r}={i}" for r, i in sorted(instances.items()) if i)
     if token:
         options["token"] = token
     if partitions:
@@ -129,8 +145,8 @@ def run(
         with_schema(staging / entity, selected, df.schema)
     target.mkdir(parents=True, exist_ok=True)
     for entity in todo:
-        entry = {"revisions": pins, "rows": {r: 0 for r in selected} | _parquet_counts(staging / entity),
-                 "written_at": now}
+        entry = {"revisions": pins, "instances": instances,
+                 "rows": {r: 0 for r in selected} | _parquet_counts(staging / entity), "written_at": now}
         if froms is not None:
             entry["changes"] = _change_counts(staging / entity)
         shutil.rmtree(target / entity, ignore_errors=True)
@@ -204,9 +220,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--driver-memory", default="1g")
     args = parser.parse_args(argv)
     session = build_session(args.master, args.driver_memory)
-    manifest = run(session, args.url, args.out, entities=args.entity or tuple(ENTITIES), registries=args.registry,
-                   since=_parse_since(args.since), token=args.token, page_size=args.page_size,
-                   partitions=args.partitions, timeout=args.timeout, retries=args.retries)
+    try:
+        manifest = run(session, args.url, args.out, entities=args.entity or tuple(ENTITIES), registries=args.registry,
+                       since=_parse_since(args.since), token=args.token, page_size=args.page_size,
+                       partitions=args.partitions, timeout=args.timeout, retries=args.retries)
+    except CheckpointMismatch as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return 2
     state = "unchanged" if manifest.get("unchanged") else "written"
     print(f"{manifest['kind']} {state}: revisions {_pairs(manifest['revisions'])}")
     for entity, entry in manifest["entities"].items():
