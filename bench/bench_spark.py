@@ -3,7 +3,7 @@
 
 Two data sets: the 117-feed corpus (1,538 messages) and generated message groups (100,000
 messages by default). For each, the registry is loaded into a fresh SQLite store, exported as one
-1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--gateway-workers``
+1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--workers``
 processes). Each figure also shows the CPU time the gateway spent serving it. Spark
 runs local[2] with a 1 GB driver. Every measurement materialises every column of every row
 (``write.format("noop")``); the figure is the median of ``--repeat`` runs after one warm-up.
@@ -13,7 +13,7 @@ each message as its JSON text) and explodes it into one row per message: the sam
 local file, without the gateway, GraphQL, HTTP or the data source. A multi-line JSON document is
 one split, so the baseline always runs as one task.
 
-Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large]
+Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large] [--workers 2]
 """
 
 from __future__ import annotations
@@ -180,7 +180,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=1000, help="message groups they are spread over")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (median)")
     parser.add_argument("--skip-large", action="store_true", help="only the 117-feed corpus")
-    parser.add_argument("--gateway-workers", type=int, default=1, help="uvicorn worker processes of the gateway")
+    parser.add_argument("--workers", "--gateway-workers", dest="gateway_workers", type=int, default=1,
+                        help="uvicorn worker processes of the gateway")
     args = parser.parse_args()
 
     from pyspark_xregistry.snapshot import build_session
