@@ -17,10 +17,11 @@ assets:
 	else command -v npm >/dev/null || { echo "assets: npm (Node.js) is needed to fetch GraphiQL's assets" >&2; exit 1; }; \
 	  (cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && $(PYTHON) web/copy_assets.py; fi
 
-$(VENV)/.installed: pyproject.toml requirements.lock
+## The gateway with its test tools, and the Spark connector (spark/, a distribution of its own).
+$(VENV)/.installed: pyproject.toml spark/pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip==26.3
-	$(BIN)/pip install --quiet -c requirements.lock -e '.[test]'
+	$(BIN)/pip install --quiet -c requirements.lock -e '.[test]' -e ./spark
 	touch $@
 
 ## The main job: install, load the sample registry into the embedded store, serve.
@@ -56,8 +57,8 @@ bench: install
 ## Re-pin every transitive dependency after changing pyproject.toml.
 lock:
 	rm -rf .lockenv && $(PYTHON) -m venv .lockenv
-	.lockenv/bin/pip install --quiet -e '.[test]'
-	.lockenv/bin/pip freeze --all --exclude-editable | grep -v '^xreg-gateway\|^pip==' > requirements.lock
+	.lockenv/bin/pip install --quiet -e '.[test]' -e ./spark
+	.lockenv/bin/pip freeze --all --exclude-editable | grep -v '^xreg-gateway\|^pyspark-xregistry\|^pip==' > requirements.lock
 	rm -rf .lockenv
 
 clean:

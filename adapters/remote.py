@@ -19,16 +19,18 @@ gateway has never seen included); the ``flags`` capability says whether ``filter
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
 caller's credentials are forwarded. The remote has no revisions and no change feed; instead
-:meth:`~RemoteSource.revision` mints a *snapshot* (see :class:`Snapshot`): a number, increasing
-per source from 1, naming a holding area in this process. Reads ``as_of`` that number are
-answered from what was fetched under it: the first touch of a collection fetches it whole from
-the remote (every page, no ``filter`` sent — filters are evaluated here) and keeps it; later
-reads (other pages, other parents, other Spark partitions) cut the held copy and never ask the
-remote again, so all of them see one state. Entities by XID are fetched once per snapshot and
-held likewise. A snapshot lives ``snapshot_ttl`` seconds after its last use; at most
+:meth:`~RemoteSource.revision` mints a *snapshot* (:mod:`adapters.snapshots`): a number,
+increasing per remote from 1, naming a holding area in the cache backend — shared by every
+gateway process and replica when that is Redis. Reads ``as_of`` that number are answered from
+what was fetched under it: the first touch of a collection fetches it whole from the remote
+(every page, no ``filter`` sent — filters are evaluated here) and holds it; later reads (other
+pages, other parents, other Spark partitions, other processes) cut the held copy and never ask
+the remote again, so all of them see one state. Entities by XID are fetched once per snapshot
+and held likewise. A snapshot lives ``snapshot_ttl`` seconds after its last use; at most
 ``snapshot_max`` live per remote (the least recently used goes first); reading an unknown or
 expired one is a ``bad_request``. Memory: at most ``snapshot_max`` snapshots, each holding the
-collections read under it (each at most :data:`MAX_COLLECTION` entities).
+collections read under it (each at most :data:`MAX_COLLECTION` entities), in the backend and in
+each process that reads them.
 """
 
 from __future__ import annotations
@@ -36,9 +38,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -50,6 +50,7 @@ from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, within
 from adapters.slicing import cut, matches, nested_paths
+from adapters.snapshots import SnapshotGone, SnapshotStore, SnapshotStoreError
 from gateway.config import RegistryConfig
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
@@ -65,20 +66,6 @@ MAX_COLLECTION = 200_000
 #: Seconds between attempts to read the model of a remote that was unreachable.
 DISCOVERY_INTERVAL = 5.0
 _MISSING = {"$missing": True}
-
-
-@dataclass
-class Snapshot:
-    """What the gateway fetched from a remote under one minted revision (see the module doc).
-
-    ``collections``: whole collections (raw entity trees), by caller and request; ``entities``:
-    views by caller and lower-cased XID (``_MISSING`` for absent ones); ``used``: monotonic
-    time of the last read."""
-
-    number: int
-    used: float
-    collections: dict[str, asyncio.Future[list[dict[str, Any]]]] = field(default_factory=dict)
-    entities: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
 class RemoteSource(RegistrySource):
@@ -101,9 +88,9 @@ class RemoteSource(RegistrySource):
         self._discovered = False
         self._discovered_at = 0.0
         self._discovering: asyncio.Lock = asyncio.Lock()
-        #: Live snapshots, least recently used first; the last number minted.
-        self._snapshots: OrderedDict[int, Snapshot] = OrderedDict()
-        self._minted = 0
+        #: Snapshots (minted revisions), kept in the cache's backend.
+        self.snapshots = SnapshotStore(cache.backend, cache.namespace, ttl=config.snapshot_ttl,
+                                       most=config.snapshot_max, clock=clock)
 
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -113,7 +100,7 @@ class RemoteSource(RegistrySource):
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
 
     async def close(self) -> None:
-        self._snapshots.clear()
+        self.snapshots.clear()
         await self.cache.close()
         await self.client.aclose()
 
@@ -243,7 +230,7 @@ class RemoteSource(RegistrySource):
         return ["versions"] if kind == "resource" else []
 
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
-        snap = self._snapshot(as_of)
+        snap = await self._snapshot(as_of)
         await self._ready()
         spelled: dict[str, str] = {}  # the remote's paths are case-sensitive: ask as the reference spells it
         for x in xids:
@@ -281,19 +268,20 @@ class RemoteSource(RegistrySource):
                 found.update({x: stale[x] for x in unserved})
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
 
-    async def _held_entities(self, snap: Snapshot, spelled: dict[str, str]) -> dict[str, Entity]:
+    async def _held_entities(self, snap: int, spelled: dict[str, str]) -> dict[str, Entity]:
         """Entities as the snapshot holds them; those it does not hold yet are fetched (not from
         the cache) and held from now on."""
         caller, _ = self._caller()
-        missing = [x for x in spelled if (caller, x) not in snap.entities]
-        if missing:
-            fetched, failure = await self._fetch_entities([spelled[x] for x in missing])
+        whats = {f"e:{caller}:{x}": x for x in spelled}
+
+        async def fetch(missing: Sequence[str]) -> dict[str, Any]:
+            fetched, failure = await self._fetch_entities([spelled[whats[w]] for w in missing])
             if failure is not None:
                 raise failure
-            for x, view in fetched.items():
-                snap.entities.setdefault((caller, x), view)
-        views = {x: snap.entities[(caller, x)] for x in spelled}
-        return {x: self._entity(view, x, snap.number) for x, view in views.items() if view != _MISSING}
+            return {w: fetched[whats[w]] for w in missing}
+
+        held = await self._held_call(self.snapshots.hold_many(snap, list(whats), fetch))
+        return {whats[w]: self._entity(view, whats[w], snap) for w, view in held.items() if view != _MISSING}
 
     async def _refresh(self, xids: list[str], keys: dict[str, str]) -> None:
         """Fetch ``xids`` anew (stale entries being served meanwhile)."""
@@ -371,7 +359,7 @@ class RemoteSource(RegistrySource):
         return len(await self._entities_of(listing, parent))
 
     async def _entities_of(self, listing: Listing, parent: str | None) -> builtins.list[Entity]:
-        snap = self._snapshot(listing.as_of)
+        snap = await self._snapshot(listing.as_of)
         await self._ready()
         if snap is not None:
             prefix = parent.lower().rstrip("/") + "/" if parent not in (None, "/") else ""
@@ -430,7 +418,7 @@ class RemoteSource(RegistrySource):
             trees = [t for t in trees if matches(t, own)]
         return [self._entity(t, path) for t in trees]
 
-    async def _held(self, snap: Snapshot, ctype: str, filters: Filters | None) -> builtins.list[Entity]:
+    async def _held(self, snap: int, ctype: str, filters: Filters | None) -> builtins.list[Entity]:
         """Every entity of ``ctype`` across the registry that satisfies ``filters``, as the
         snapshot holds it: fetched whole (no filter sent) on the first touch, held from then on."""
         if filters is not None and filters.exclude_all:
@@ -445,19 +433,11 @@ class RemoteSource(RegistrySource):
             views = await self._pages(path, params, path)
             return [leaf for v in views or () for leaf in _leaves(v, below)]
 
-        held = snap.collections.get(key)
-        if held is None:
-            held = snap.collections[key] = asyncio.ensure_future(fetch())
-        try:
-            trees = await asyncio.shield(held)
-        except Exception:
-            if snap.collections.get(key) is held:  # a failed fetch is not held: the next read tries again
-                del snap.collections[key]
-            raise
-        return [self._entity(t, path, snap.number) for t in trees if matches(t, filters)]
+        trees = await self._held_call(self.snapshots.hold(snap, "c:" + key, fetch))
+        return [self._entity(t, path, snap) for t in trees if matches(t, filters)]
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
-        snap = self._snapshot(listing.as_of)
+        snap = await self._snapshot(listing.as_of)
         await self._ready()
         (ctype,) = listing.ctypes
         spelled: dict[str, str] = {}
@@ -515,36 +495,31 @@ class RemoteSource(RegistrySource):
     # -- snapshots instead of history ----------------------------------------------------------------
     async def revision(self) -> int:
         """Mint a snapshot: a new number (1, 2, …) whose reads are held (see the module doc)."""
-        self._expire()
-        self._minted += 1
-        self._snapshots[self._minted] = Snapshot(self._minted, self.clock.monotonic())
-        while len(self._snapshots) > self.config.snapshot_max:
-            self._snapshots.popitem(last=False)  # the least recently used
-        return self._minted
+        return int(await self._held_call(self.snapshots.mint()))
 
     async def check_revision(self, as_of: int | None) -> None:
-        self._snapshot(as_of)
+        await self._snapshot(as_of)
 
-    def _snapshot(self, as_of: int | None) -> Snapshot | None:
+    async def _snapshot(self, as_of: int | None) -> int | None:
         """The live snapshot ``as_of`` names (``None``: read the current state), marked used;
         ``bad_request`` when it is unknown or expired."""
         if as_of is None:
             return None
-        self._expire()
-        snap = self._snapshots.get(as_of)
-        if snap is None:
-            raise XRegistryError("bad_request", "/", detail=(
-                f"registry {self.id!r} is a remote xRegistry API without revisions, and {as_of} is not a live "
-                f"snapshot of it (snapshots are minted by reading its revision and expire "
-                f"{self.config.snapshot_ttl:g} s after their last use); read its revision again"))
-        snap.used = self.clock.monotonic()
-        self._snapshots.move_to_end(as_of)
-        return snap
+        await self._held_call(self.snapshots.use(as_of))
+        return as_of
 
-    def _expire(self) -> None:
-        now = self.clock.monotonic()
-        for number in [n for n, s in self._snapshots.items() if now - s.used > self.config.snapshot_ttl]:
-            del self._snapshots[number]
+    async def _held_call(self, op: Any) -> Any:
+        """Await a call of the snapshot store: a snapshot gone is a ``bad_request``, the store's
+        backend failing is this registry's failure."""
+        try:
+            return await op
+        except SnapshotGone as exc:
+            raise XRegistryError("bad_request", "/", detail=(
+                f"registry {self.id!r} is a remote xRegistry API without revisions, and {exc.args[0]} is not a "
+                f"live snapshot of it (snapshots are minted by reading its revision and expire "
+                f"{self.config.snapshot_ttl:g} s after their last use); read its revision again")) from None
+        except SnapshotStoreError as exc:
+            raise SourceUnavailable(self.id, str(exc)) from exc
 
     async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
                       limit: int = 100, after: str | None = None) -> tuple[builtins.list[ChangeItem], bool]:

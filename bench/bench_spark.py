@@ -3,7 +3,7 @@
 
 Two data sets: the 117-feed corpus (1,538 messages) and generated message groups (100,000
 messages by default). For each, the registry is loaded into a fresh SQLite store, exported as one
-1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--gateway-workers``
+1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--workers``
 processes). Each figure also shows the CPU time the gateway spent serving it. Spark
 runs local[2] with a 1 GB driver. Every measurement materialises every column of every row
 (``write.format("noop")``); the figure is the median of ``--repeat`` runs after one warm-up.
@@ -13,7 +13,8 @@ each message as its JSON text) and explodes it into one row per message: the sam
 local file, without the gateway, GraphQL, HTTP or the data source. A multi-line JSON document is
 one split, so the baseline always runs as one task.
 
-Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large]
+Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large | --skip-corpus]
+       [--workers 2] [--partitions 1,2,4]
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ def timed(action: Callable[[], Any], repeat: int, gateway_pid: int | None = None
 
 def bench_dataset(
     session: Any, label: str, tmp: Path, documents: Callable[[], Any], repeat: int, workers: int,
+    partitions: tuple[int, ...] = PARTITIONS,
 ) -> list[dict]:
     from pyspark.sql import functions as F
 
@@ -155,23 +157,27 @@ def bench_dataset(
         seconds, _ = timed(lambda: baseline.write.format("noop").mode("overwrite").save(), repeat)
         results.append({"dataset": label, "source": "spark.read.json (exported document)", "partitions": 1,
                         "rows": messages, "seconds": seconds, "gateway_cpu": 0.0})
-        for n in PARTITIONS:
+        report(results[0], results[0])
+        for n in partitions:
             df = (session.read.format("xregistry").option("url", url).option("entity", "messages")
                   .option("numPartitions", n).load())
             assert df.count() == messages
             seconds, cpu = timed(lambda df=df: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid)
             results.append({"dataset": label, "source": "xregistry data source", "partitions": n,
                             "rows": messages, "seconds": seconds, "gateway_cpu": cpu})
+            report(results[-1], results[0])
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    base = results[0]["rows"] / results[0]["seconds"]
-    for r in results:
-        r["rows_per_s"] = r["rows"] / r["seconds"]
-        print(f"  {r['source']:38} {r['partitions']:>2} partitions  {r['rows']:>7} rows  {r['seconds']:7.2f}s  "
-              f"{r['rows_per_s']:>9.0f} rows/s  {r['rows_per_s'] / base:5.2f}x baseline  "
-              f"gateway CPU {r['gateway_cpu']:6.2f}s", flush=True)
     return results
+
+
+def report(r: dict, baseline: dict) -> None:
+    """Print one figure as soon as it is measured, with its ratio to the baseline of the same run."""
+    r["rows_per_s"] = r["rows"] / r["seconds"]
+    print(f"  {r['source']:38} {r['partitions']:>2} partitions  {r['rows']:>7} rows  {r['seconds']:7.2f}s  "
+          f"{r['rows_per_s']:>9.0f} rows/s  {r['rows_per_s'] / (baseline['rows'] / baseline['seconds']):5.2f}x "
+          f"baseline  gateway CPU {r['gateway_cpu']:6.2f}s", flush=True)
 
 
 def main() -> None:
@@ -180,10 +186,14 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=1000, help="message groups they are spread over")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per figure (median)")
     parser.add_argument("--skip-large", action="store_true", help="only the 117-feed corpus")
-    parser.add_argument("--gateway-workers", type=int, default=1, help="uvicorn worker processes of the gateway")
+    parser.add_argument("--skip-corpus", action="store_true", help="only the generated data set")
+    parser.add_argument("--partitions", default=",".join(map(str, PARTITIONS)),
+                        help="partition counts of the data source, comma-separated (default: 1,2,4)")
+    parser.add_argument("--workers", "--gateway-workers", dest="gateway_workers", type=int, default=1,
+                        help="uvicorn worker processes of the gateway")
     args = parser.parse_args()
 
-    from spark.snapshot import build_session
+    from pyspark_xregistry.snapshot import build_session
 
     session = build_session("local[2]", "1g")
     session.sparkContext.setLogLevel("ERROR")
@@ -197,11 +207,13 @@ def main() -> None:
     print(f"Spark {session.version} local[2], Python {sys.version.split()[0]}, {os.cpu_count()} cores, "
           f"gateway: {args.gateway_workers} uvicorn worker(s)")
     with tempfile.TemporaryDirectory() as tmp:
-        bench_dataset(session, "117-feed-corpus", Path(tmp), lambda: [normalise(read_document(CORPUS))[0]],
-                      args.repeat, args.gateway_workers)
+        partitions = tuple(int(n) for n in args.partitions.split(","))
+        if not args.skip_corpus:
+            bench_dataset(session, "117-feed-corpus", Path(tmp), lambda: [normalise(read_document(CORPUS))[0]],
+                          args.repeat, args.gateway_workers, partitions)
         if not args.skip_large:
             bench_dataset(session, f"generated-{per_group * args.groups}", Path(tmp), generated_documents,
-                          args.repeat, args.gateway_workers)
+                          args.repeat, args.gateway_workers, partitions)
     session.stop()
 
 

@@ -76,6 +76,8 @@ def _field_names(cls: type) -> frozenset[str]:
 
 def _is_link(key: str, view: dict[str, Any]) -> bool:
     """``<COLLECTION>url`` / ``<COLLECTION>count`` pairs (and ``metaurl``) of a view."""
+    if not key.endswith(_LINKS):  # most attributes (checked for every attribute of every row)
+        return False
     for suffix in _LINKS:
         if key.endswith(suffix):
             stem = key[: -len(suffix)]

@@ -174,7 +174,7 @@ def test_environment_matches_the_chart():
 
 
 @pytest.mark.parametrize("needed", ["pyproject.toml", "requirements.lock", "README.md", "gateway", "resolvers",
-                                    "adapters", "spark", "web/copy_assets.py", "web/package.json",
+                                    "adapters", "web/copy_assets.py", "web/package.json",
                                     "web/package-lock.json"])
 def test_dockerignore_keeps_what_the_build_copies(needed):
     ignored = dockerignore()

@@ -9,11 +9,14 @@ import httpx
 import pytest
 
 from adapters.base import Listing
+from gateway.app import create_app
 from gateway.auth import hash_key
+from gateway.config import Settings
 from gateway.errors import XRegistryError
 from tests.federation.conftest import remote_config
-from tests.federation.servers import GatewayServer
+from tests.federation.servers import GatewayServer, redis_or_skip
 from tests.support.clock import ManualClock
+from tests.support.live import LiveServer
 
 TOKEN = "snapshot-tests-writer"
 DOCUMENTS = ["contoso-erp-jsons07.xreg.json", "mqtt-sparkplugB.xreg.json"]
@@ -109,3 +112,61 @@ async def test_snapshots_expire_and_are_bounded(writable, open_remote):
     with pytest.raises(XRegistryError):  # never minted
         await source.get_many(["/"], as_of=c + 100)
     await source.check_revision(None)
+
+
+@pytest.fixture(scope="module")
+def redis():
+    server = redis_or_skip()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _graphql(base: str, query: str, **variables) -> dict:
+    resp = httpx.post(base + "/graphql", json={"query": query, "variables": variables}, timeout=30, trust_env=False)
+    body = resp.json()
+    assert resp.status_code == 200 and not body.get("errors"), body
+    return body["data"]
+
+
+def _graphql_errors(base: str, query: str, **variables) -> str:
+    body = httpx.post(base + "/graphql", json={"query": query, "variables": variables}, timeout=30,
+                      trust_env=False).json()
+    assert body.get("errors"), body
+    return "; ".join(e["message"] for e in body["errors"])
+
+
+COUNTS = """query($v: Int) { registry(id: "snap", asOf: $v) {
+  messagegroups { totalCount nodes { xid } } messages { totalCount } } }"""
+
+
+def test_a_snapshot_minted_by_one_gateway_is_read_alike_by_another(writable, redis, tmp_path):
+    """Two gateways (app instances with their own connections and memory) sharing one Redis,
+    as replicas or uvicorn workers do: a pinned read is the same whichever of them answers."""
+    def app(name: str):
+        return create_app(Settings(data_dir=tmp_path / name, registry_id="own", config_watch_seconds=0,
+                                   cache_url=redis.url, anonymous_read=True,
+                                   registries=[{"id": "snap", "kind": "xregistry", "url": writable.base_url}]))
+
+    with LiveServer(app("a")) as a, LiveServer(app("b")) as b:
+        pinned = _graphql(a.url, '{ registry(id: "snap") { revision } }')["registry"]["revision"]
+        writable.wrapper.clear()
+        on_b = _graphql(b.url, COUNTS, v=pinned)["registry"]
+        assert on_b["messagegroups"]["totalCount"] >= 2 and on_b["messages"]["totalCount"] >= 1
+        fetched = writable.wrapper.requests
+        assert fetched >= 1  # B fetched the collections under the snapshot A minted
+
+        write(writable, {"messagegroups": {"zzz.shared": {"messages": {"m": {"name": "m"}}}}})
+        writable.wrapper.clear()
+        on_a = _graphql(a.url, COUNTS, v=pinned)["registry"]
+        assert on_a == on_b  # the data B held, not the remote's new state
+        assert writable.wrapper.requests == 0  # and A never asked the remote for it
+
+        newer = _graphql(b.url, '{ registry(id: "snap") { revision } }')["registry"]["revision"]
+        assert newer > pinned  # one counter for both gateways
+        fresh = _graphql(a.url, COUNTS, v=newer)["registry"]
+        assert fresh["messagegroups"]["totalCount"] == on_b["messagegroups"]["totalCount"] + 1
+
+        never = _graphql_errors(b.url, COUNTS, v=newer + 50)
+        assert "not a live snapshot" in never

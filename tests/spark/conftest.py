@@ -155,7 +155,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
 @pytest.fixture(scope="session")
 def spark_session() -> Iterator[Any]:
     """One local[2] SparkSession for every Spark test, with the data source registered."""
-    from spark.snapshot import build_session
+    from pyspark_xregistry.snapshot import build_session
 
     session = build_session("local[2]", "1g")
     session.sparkContext.setLogLevel("ERROR")

@@ -12,9 +12,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef
-from spark.schemas import row_values, schema_for
-from spark.source import (
+from pyspark_xregistry.client import ClientConfig, GatewayClient, GatewayError, GroupRef
+from pyspark_xregistry.schemas import row_values, schema_for
+from pyspark_xregistry.source import (
     MAX_FILTER_EXPRESSIONS,
     ReadOptions,
     XRegistryReader,

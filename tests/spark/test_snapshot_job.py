@@ -7,8 +7,8 @@ import json
 
 import pyarrow.parquet as pq
 
-from spark.schemas import schema_for
-from spark.snapshot import main, run
+from pyspark_xregistry.schemas import schema_for
+from pyspark_xregistry.snapshot import main, run
 from tests.spark.conftest import REGISTRY_ID
 
 
@@ -50,3 +50,33 @@ def test_snapshot_job_writes_parquet_and_a_manifest_idempotently(spark_session, 
     rows = pq.read_table(where / "messages").to_pylist()
     assert [(r["xid"], r["change"]) for r in rows] == [("/messagegroups/spark.snapshot/messages/new", "upserted")]
     assert run(spark_session, gateway.url, out, token=gateway.token, since=pinned, entities=["messages"])["unchanged"]
+
+
+def test_an_incremental_run_without_changes_writes_readable_empty_directories(spark_session, gateway, tmp_path):
+    now = gateway.revision()
+    manifest = run(spark_session, gateway.url, tmp_path, token=gateway.token, since=now,
+                   entities=["messages", "schemas"])
+    where = tmp_path / "changes" / f"{REGISTRY_ID}@{now}-{now}"
+    for entity in ("messages", "schemas"):
+        assert manifest["entities"][entity]["rows"] == {REGISTRY_ID: 0}
+        assert manifest["entities"][entity]["changes"] == {"upserted": 0, "deleted": 0}
+        df = spark_session.read.parquet(str(where / entity))
+        assert df.count() == 0
+        expected = schema_for(entity, changes=True)
+        # every column, with its type; the registry comes back as the partition column
+        assert {f.name: f.dataType for f in df.schema.fields} == {f.name: f.dataType for f in expected.fields}
+    assert json.loads((where / "manifest.json").read_text()) == manifest
+
+
+def test_an_empty_registry_selection_of_a_snapshot_reads_as_empty(spark_session, gateway, tmp_path):
+    """A filter that matches nothing still leaves the snapshot directory readable: the schema is there."""
+    from pyspark_xregistry.snapshot import with_schema
+
+    df = spark_session.read.format("xregistry").options(url=gateway.url, token=gateway.token,
+                                                        entity="endpoints").load().limit(0)
+    out = tmp_path / "endpoints"
+    df.write.mode("overwrite").partitionBy("registry").parquet(str(out))
+    with_schema(out, [REGISTRY_ID, "a:b"], df.schema)
+    back = spark_session.read.parquet(str(out))
+    assert back.count() == 0 and set(back.columns) == set(schema_for("endpoints").fieldNames())
+    assert {p.name for p in out.glob("registry=*")} == {f"registry={REGISTRY_ID}", "registry=a%3Ab"}

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from pyspark.sql import functions as F
 
-from spark.schemas import schema_for
+from pyspark_xregistry.schemas import schema_for
 from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID
 
 MESSAGE = "/messagegroups/IO.AISstream/messages/IO.AISstream.PositionReport"

@@ -8,7 +8,10 @@ groups are cut into *chunks* (consecutive groups, about one page of rows each, r
 partition reads ``registry(asOf: <pinned>)``, so all of them see the same state of the registry
 however busy its writers are. A change feed (``sinceRevision``) is one partition per registry.
 
-Filter pushdown takes equality and ``IN`` on :data:`~spark.schemas.PUSHABLE` columns: the
+Filter pushdown (:class:`FilteringDataSource`, registered by :func:`pyspark_xregistry.register`;
+the source PySpark registers by itself, :class:`XRegistryDataSource`, leaves filters to Spark,
+since Spark refuses a reader that takes filters unless ``spark.sql.python.filterPushdown.enabled``
+is on) takes equality and ``IN`` on :data:`~pyspark_xregistry.schemas.PUSHABLE` columns: the
 registry narrows the registries read, the rest becomes xRegistry filter expressions for the
 gateway (which match case-insensitively, so every row is checked again exactly here; pushed
 filters need no evaluation by Spark). Everything else is left to Spark.
@@ -17,6 +20,7 @@ filters need no evaluation by Spark). Everything else is left to Spark.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import queue
 import threading
@@ -29,8 +33,18 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark.client import ClientConfig, GatewayClient, GatewayError, GroupRef, Node
-from spark.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
+from pyspark_xregistry.client import (
+    CheckpointMismatch,
+    ClientConfig,
+    GatewayClient,
+    GatewayError,
+    GroupRef,
+    Node,
+    RegistryState,
+)
+from pyspark_xregistry.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
+
+log = logging.getLogger("pyspark_xregistry")
 
 #: The format name: ``spark.read.format("xregistry")``.
 NAME = "xregistry"
@@ -57,6 +71,35 @@ def _revisions(name: str, value: str | None) -> int | dict[str, int] | None:
         return {k.strip(): int(v) for k, v in (part.split("=", 1) for part in text.split(",") if part.strip())}
     except ValueError:
         raise ValueError(f"option {name} must be a revision or registry=revision pairs, not {value!r}") from None
+
+
+def _instances(value: str | None) -> str | dict[str, str] | None:
+    """``"<id>"`` (every registry) or ``"reg1=<id>,reg2=<id>"`` (per registry)."""
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip()
+    if "=" not in text:
+        return text
+    pairs = [part.split("=", 1) for part in text.split(",") if part.strip()]
+    if any(len(pair) != 2 or not pair[0].strip() or not pair[1].strip() for pair in pairs):
+        raise ValueError(f"option instanceId must be an instance id or registry=id pairs, not {value!r}")
+    return {k.strip(): v.strip() for k, v in pairs}
+
+
+def check_instance(registry: str, expected: str | None, state: RegistryState) -> None:
+    """Refuse revisions taken from another instance of ``registry`` (:class:`CheckpointMismatch`);
+    when the gateway reports no instance id the check cannot be made, which is logged."""
+    if expected is None:
+        return
+    if state.instance is None:
+        log.warning("registry %r: the gateway reports no instance id, so the checkpoint's instance %s cannot be "
+                    "checked", registry, expected)
+        return
+    if state.instance != expected:
+        raise CheckpointMismatch(
+            f"registry {registry!r}: the checkpoint was taken from instance {expected}, but the gateway now serves "
+            f"instance {state.instance} (restored from a backup, rebuilt by an import, or another environment); "
+            "its revisions do not continue the checkpoint's — take a full snapshot instead", ("instance_mismatch",))
 
 
 @overload
@@ -86,6 +129,8 @@ class ReadOptions:
     registries: tuple[str, ...] | None = None
     as_of: int | dict[str, int] | None = None
     since: int | dict[str, int] | None = None
+    #: The registry instance(s) ``asOfRevision`` / ``sinceRevision`` were taken from.
+    instance: str | dict[str, str] | None = None
     token: str | None = None
     page_size: int = 500
     timeout: float = 30.0
@@ -112,6 +157,7 @@ class ReadOptions:
             url=url, entity=entity, registries=registries or None,
             as_of=_revisions("asOfRevision", opts.get("asofrevision")),
             since=_revisions("sinceRevision", opts.get("sincerevision")),
+            instance=_instances(opts.get("instanceid")),
             token=opts.get("token") or None, page_size=_int(opts, "pageSize", 500),
             timeout=timeout_s, retries=_int(opts, "retries", 3, minimum=0),
             partitions=_int(opts, "numPartitions", None),
@@ -121,6 +167,10 @@ class ReadOptions:
         """How to reach the gateway."""
         return ClientConfig(url=self.url, token=self.token, timeout=self.timeout, retries=self.retries,
                             page_size=self.page_size)
+
+    def instance_for(self, registry: str) -> str | None:
+        """The instance ``instanceId`` names for ``registry``."""
+        return self.instance.get(registry) if isinstance(self.instance, dict) else self.instance
 
     def revision_for(self, which: int | dict[str, int] | None, registry: str) -> int | None:
         """The revision ``asOfRevision`` / ``sinceRevision`` names for ``registry``."""
@@ -152,9 +202,9 @@ class SnapshotPartition(InputPartition):
 class ChangesPartition(InputPartition):
     """The change feed of one registry between two revisions."""
 
-    def __init__(self, registry: str, since: int, revision: int) -> None:
-        super().__init__((registry, since, revision))
-        self.registry, self.since, self.revision = registry, since, revision
+    def __init__(self, registry: str, since: int, revision: int, instance: str | None = None) -> None:
+        super().__init__((registry, since, revision, instance))
+        self.registry, self.since, self.revision, self.instance = registry, since, revision, instance
 
 
 def chunk_groups(
@@ -264,7 +314,8 @@ def _pushed_value(f: Filter) -> frozenset[str] | None:
 # -- the data source --------------------------------------------------------------------------------
 
 class XRegistryDataSource(DataSource):
-    """``spark.read.format("xregistry").option("url", …).option("entity", …).load()``."""
+    """``spark.read.format("xregistry").option("url", …).option("entity", …).load()``; every
+    filter is left to Spark (what PySpark registers by itself, see the package doc)."""
 
     @classmethod
     def name(cls) -> str:
@@ -278,6 +329,13 @@ class XRegistryDataSource(DataSource):
         return XRegistryReader(ReadOptions.parse(self.options), schema)
 
 
+class FilteringDataSource(XRegistryDataSource):
+    """The ``xregistry`` source with filter pushdown (needs ``spark.sql.python.filterPushdown.enabled``)."""
+
+    def reader(self, schema: StructType) -> FilteringReader:
+        return FilteringReader(ReadOptions.parse(self.options), schema)
+
+
 class XRegistryReader(DataSourceReader):
     """Plans partitions at a pinned revision and reads them as Arrow record batches."""
 
@@ -288,34 +346,26 @@ class XRegistryReader(DataSourceReader):
         #: column -> the values it may take (pushed equality / IN filters, AND'd).
         self.pushed: dict[str, frozenset[str]] = {}
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Take equality and IN on the pushable columns of the entity type; leave the rest."""
-        fixed = set(schema_for(self.options.entity).fieldNames())
-        for f in filters:
-            attribute: tuple[str, ...] = getattr(f, "attribute", ())  # (each kind of Filter has one)
-            column = attribute[0] if len(attribute) == 1 else None
-            values = _pushed_value(f) if column in PUSHABLE and column in fixed else None
-            if column is None or values is None:
-                yield f
-                continue
-            self.pushed[column] = self.pushed[column] & values if column in self.pushed else values
-
     def partitions(self) -> list[InputPartition]:
         """Pin each registry's revision and cut the read into partitions (see the module doc)."""
         opts = self.options
         if any(not values for values in self.pushed.values()):  # e.g. group = 'a' AND group = 'b'
             return [SnapshotPartition([])]
         with GatewayClient(opts.client_config()) as gw:
-            current = gw.registries()
+            states = gw.registry_states()
+            current = {r: state.revision for r, state in states.items()}
             selected = list(opts.registries or current)
             unknown = [r for r in selected if r not in current]
             if unknown:
                 raise GatewayError(f"the gateway serves no registry {unknown[0]!r} (it serves: {', '.join(current)})")
             if "registry" in self.pushed:
                 selected = [r for r in selected if r in self.pushed["registry"]]
+            for r in selected:
+                check_instance(r, opts.instance_for(r), states[r])
             pins = {r: _first(opts.revision_for(opts.as_of, r), current[r]) for r in selected}
-            if opts.since is not None:
-                return [ChangesPartition(r, self._since(r), pins[r]) for r in selected] or [SnapshotPartition([])]
+            if opts.since is not None:  # the gateway refuses the feed if the instance changes meanwhile
+                return [ChangesPartition(r, self._since(r), pins[r], states[r].instance) for r in selected] or [
+                    SnapshotPartition([])]
             listed = [(registry, gtype, gw.group_refs(registry, pins[registry], gtype, child_type=self.plan.rtype,
                                                      raw=self.plan.group_filter(self.pushed, gtype)))
                       for registry in selected for gtype in self.plan.gtypes]
@@ -371,7 +421,8 @@ class XRegistryReader(DataSourceReader):
 
     def _changes(self, gw: GatewayClient, partition: ChangesPartition) -> Iterator[list[dict[str, Any]]]:
         entity = self.options.entity
-        for changes in gw.changes(partition.registry, partition.revision, partition.since, list(self.plan.ctypes)):
+        for changes in gw.changes(partition.registry, partition.revision, partition.since, list(self.plan.ctypes),
+                                  partition.instance):
             page = []
             for ch in changes:
                 if ch.view is not None:
@@ -383,6 +434,22 @@ class XRegistryReader(DataSourceReader):
                 row[CHANGE_COLUMN] = ch.change
                 page.append(row)
             yield page
+
+
+class FilteringReader(XRegistryReader):
+    """:class:`XRegistryReader` taking pushed filters (see the module doc)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Take equality and IN on the pushable columns of the entity type; leave the rest."""
+        fixed = set(schema_for(self.options.entity).fieldNames())
+        for f in filters:
+            attribute: tuple[str, ...] = getattr(f, "attribute", ())  # (each kind of Filter has one)
+            column = attribute[0] if len(attribute) == 1 else None
+            values = _pushed_value(f) if column in PUSHABLE and column in fixed else None
+            if column is None or values is None:
+                yield f
+                continue
+            self.pushed[column] = self.pushed[column] & values if column in self.pushed else values
 
 
 #: Columns a deleted entity still has in a change feed.

@@ -21,7 +21,22 @@ RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
 class GatewayError(RuntimeError):
-    """The gateway answered with GraphQL errors, or could not be reached after every retry."""
+    """The gateway answered with GraphQL errors, or could not be reached after every retry.
+    ``codes``: the errors' ``extensions.code`` values."""
+
+    def __init__(self, message: str, codes: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.codes = codes
+
+
+class CheckpointMismatch(GatewayError):
+    """A checkpoint (a revision to continue from) was taken from another instance of the
+    registry — restored from a backup, rebuilt by an import, another environment — so its
+    revisions mean something else there: continuing would skip or repeat changes."""
+
+
+#: The ``extensions.code`` of a change feed refused for a checkpoint of another instance.
+INSTANCE_MISMATCH = "instance_mismatch"
 
 
 @dataclass(frozen=True)
@@ -93,7 +108,11 @@ class GraphQLTransport:
         errors = payload.get("errors") if isinstance(payload, dict) else None
         if errors:
             messages = "; ".join(str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors)
-            raise GatewayError(f"gateway GraphQL error (HTTP {resp.status_code}): {messages}")
+            codes = tuple(str(code) for e in errors if isinstance(e, dict)
+                          for code in [(e.get("extensions") or {}).get("code")] if code)
+            error = CheckpointMismatch if INSTANCE_MISMATCH in codes else GatewayError
+            suffix = f" [{', '.join(codes)}]" if codes else ""
+            raise error(f"gateway GraphQL error (HTTP {resp.status_code}): {messages}{suffix}", codes)
         if resp.status_code >= 400 or not isinstance(payload, dict) or payload.get("data") is None:
             raise GatewayError(f"gateway answered HTTP {resp.status_code}: {resp.text[:200]}")
         return payload["data"]
@@ -105,7 +124,9 @@ _PAGE_INFO = "pageInfo { hasNextPage endCursor }"
 #: What a resource or version row needs: its declared view, its revision, a message's materialised attributes.
 _ROW = "json revision ... on MessageDefinition { effective }"
 
-REGISTRIES = "query Registries { registries { registryid revision } }"
+REGISTRIES = "query Registries { registries { registryid revision instanceId } }"
+#: The same, for a gateway that does not report registry instance ids yet.
+REGISTRIES_WITHOUT_INSTANCE = "query Registries { registries { registryid revision } }"
 
 #: One page of the groups of a type, with each group's cursor (and view, for child counts).
 GROUP_CURSORS = """
@@ -189,6 +210,19 @@ query Changes($r: String!, $v: Int!, $s: Int!, $c: [String!], $p: Int!, $a: Stri
   }
 }""" % _PAGE_INFO
 
+#: The same, refused by the gateway (``instance_mismatch``) unless the registry is instance ``$i``.
+CHANGES_OF_INSTANCE = CHANGES.replace("$a: String)", "$a: String, $i: String)").replace(
+    "after: $a)", "after: $a, instanceId: $i)")
+
+
+@dataclass(frozen=True)
+class RegistryState:
+    """A registry as the gateway serves it now: its revision and its instance id (``None``: the
+    gateway does not say — a remote registry, or a gateway that predates instance ids)."""
+
+    revision: int
+    instance: str | None
+
 
 @dataclass(frozen=True)
 class GroupRef:
@@ -250,8 +284,17 @@ class GatewayClient:
 
     def registries(self) -> dict[str, int]:
         """Every registry the gateway serves, with its current revision."""
-        data = self.transport.execute(REGISTRIES)
-        return {r["registryid"]: int(r["revision"]) for r in data["registries"]}
+        return {r: state.revision for r, state in self.registry_states().items()}
+
+    def registry_states(self) -> dict[str, RegistryState]:
+        """Every registry the gateway serves, with its current revision and instance id."""
+        try:
+            data = self.transport.execute(REGISTRIES)
+        except GatewayError as exc:
+            if "instanceId" not in str(exc):
+                raise
+            data = self.transport.execute(REGISTRIES_WITHOUT_INSTANCE)  # a gateway without instance ids
+        return {r["registryid"]: RegistryState(int(r["revision"]), r.get("instanceId")) for r in data["registries"]}
 
     def group_refs(
         self, registry: str, revision: int, gtype: str, *, raw: list[str] | None, child_type: str | None,
@@ -324,13 +367,16 @@ class GatewayClient:
                     "a": resources["pageInfo"]["endCursor"]})["lookup"]["resources"]
 
     def changes(
-        self, registry: str, revision: int, since: int, collections: list[str],
+        self, registry: str, revision: int, since: int, collections: list[str], instance: str | None = None,
     ) -> Iterator[list[ChangeRow]]:
-        """Pages of the entities of ``collections`` written after ``since`` up to ``revision``."""
+        """Pages of the entities of ``collections`` written after ``since`` up to ``revision``;
+        with ``instance``, refused (:class:`CheckpointMismatch`) unless the registry is that instance."""
         after = None
+        query = CHANGES if instance is None else CHANGES_OF_INSTANCE
         while True:
-            conn = self._registry(CHANGES, {"r": registry, "v": revision, "s": since, "c": collections,
-                                            "p": self.config.page_size, "a": after})["changes"]
+            variables = {"r": registry, "v": revision, "s": since, "c": collections, "p": self.config.page_size,
+                         "a": after} | ({"i": instance} if instance is not None else {})
+            conn = self._registry(query, variables)["changes"]
             yield [ChangeRow(n["xid"], str(n["type"]).lower(), int(n["revision"]), (n.get("node") or {}).get("json"),
                              (n.get("node") or {}).get("effective")) for n in conn["nodes"]]
             if not conn["pageInfo"]["hasNextPage"] or not conn["nodes"]:
