@@ -24,9 +24,11 @@ class GatewayError(RuntimeError):
     """The gateway answered with GraphQL errors, or could not be reached after every retry.
     ``codes``: the errors' ``extensions.code`` values."""
 
-    def __init__(self, message: str, codes: tuple[str, ...] = ()) -> None:
+    def __init__(self, message: str, codes: tuple[str, ...] = (), *, cost_ratio: float | None = None) -> None:
         super().__init__(message)
         self.codes = codes
+        #: For ``QUERY_TOO_COSTLY``: the gateway's cost ceiling over the operation's estimated cost.
+        self.cost_ratio = cost_ratio
 
 
 class CheckpointMismatch(GatewayError):
@@ -37,6 +39,8 @@ class CheckpointMismatch(GatewayError):
 
 #: The ``extensions.code`` of a change feed refused for a checkpoint of another instance.
 INSTANCE_MISMATCH = "instance_mismatch"
+#: The extensions.code of an operation the gateway refuses as too costly (fields times page sizes).
+TOO_COSTLY = "QUERY_TOO_COSTLY"
 
 
 @dataclass(frozen=True)
@@ -112,10 +116,20 @@ class GraphQLTransport:
                           for code in [(e.get("extensions") or {}).get("code")] if code)
             error = CheckpointMismatch if INSTANCE_MISMATCH in codes else GatewayError
             suffix = f" [{', '.join(codes)}]" if codes else ""
-            raise error(f"gateway GraphQL error (HTTP {resp.status_code}): {messages}{suffix}", codes)
+            raise error(f"gateway GraphQL error (HTTP {resp.status_code}): {messages}{suffix}", codes,
+                        cost_ratio=_cost_ratio(errors))
         if resp.status_code >= 400 or not isinstance(payload, dict) or payload.get("data") is None:
             raise GatewayError(f"gateway answered HTTP {resp.status_code}: {resp.text[:200]}")
         return payload["data"]
+
+
+def _cost_ratio(errors: list[Any]) -> float | None:
+    for e in errors:
+        ext = (e.get("extensions") or {}) if isinstance(e, dict) else {}
+        if ext.get("code") == TOO_COSTLY and isinstance(ext.get("cost"), int | float) and ext["cost"] > 0 \
+                and isinstance(ext.get("maxCost"), int | float):
+            return float(ext["maxCost"]) / float(ext["cost"])
+    return None
 
 
 # -- the questions the data source asks ---------------------------------------------------------
@@ -265,6 +279,8 @@ class GatewayClient:
     def __init__(self, config: ClientConfig) -> None:
         self.config = config
         self.transport = GraphQLTransport(config)
+        #: Page sizes of ``$p`` that fit the gateway's cost ceiling, per query (see :meth:`_within_cost`).
+        self._fitted: dict[str, int] = {}
 
     def close(self) -> None:
         """Release the connection pool."""
@@ -277,10 +293,28 @@ class GatewayClient:
         self.close()
 
     def _registry(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
-        reg = self.transport.execute(query, variables)["registry"]
+        reg = self._within_cost(query, variables)["registry"]
         if reg is None:
             raise GatewayError(f"the gateway has no registry {variables['r']!r}")
         return reg
+
+    def _within_cost(self, query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        """Run ``query``; when the gateway refuses it as too costly (``QUERY_TOO_COSTLY``: fields ×
+        page sizes above its ceiling), ask again with smaller pages of ``$p`` — every page is
+        read on by its cursor, so only the number of requests changes — and keep that size for
+        the next requests of the same query."""
+        levels = query.count("first: $p")
+        if levels and "p" in variables and query in self._fitted:
+            variables = variables | {"p": min(variables["p"], self._fitted[query])}
+        while True:
+            try:
+                return self.transport.execute(query, variables)
+            except GatewayError as exc:
+                if exc.cost_ratio is None or not levels or variables.get("p", 1) <= 1:
+                    raise
+                smaller = max(1, min(variables["p"] - 1, int(variables["p"] * (exc.cost_ratio ** (1 / levels)) * 0.9)))
+                self._fitted[query] = smaller
+                variables = variables | {"p": smaller}
 
     def registries(self) -> dict[str, int]:
         """Every registry the gateway serves, with its current revision."""
