@@ -37,6 +37,7 @@ from starlette.requests import Request  # noqa: E402
 from starlette.responses import JSONResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
+from gateway import gc_tuning  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from gateway.registry.filters import parse_filter  # noqa: E402
 from gateway.registry.materialise import derived_of, message_ctypes  # noqa: E402
@@ -208,11 +209,14 @@ async def compare(targets: dict[str, Callable[[], Awaitable[httpx.Response]]], r
     return out
 
 
-async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, float]]:
+async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, float, float]]:
     """Per query: fields in the response, and the median in-process CPU time (ms) of executing
-    it and of its baseline function, one request at a time, alternating. CPU time rather than
-    wall time: on a shared machine a wall clock also counts the time other processes held the
-    CPU."""
+    it and of its baseline function, one request at a time, alternating, and the mean CPU time (ms)
+    the garbage collector spent during a GraphQL execution (a median misses the rare full
+    collections). CPU time rather than wall time: on a shared machine a wall clock also counts the
+    time other processes held the CPU."""
+    import gc
+
     from adapters.local import LocalSource
     from resolvers.context import Context
     from resolvers.schema import build_schema
@@ -222,19 +226,39 @@ async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, f
     out = {}
     async with LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID, base_url="http://127.0.0.1/registry") as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
+        gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
+        collecting = [0.0, 0.0]  # CPU time in collections, start of the current one
+
+        def clock(phase: str, info: dict[str, int]) -> None:
+            if phase == "start":
+                collecting[1] = time.process_time()
+            else:
+                collecting[0] += time.process_time() - collecting[1]
+
         for name, query in QUERIES.items():
-            graphql, baseline, fields = [], [], 0
+            graphql, baseline, fields, gc_time = [], [], 0, 0.0
             for _ in range(runs):
+                gc.callbacks.append(clock)
+                collecting[0] = 0.0
                 t0 = time.process_time()
                 result = await schema.execute(query, context_value=Context(settings, sources, REGISTRY_ID))
                 graphql.append(time.process_time() - t0)
+                gc.callbacks.remove(clock)
+                gc_time += collecting[0]
                 assert not result.errors, result.errors
                 fields = _fields(result.data)
                 t0 = time.process_time()
                 await BASELINES[name](reg)
                 baseline.append(time.process_time() - t0)
-            out[name] = (fields, statistics.median(graphql) * 1e3, statistics.median(baseline) * 1e3)
+            out[name] = (fields, statistics.median(graphql) * 1e3, statistics.median(baseline) * 1e3,
+                         gc_time / runs * 1e3)
     return out
+
+
+def _rss_mib(pid: int) -> tuple[float, float]:
+    """Resident memory of process ``pid`` now and at its peak, MiB (Linux)."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
 def _free_port() -> int:
@@ -291,13 +315,17 @@ async def main() -> None:
                         "baseline": lambda n=n: client.get(f"/baseline/{n}"),
                     }, args.requests, args.concurrency)
                     rows.append((name, measured["graphql"], measured["baseline"]))
+                rss = _rss_mib(server.pid)
             inproc = await in_process(db, args.runs)
         finally:
             server.terminate()
             server.wait(10)
     print(f"concurrency {args.concurrency}, {args.requests} requests per query and target in {ROUNDS} alternating "
           f"rounds, uvicorn on 127.0.0.1, SQLite, 117-feed corpus; machine load average {load_before:.1f} before, "
-          f"{os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs\n")
+          f"{os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs; "
+          f"XREG_GC_FREEZE={Settings().gc_freeze}, XREG_GC_GEN0_THRESHOLD={Settings().gc_gen0_threshold}; "
+          f"server RSS after the load {rss[0]:.0f} MiB, "
+          f"peak {rss[1]:.0f} MiB\n")
     print("over HTTP (req/s, latency at that concurrency) and in-process, one request at a time (CPU ms, median of "
           f"{args.runs});")
     print("µs/field: in-process CPU time per resolved field, and GraphQL's extra time over the baseline per field\n")
@@ -305,19 +333,21 @@ async def main() -> None:
           f"{'µs/field':>10}{'+µs/field':>11}")
     results = {}
     for name, g, b in rows:
-        fields, g_ms, b_ms = inproc[name]
+        fields, g_ms, b_ms, gc_ms = inproc[name]
         per, extra = g_ms * 1e3 / fields, (g_ms - b_ms) * 1e3 / fields
         print(f"{name:18}{'graphql':10}{g['rps']:8.0f}{g['p50_ms']:9.1f}{g['p99_ms']:9.1f}{g_ms:10.2f}{fields:8d}"
               f"{per:10.1f}{extra:11.1f}")
         print(f"{'':18}{'baseline':10}{b['rps']:8.0f}{b['p50_ms']:9.1f}{b['p99_ms']:9.1f}{b_ms:10.2f}")
         print(f"{'':18}{'ratio':10}{b['rps'] / g['rps']:7.1f}x{g['p50_ms'] / b['p50_ms']:8.1f}x"
               f"{'':9}{g_ms / b_ms:9.1f}x")
-        results[name] = {"graphql": {**g, "one_request_ms": g_ms}, "baseline": {**b, "one_request_ms": b_ms},
+        results[name] = {"graphql": {**g, "one_request_ms": g_ms, "gc_ms_mean": gc_ms},
+                         "baseline": {**b, "one_request_ms": b_ms},
                          "fields": fields, "us_per_field": per, "extra_us_per_field": extra}
     print()
     for name, r in results.items():
         print(f"{name}: GraphQL throughput {100 * r['graphql']['rps'] / r['baseline']['rps']:.0f}% of the baseline's; "
-              f"{r['extra_us_per_field']:+.1f} µs per field over it (in-process CPU)")
+              f"{r['extra_us_per_field']:+.1f} µs per field over it (in-process CPU); garbage collection "
+              f"{r['graphql']['gc_ms_mean']:.2f} ms CPU per GraphQL request (mean)")
     print("\n" + json.dumps(results))
 
 

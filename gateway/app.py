@@ -26,7 +26,7 @@ from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
 from adapters.federation import Federation
 from adapters.local import LocalSource
-from gateway import metrics, readiness, tracing
+from gateway import gc_tuning, metrics, readiness, tracing
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.config import Settings, load_settings
@@ -102,6 +102,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             await federation.close()
             await registry.close()
             raise
+        gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # what is loaded stays
 
         async def pruner() -> None:
             while True:

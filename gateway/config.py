@@ -256,6 +256,12 @@ class Settings(BaseSettings):
     # -- operations -----------------------------------------------------------------------------
     shutdown_grace_seconds: float = Field(
         30.0, ge=0, description="On SIGTERM, how long requests in flight may take to finish before they are cut.")
+    gc_freeze: bool = Field(
+        True, description="After start-up, move what is loaded into the garbage collector's permanent generation "
+                          "(gc.freeze): collections no longer walk it.")
+    gc_gen0_threshold: int | None = Field(
+        None, ge=1, description="The garbage collector's gen-0 threshold after start-up (unset: CPython's 700); "
+                                "larger values collect less often but keep more garbage in memory.")
     otel_enabled: bool = Field(
         False, description="Record OpenTelemetry traces (also on when OTEL_TRACES_EXPORTER or an OTLP endpoint is "
                            "set).")

@@ -46,6 +46,7 @@ def main() -> None:
         server.server.should_exit = True
 
     threading.Thread(target=orphaned, daemon=True).start()
+    sock.listen(128)  # connections wait in the backlog until start-up is over, instead of being refused
     print(f"PORT {server.port}", flush=True)
     server.server.run(sockets=[sock])
 
