@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from graphql import get_introspection_query, parse
+from prometheus_client import REGISTRY
 
 from gateway.admission import Busy, Gate
 from gateway.ratelimit import MemoryBuckets, Rate, refill
@@ -114,12 +115,15 @@ async def test_concurrent_heavy_queries_beyond_the_line_get_503_the_rest_complet
                              admission_queue_timeout_seconds=30)
     async with running(settings) as app, asgi_client(app) as client:
         assert (await client.post("/registry", json=SEED)).status_code == 200
+        before = REGISTRY.get_sample_value("xreg_admission_rejected_total", {"kind": "graphql"}) or 0
         responses = await asyncio.gather(*(client.post("/graphql", json={"query": HEAVY}) for _ in range(30)))
         statuses = sorted(r.status_code for r in responses)
         assert statuses.count(200) >= 6 and set(statuses) == {200, 503}
         assert all(r.headers["retry-after"] == "30" for r in responses if r.status_code == 503)
         assert all(r.json()["data"]["registry"]["messagegroups"]["nodes"] for r in responses if r.status_code == 200)
         assert app.state.admission.rejected("graphql") == statuses.count(503)
+        after = REGISTRY.get_sample_value("xreg_admission_rejected_total", {"kind": "graphql"})
+        assert after - before == statuses.count(503)  # what /metrics reports
 
 
 # -- rate limits --------------------------------------------------------------------------------------
@@ -200,6 +204,7 @@ async def test_under_load_one_caller_is_limited_while_another_is_served(tmp_path
         settings = limited(tmp_path, rate_limit_url=redis.url, rate_limit_read_burst=40)
         async with running(settings) as one, running(settings) as two, asgi_client(one, None) as flood_one, \
                 asgi_client(two, None) as flood_two, asgi_client(two, READ_KEY) as reader:
+            before = REGISTRY.get_sample_value("xreg_rate_limited_total", {"scope": "anonymous"}) or 0
             flood = [flood_one.get("/registry/messagegroups") for _ in range(60)]
             flood += [flood_two.get("/registry/messagegroups") for _ in range(60)]
             served = [reader.post("/graphql", json={"query": "{ registry { name } }"}) for _ in range(10)]
@@ -210,6 +215,7 @@ async def test_under_load_one_caller_is_limited_while_another_is_served(tmp_path
             assert all(r.status_code == 200 and r.json()["data"]["registry"]["name"] for r in other)
             counted = one.state.rate_limiter.limited("anonymous") + two.state.rate_limiter.limited("anonymous")
             assert counted == 115 and two.state.rate_limiter.limited("read") == 0
+            assert REGISTRY.get_sample_value("xreg_rate_limited_total", {"scope": "anonymous"}) - before == 115
     finally:
         redis.stop()
 
