@@ -87,6 +87,10 @@ _TYPES: dict[str, dict[str, Any]] = {
 }
 
 
+#: Any JSON value but null (null is no array item or map value).
+_NOT_NULL = {"type": ["string", "number", "boolean", "object", "array"]}
+
+
 def attribute_schema(defn: AttributeDef) -> dict[str, Any]:
     """The JSON Schema of one attribute's values (type, enum, nested attributes, items)."""
     if defn.type in _TYPES:
@@ -95,10 +99,10 @@ def attribute_schema(defn: AttributeDef) -> dict[str, Any]:
             out["enum"] = list(defn.enum)
         return out
     if defn.type == "array":
-        return {"type": "array", "items": attribute_schema(defn.item) if defn.item else {"not": {"type": "null"}}}
+        return {"type": "array", "items": attribute_schema(defn.item) if defn.item else _NOT_NULL}
     if defn.type == "map":
         return {"type": "object", "propertyNames": {"pattern": MAP_KEY_PATTERN},
-                "additionalProperties": attribute_schema(defn.item) if defn.item else {"not": {"type": "null"}}}
+                "additionalProperties": attribute_schema(defn.item) if defn.item else _NOT_NULL}
     if defn.type == "object":
         return object_schema(defn.attributes or {}, name_pattern=MAP_KEY_PATTERN, extensible=True)
     return {}
