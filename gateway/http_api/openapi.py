@@ -267,7 +267,7 @@ _RESOURCE_OBJECT_RULES: dict[str, dict[str, Any]] = {
 
 
 def body_schemas(model: RegistryModel) -> dict[str, Any]:
-    """Request body schemas of every level of ``model`` (``Registry``, ``Group_<g>``, ``Map_<g>``,
+    """Request body schemas of every level of ``model`` (``Registry``, ``Groups``, ``Group_<g>``, ``Map_<g>``,
     ``Resource_<g>_<r>``, ``Version_<g>_<r>``, ``Meta_<g>_<r>`` and their maps), from its
     attribute definitions: types, enums, required attributes, ID patterns, name patterns."""
     open_ = not model.closed
@@ -275,8 +275,8 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
     out: dict[str, Any] = {
         "Registry": object_schema({**common, **model.attributes}, extensible=open_, server_set=_SERVER_SET,
                                   extra={g: _ref(f"Map_{g}") for g in model.groups}),
-        "Collections": {"type": "object", "additionalProperties": False,
-                        "properties": {g: _ref(f"Map_{g}") for g in model.groups}},
+        "Groups": {"type": "object", "additionalProperties": False,
+                   "properties": {g: _ref(f"Map_{g}") for g in model.groups}},
         # The entities a collection DELETE names: only the keys count.
         "Ids": {"type": "object", "propertyNames": {"pattern": ID_PATTERN, "maxLength": MAX_ID_LENGTH},
                 "additionalProperties": {"type": "object"}},
@@ -366,7 +366,7 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
         "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
         "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
-        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Collections"),
+        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups"),
     }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes))
     paths: dict[str, Any] = {
         "/": root_ops,
@@ -444,6 +444,7 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             "schemas": {
                 "Entity": {"type": "object", "additionalProperties": True},
                 "Map": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": True}},
+                "Collections": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Map"}},
                 **body_schemas(model),
                 "Problem": {
                     "type": "object", "required": ["type", "title"],
