@@ -1,4 +1,4 @@
-"""An OpenAPI 3.0 description of the served API, generated from the registry model
+"""An OpenAPI 3.1 description of the served API, generated from the registry model
 (``GET <prefix>/openapi.json``): every path of every group and resource type, its methods, the
 flags each accepts, bodies, responses and problem documents, and bearer authentication."""
 
@@ -7,13 +7,23 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.config import Settings
-from gateway.http_api.flags import IGNORES
-from gateway.model.registry_model import RegistryModel
+from gateway.http_api.flags import IGNORES, SPEC_VERSIONS
+from gateway.http_api.inline import Level, inlineable
+from gateway.model.registry_model import (
+    COMMON_ATTRIBUTES,
+    META_ATTRIBUTES,
+    VERSION_ATTRIBUTES,
+    AttributeDef,
+    RegistryModel,
+)
 from gateway.registry.ids import MAX_ID_LENGTH
+from gateway.registry.validation import NAME_OPT_VERSION, NAME_VERSION, NON_EMPTY, USAGE_VALUES
 
 ID_PATTERN = rf"^[A-Za-z0-9_][A-Za-z0-9\-._~:@]{{0,{MAX_ID_LENGTH - 1}}}$"
 JSON = "application/json"
 
+#: Largest integer a query flag takes (a signed 64-bit integer, as the store keeps them).
+_MAX_INT = 2**63 - 1
 _IGNORE_VALUE = "(?:\\*|{})".format("|".join(IGNORES))
 #: Boolean flags are bare (``?doc``); ``true`` / ``false`` are accepted too.
 _BOOLEAN = {"type": "string", "enum": ["", "true", "false"]}
@@ -22,14 +32,14 @@ _FLAG_SCHEMAS: dict[str, dict[str, Any]] = {
     "filter": {"type": "array", "items": {"type": "string"}},
     "ignore": {"type": "array", "items": {"type": "string", "pattern": f"^(?:{_IGNORE_VALUE}(?:,{_IGNORE_VALUE})*)?$"}},
     "sort": {"type": "string"},
-    "limit": {"type": "integer", "minimum": 1},
+    "limit": {"type": "integer", "minimum": 1, "maximum": _MAX_INT},
     "page": {"type": "string"},
     "doc": _BOOLEAN,
     "binary": _BOOLEAN,
     "collections": _BOOLEAN,
-    "epoch": {"type": "integer", "minimum": 0},
-    "specversion": {"type": "string"},
-    "setdefaultversionid": {"type": "string"},
+    "epoch": {"type": "integer", "minimum": 0, "maximum": _MAX_INT},
+    "specversion": {"type": "string", "enum": list(SPEC_VERSIONS)},
+    "setdefaultversionid": {"type": "string", "pattern": f"^(?:null|{ID_PATTERN[1:-1]})$"},
 }
 _FLAG_HELP = {
     "inline": "Nested collections / attributes to include (dot paths, `*`).",
@@ -48,6 +58,94 @@ _FLAG_HELP = {
 
 _READ = ["inline", "doc", "binary", "specversion"]
 _WRITE = ["inline", "doc", "binary", "specversion", "ignore"]
+
+
+# -- request bodies, derived from the model ---------------------------------------------------
+#: Attribute names (core/spec.md "Attributes") and map keys ("Data Types"), as the server checks.
+ATTRIBUTE_NAME_PATTERN = "^[a-z_][a-z0-9_]{0,62}$"
+MAP_KEY_PATTERN = "^[a-z0-9][a-z0-9:\\-_.]{0,62}$"
+#: A URI without percent-encodings, braces or spaces, whose scheme (if any) is valid: a subset
+#: of what the server accepts for ``uri``/``url`` attributes.
+_URI_PATTERN = "^(?:[A-Za-z][A-Za-z0-9+.\\-]*:)?[A-Za-z0-9._~/?#@!$&'()*+,;=\\-]*$"
+#: Attributes the server sets itself: readOnly in requests (any value given is checked or ignored).
+_SERVER_SET = {"xid", "self", "shortself", "epoch", "createdat", "modifiedat", "isdefault", "versionid",
+               "readonly", "defaultversionurl", "formatvalidated", "formatvalidatedreason",
+               "compatibilityvalidated", "compatibilityvalidatedreason", "specversion", "registryid"}
+_TYPES: dict[str, dict[str, Any]] = {
+    "string": {"type": "string"},
+    "boolean": {"type": "boolean"},
+    "integer": {"type": "integer"},
+    "uinteger": {"type": "integer", "minimum": 0},
+    "decimal": {"type": "number"},
+    "timestamp": {"type": "string", "format": "date-time"},
+    "uri": {"type": "string", "pattern": _URI_PATTERN},
+    "urireference": {"type": "string", "pattern": _URI_PATTERN},
+    "url": {"type": "string", "pattern": _URI_PATTERN},
+    "uritemplate": {"type": "string", "pattern": _URI_PATTERN},
+    "xid": {"type": "string", "pattern": "^/"},
+    "xidtype": {"type": "string", "pattern": "^/"},
+}
+
+
+#: Any JSON value but null (null is no array item or map value).
+_NOT_NULL = {"type": ["string", "number", "boolean", "object", "array"]}
+
+
+def attribute_schema(defn: AttributeDef) -> dict[str, Any]:
+    """The JSON Schema of one attribute's values (type, enum, nested attributes, items)."""
+    if defn.type in _TYPES:
+        out = dict(_TYPES[defn.type])
+        if defn.enum and defn.strict:
+            out["enum"] = list(defn.enum)
+        return out
+    if defn.type == "array":
+        return {"type": "array", "items": attribute_schema(defn.item) if defn.item else _NOT_NULL}
+    if defn.type == "map":
+        return {"type": "object", "propertyNames": {"pattern": MAP_KEY_PATTERN},
+                "additionalProperties": attribute_schema(defn.item) if defn.item else _NOT_NULL}
+    if defn.type == "object":
+        return object_schema(defn.attributes or {}, name_pattern=MAP_KEY_PATTERN, extensible=True)
+    return {}
+
+
+def object_schema(defs: dict[str, AttributeDef], *, name_pattern: str = ATTRIBUTE_NAME_PATTERN,
+                  extensible: bool = True, extra: dict[str, Any] | None = None,
+                  server_set: frozenset[str] | set[str] = frozenset(),
+                  rules: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """An object of attributes ``defs``; others (named by ``name_pattern``) when ``extensible``.
+    ``rules``: the domain rules of attributes (keywords added to their schema; ``required``)."""
+    props: dict[str, Any] = {}
+    required = []
+    rules = rules or {}
+    for name, defn in defs.items():
+        if name == "*":
+            continue
+        value = {**attribute_schema(defn), **{k: v for k, v in rules.get(name, {}).items() if k != "required"}}
+        if name in server_set or defn.readonly:
+            props[name] = {**value, "readOnly": True}
+            continue
+        if (defn.required and defn.default is None) or rules.get(name, {}).get("required"):
+            required.append(name)
+            props[name] = value
+        else:  # null deletes the attribute
+            props[name] = {"anyOf": [value, {"type": "null"}]}
+    props.update(extra or {})
+    wildcard = defs.get("*")
+    out: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        out["required"] = required
+    if extensible or wildcard is not None:
+        out["propertyNames"] = {"pattern": name_pattern}
+        out["additionalProperties"] = attribute_schema(wildcard) if wildcard else {}
+    else:
+        out["additionalProperties"] = False
+    return out
+
+
+#: ``?setdefaultversionid`` where ``request`` (the version the request creates) is allowed too.
+_SET_DEFAULT_OR_REQUEST = {"name": "setdefaultversionid", "in": "query", "required": False,
+                           "description": _FLAG_HELP["setdefaultversionid"],
+                           "schema": {"type": "string", "pattern": f"^(?:null|request|{ID_PATTERN[1:-1]})$"}}
 
 
 def _param(name: str) -> dict[str, Any]:
@@ -89,7 +187,8 @@ _DOC_OK = {"200": {"description": "The document", "content": {"*/*": {"schema": 
            "303": {"description": "The document is elsewhere (Location)"}}
 
 
-def _entity_ops(kind: str, name: str, *, document: bool = False) -> dict[str, Any]:
+def _entity_ops(kind: str, name: str, body: str, *, document: bool = False, versions: str = "",
+                collections: str = "") -> dict[str, Any]:
     """Operations on one entity path (group, resource, version); ``document``: the document view."""
     created = {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}
     if document:
@@ -101,26 +200,28 @@ def _entity_ops(kind: str, name: str, *, document: bool = False) -> dict[str, An
     else:
         write = _WRITE + (["setdefaultversionid"] if kind in ("resource", "version") else [])
         ops = {"get": _op(f"Get a {name}", _READ + ["filter"], _ok("200", "Entity")),
-               "put": _op(f"Create or replace a {name}", write, created, body="Entity"),
-               "patch": _op(f"Create or patch a {name}", write, created, body="Entity")}
+               "put": _op(f"Create or replace a {name}", write, created, body=body),
+               "patch": _op(f"Create or patch a {name}", write, created, body=body)}
         if kind == "group":
             ops["post"] = _op(f"Create or update resources of the {name}", _WRITE, _ok("200", "Collections"),
-                              body="Collections")
+                              body=collections)
         if kind == "resource":
-            ops["post"] = _op(f"Create or update one version of the {name}", write, created, body="Entity")
+            ops["post"] = _op(f"Create or update one version of the {name}", write, created, body=versions)
+            ops["post"]["parameters"] = [_SET_DEFAULT_OR_REQUEST if p == _param("setdefaultversionid") else p
+                                         for p in ops["post"]["parameters"]]
     ops["delete"] = _op(f"Delete a {name}", ["epoch"] + (["setdefaultversionid"] if kind == "version" else []),
                         _DELETED)
     return ops
 
 
-def _collection_ops(name: str, *, versions: bool = False) -> dict[str, Any]:
+def _collection_ops(name: str, body: str, *, versions: bool = False) -> dict[str, Any]:
     extra = ["setdefaultversionid"] if versions else []
     return {
         "get": _op(f"List {name}", _READ + ["filter", "sort", "limit", "page"], _ok("200", "Map")),
-        "patch": _op(f"Create or patch {name}", _WRITE + extra, _ok("200", "Map"), body="Map"),
-        "post": _op(f"Create or update {name}", _WRITE + extra, _ok("200", "Map"), body="Map"),
+        "patch": _op(f"Create or patch {name}", _WRITE + extra, _ok("200", "Map"), body=body),
+        "post": _op(f"Create or update {name}", _WRITE + extra, _ok("200", "Map"), body=body),
         "delete": {**_op(f"Delete {name} (all, or those the body names)", extra, _DELETED),
-                   "requestBody": {"required": False, "content": _json("Map")}},
+                   "requestBody": {"required": False, "content": _json("Ids")}},
     }
 
 
@@ -128,14 +229,145 @@ def _with_params(ops: dict[str, Any], params: list[dict[str, Any]]) -> dict[str,
     return {"parameters": params, **ops}
 
 
-def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of the API (paths relative to the API prefix)."""
-    root_ops = {
-        "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
-        "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Entity"),
-        "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Entity"),
-        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Collections"),
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _id_map(entity: str) -> dict[str, Any]:
+    """A map of entities by ID (a collection in a body)."""
+    return {"type": "object", "propertyNames": {"pattern": ID_PATTERN, "maxLength": MAX_ID_LENGTH},
+            "additionalProperties": _ref(entity)}
+
+
+def _defs(raw: dict[str, dict[str, Any]]) -> dict[str, AttributeDef]:
+    return {n: AttributeDef.from_json(n, d) for n, d in raw.items()}
+
+
+#: Domain rules of gateway/registry/validation.py that JSON Schema can state, by level.
+_COMMON_RULES: dict[str, dict[str, Any]] = {name: {"minLength": 1} for name in NON_EMPTY}
+_MESSAGE_FORMS: dict[str, dict[str, Any]] = {"envelope": {"pattern": f"^{NAME_VERSION}$"},
+                                            "protocol": {"pattern": f"^{NAME_OPT_VERSION}$"}}
+_GROUP_RULES: dict[str, dict[str, dict[str, Any]]] = {
+    "messagegroups": _MESSAGE_FORMS,
+    "endpoints": {"envelope": {"pattern": f"^{NAME_OPT_VERSION}$"}, "protocol": {"minLength": 1},
+                  "channel": {"minLength": 1},
+                  # usage: required, at least one value; one value is always accepted
+                  "usage": {"required": True, "minItems": 1, "maxItems": 1, "items": {"enum": list(USAGE_VALUES)}}},
+}
+_RESOURCE_RULES: dict[str, dict[str, dict[str, Any]]] = {
+    "messages": {**_MESSAGE_FORMS, "dataschemaformat": {"pattern": f"^{NAME_VERSION}$"}},
+}
+#: message/spec.md: what comes in pairs. (What excludes what, dataschema / dataschemauri and the
+#: document attributes, would need a ``not``, which schemathesis cannot generate below the root.)
+_RESOURCE_OBJECT_RULES: dict[str, dict[str, Any]] = {
+    "messages": {"dependentRequired": {"envelope": ["envelopemetadata"], "envelopemetadata": ["envelope"],
+                                       "protocol": ["protocoloptions"], "dataschema": ["dataschemaformat"],
+                                       "dataschemauri": ["dataschemaformat"]}},
+}
+
+
+def body_schemas(model: RegistryModel) -> dict[str, Any]:
+    """Request body schemas of every level of ``model`` (``Registry``, ``Groups``, ``Group_<g>``, ``Map_<g>``,
+    ``Resource_<g>_<r>``, ``Version_<g>_<r>``, ``Meta_<g>_<r>`` and their maps), from its
+    attribute definitions: types, enums, required attributes, ID patterns, name patterns."""
+    open_ = not model.closed
+    common = _defs(COMMON_ATTRIBUTES)
+    out: dict[str, Any] = {
+        "Registry": object_schema({**common, **model.attributes}, extensible=open_, server_set=_SERVER_SET,
+                                  extra={g: _ref(f"Map_{g}") for g in model.groups}),
+        "Groups": {"type": "object", "additionalProperties": False,
+                   "properties": {g: _ref(f"Map_{g}") for g in model.groups}},
+        # The entities a collection DELETE names: only the keys count.
+        "Ids": {"type": "object", "propertyNames": {"pattern": ID_PATTERN, "maxLength": MAX_ID_LENGTH},
+                "additionalProperties": {"type": "object"}},
     }
+    for g, gdef in model.groups.items():
+        out[f"Group_{g}"] = object_schema(
+            {**common, **gdef.attributes}, extensible=open_, server_set=_SERVER_SET | {gdef.id_attribute},
+            rules={**_COMMON_RULES, **_GROUP_RULES.get(g, {})}, extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
+        out[f"Map_{g}"] = _id_map(f"Group_{g}")
+        out[f"Collections_{g}"] = {"type": "object", "additionalProperties": False,
+                                   "properties": {r: _ref(f"Map_{g}_{r}") for r in gdef.resources}}
+        for r, rdef in gdef.resources.items():
+            ids = {gdef.id_attribute, rdef.id_attribute}
+            version = {**common, **_defs(VERSION_ATTRIBUTES), **rdef.attributes}
+            doc: dict[str, Any] = {}
+            if rdef.hasdocument:
+                doc = {rdef.singular: {},
+                       f"{rdef.singular}base64": {"type": "string", "pattern": "^(?:[A-Za-z0-9+/]{4})*$"},
+                       f"{rdef.singular}url": {"type": "string", "pattern": _URI_PATTERN}}
+            rules = {**_COMMON_RULES, **_RESOURCE_RULES.get(r, {})}
+            whole = _RESOURCE_OBJECT_RULES.get(r, {})
+            out[f"Version_{g}_{r}"] = {**object_schema(version, extensible=open_, server_set=_SERVER_SET | ids,
+                                                       extra=doc, rules=rules), **whole}
+            out[f"Versions_{g}_{r}"] = _id_map(f"Version_{g}_{r}")
+            out[f"Meta_{g}_{r}"] = object_schema(
+                {**common, **_defs(META_ATTRIBUTES), **rdef.metaattributes}, extensible=open_,
+                server_set=_SERVER_SET | ids | {"xref", "defaultversionid"})
+            out[f"Resource_{g}_{r}"] = {**object_schema(
+                version, extensible=open_, server_set=_SERVER_SET | ids, rules=rules,
+                extra={**doc, "versions": _ref(f"Versions_{g}_{r}"), "meta": _ref(f"Meta_{g}_{r}")}), **whole}
+            out[f"Map_{g}_{r}"] = _id_map(f"Resource_{g}_{r}")
+    return out
+
+
+def inline_values(model: RegistryModel, level: Level, depth: int = 3) -> list[str]:
+    """Every ``?inline`` value the server accepts at ``level`` (dot paths up to ``depth`` parts,
+    each optionally ending in ``.*``, and ``*``)."""
+    values = ["", "*"]  # a bare ?inline is *
+
+    def walk(here: Level, prefix: str, left: int) -> None:
+        for name, below in inlineable(model, here).items():
+            values.append(prefix + name)
+            if below is not None and left > 1:
+                values.append(f"{prefix}{name}.*")
+                walk(below, f"{prefix}{name}.", left - 1)
+
+    walk(level, "", depth)
+    return values
+
+
+def _inline_param(values: list[str]) -> dict[str, Any]:
+    return {"name": "inline", "in": "query", "required": False, "description": _FLAG_HELP["inline"],
+            "style": "form", "explode": True, "schema": {"type": "array", "items": {"type": "string", "enum": values}}}
+
+
+def _level_params(names: list[str]) -> dict[str, dict[str, Any]]:
+    """``filter`` and ``sort`` over the attributes ``names`` of a level (one term per value)."""
+    name = "(?:{})".format("|".join(sorted(names)))
+    return {
+        "filter": {"name": "filter", "in": "query", "required": False, "description": _FLAG_HELP["filter"],
+                   "style": "form", "explode": True,
+                   "schema": {"type": "array", "items": {"type": "string",
+                                                         "pattern": f"^{name}(?:=[A-Za-z0-9_.\\-]*)?$"}}},
+        "sort": {"name": "sort", "in": "query", "required": False, "description": _FLAG_HELP["sort"],
+                 "schema": {"type": "string", "pattern": f"^{name}(?:=(?:asc|desc))?$"}},
+    }
+
+
+def _with_inline(ops: dict[str, Any], values: list[str], names: list[str] | None = None) -> dict[str, Any]:
+    """``ops`` with the generic ``inline`` (and ``filter``/``sort`` when the level's attribute
+    ``names`` are given) parameters replaced by those of their level."""
+    specific = {"inline": _inline_param(values), **(_level_params(names) if names else {})}
+    for op in ops.values():
+        if isinstance(op, dict) and "parameters" in op:
+            op["parameters"] = [next((v for k, v in specific.items() if p == _param(k)), p)
+                                for p in op["parameters"]]
+    return ops
+
+
+def _attribute_names(*defs: dict[str, Any]) -> list[str]:
+    return sorted({n for d in defs for n in d if n != "*"})
+
+
+def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the API (paths relative to the API prefix)."""
+    root_ops = _with_inline({
+        "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
+        "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
+        "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
+        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups"),
+    }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes))
     paths: dict[str, Any] = {
         "/": root_ops,
         "/capabilities": {"get": _op("Capabilities", ["specversion"], _ok("200", "Entity"))},
@@ -144,38 +376,58 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             "get": _op("The model last given (`{}`: the built-in model)", ["specversion"], _ok("200", "Entity")),
             "put": _op("Replace the model", ["specversion"], _ok("200", "Entity"), body="Entity"),
         },
-        "/export": {"get": _op("The whole registry, document view", ["inline", "filter", "binary", "specversion"],
-                               _ok("200", "Entity"))},
+        "/export": _with_inline({"get": _op("The whole registry, document view",
+                                            ["inline", "filter", "binary", "specversion"], _ok("200", "Entity"))},
+                                inline_values(model, ("registry",)),
+                                _attribute_names(COMMON_ATTRIBUTES, model.attributes)),
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
     }
     for gtype, gdef in model.groups.items():
         gid = gdef.id_attribute
         g = f"/{gtype}/{{{gid}}}"
-        paths[f"/{gtype}"] = _collection_ops(gtype)
-        paths[g] = _with_params(_entity_ops("group", gdef.singular), [_path_param(gid)])
+        group_inline = inline_values(model, ("group", gtype))
+        gnames = _attribute_names(COMMON_ATTRIBUTES, gdef.attributes, {gid: None})
+        paths[f"/{gtype}"] = _with_inline(_collection_ops(gtype, f"Map_{gtype}"), group_inline, gnames)
+        paths[g] = _with_params(_with_inline(_entity_ops("group", gdef.singular, f"Group_{gtype}",
+                                                         collections=f"Collections_{gtype}"), group_inline, gnames),
+                                [_path_param(gid)])
         for rtype, rdef in gdef.resources.items():
             rid = rdef.id_attribute
             r = f"{g}/{rtype}/{{{rid}}}"
             rparams = [_path_param(gid), _path_param(rid)]
             vparams = rparams + [_path_param("versionid")]
-            paths[f"{g}/{rtype}"] = _with_params(_collection_ops(rtype), [_path_param(gid)])
-            paths[r] = _with_params(_entity_ops("resource", rdef.singular, document=rdef.hasdocument), rparams)
-            paths[f"{r}/meta"] = _with_params({
+            gr = f"{gtype}_{rtype}"
+            res_inline = inline_values(model, ("resource", gtype, rtype))
+            ver_inline = inline_values(model, ("version", gtype, rtype))
+            rnames = _attribute_names(COMMON_ATTRIBUTES, VERSION_ATTRIBUTES, rdef.attributes, {gid: None, rid: None})
+            paths[f"{g}/{rtype}"] = _with_params(
+                _with_inline(_collection_ops(rtype, f"Map_{gr}"), res_inline, rnames), [_path_param(gid)])
+            paths[r] = _with_params(_with_inline(_entity_ops("resource", rdef.singular, f"Resource_{gr}",
+                                                             document=rdef.hasdocument, versions=f"Version_{gr}"),
+                                                 res_inline, rnames), rparams)
+            paths[f"{r}/meta"] = _with_params(_with_inline({
                 "get": _op(f"The {rdef.singular}'s meta", _READ + ["filter"], _ok("200", "Entity")),
                 "put": _op("Replace meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
-                           {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body="Entity"),
+                           {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}"),
                 "patch": _op("Patch meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
-                             {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body="Entity"),
-            }, rparams)
-            paths[f"{r}/versions"] = _with_params(_collection_ops("versions", versions=True), rparams)
-            paths[f"{r}/versions/{{versionid}}"] = _with_params(
-                _entity_ops("version", f"{rdef.singular} version", document=rdef.hasdocument), vparams)
+                             {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}"),
+            }, inline_values(model, ("meta",)),
+                _attribute_names(COMMON_ATTRIBUTES, META_ATTRIBUTES, rdef.metaattributes, {gid: None, rid: None})),
+                rparams)
+            paths[f"{r}/versions"] = _with_params(_with_inline(
+                _collection_ops("versions", f"Versions_{gr}", versions=True), ver_inline, rnames), rparams)
+            paths[f"{r}/versions/{{versionid}}"] = _with_params(_with_inline(
+                _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}", document=rdef.hasdocument),
+                ver_inline, rnames), vparams)
             if rdef.hasdocument:
-                paths[f"{r}$details"] = _with_params(_entity_ops("resource", rdef.singular), rparams)
-                paths[f"{r}/versions/{{versionid}}$details"] = _with_params(
-                    _entity_ops("version", f"{rdef.singular} version"), vparams)
+                paths[f"{r}$details"] = _with_params(_with_inline(
+                    _entity_ops("resource", rdef.singular, f"Resource_{gr}", versions=f"Version_{gr}"),
+                    res_inline, rnames), rparams)
+                paths[f"{r}/versions/{{versionid}}$details"] = _with_params(_with_inline(
+                    _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}"), ver_inline, rnames),
+                    vparams)
     return {
-        "openapi": "3.0.3",
+        "openapi": "3.1.0",
         "info": {"title": f"{settings.registry_name}: xRegistry 1.0-rc4 HTTP API", "version": "1.0-rc4",
                  "description": "The local registry of the gateway (core/http.md of xRegistry 1.0-rc4). "
                                 "Reads need the `read` scope, writes the `write` scope."},
@@ -193,6 +445,7 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                 "Entity": {"type": "object", "additionalProperties": True},
                 "Map": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": True}},
                 "Collections": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Map"}},
+                **body_schemas(model),
                 "Problem": {
                     "type": "object", "required": ["type", "title"],
                     "properties": {

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gateway import json_limits
-from gateway.errors import ValidationErrors, XRegistryError
+from gateway.errors import ValidationErrors, XRegistryError, invalid
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
@@ -698,6 +698,8 @@ class Changeset:
             vid = s.id
             if anc == "request":
                 s.body[ANCESTOR_ID] = anc = vid
+            if not isinstance(anc, str):  # checked here: it is used before the entity's validation
+                raise invalid(s.xid, ANCESTOR_ID, "must be a string")
             if anc not in by_id:
                 raise XRegistryError("unknown_id", s.xid, singular="version", id=anc,
                                      detail=f"ancestorid {anc!r} names no version of {rxid}")

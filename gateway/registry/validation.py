@@ -436,6 +436,10 @@ def _check_ids(run: _Run, attrs: dict, level: str, model: RegistryModel, group_t
 # -- domain rules ---------------------------------------------------------------------------
 _NAME_VERSION = re.compile(r"[^/\s]+/[^/\s]+")
 _NAME_OPT_VERSION = re.compile(r"[^/\s]+(/[^/\s]+)?")
+#: Domain rules a request description can state (gateway/http_api/openapi.py): attributes that
+#: must not be empty, and the ``<NAME>/<VERSION>`` / ``<NAME>[/<VERSION>]`` forms.
+NON_EMPTY = ("name", "documentation", "icon", "format")
+NAME_VERSION, NAME_OPT_VERSION = _NAME_VERSION.pattern, _NAME_OPT_VERSION.pattern
 _PROTOCOL_ALIASES = {"amqp": "amqp/1.0", "mqtt": "mqtt/5.0", "http/1.1": "http", "http/2": "http", "http/3": "http"}
 _SUBSCRIBER_CONSUMER_PROTOCOLS = {"mqtt/3.1.1", "mqtt/5.0", "amqp/1.0", "nats"}
 USAGE_VALUES = ("subscriber", "consumer", "producer")
@@ -457,7 +461,7 @@ def _non_empty(run: _Run, attrs: dict, names: Iterable[str]) -> None:
 def _common_rules(run: _Run, attrs: dict) -> None:
     # core/spec.md, name: "If present, MUST be non-empty"; documentation, icon: "If present,
     # MUST be a non-empty URL"; format: "If present, MUST be a non-empty case-insensitive string".
-    _non_empty(run, attrs, ("name", "documentation", "icon", "format"))
+    _non_empty(run, attrs, NON_EMPTY)
     # core/spec.md, deprecated.removal: "MUST NOT be sooner than the effective time if present".
     dep = attrs.get("deprecated")
     if isinstance(dep, dict):

@@ -89,6 +89,16 @@ async def test_registry_put_and_patch(app, client):
     assert with_groups.json()["endpoints"]["e"]["endpointid"] == "e"
 
 
+async def test_an_ancestorid_that_is_not_a_string_is_refused(app, client):
+    """An ``ancestorid`` object on a new version is an invalid attribute, not a server error."""
+    before = await revision(app)
+    response = await client.post("/registry/schemagroups/sg/schemas/s$details",
+                                 json={**SCHEMA, "ancestorid": {"1": 2}})
+    body = assert_problem(response, 400, "invalid_attribute")
+    assert "ancestorid" in body["title"]
+    assert await revision(app) == before
+
+
 async def test_resource_put_patch_post_and_versions(client):
     created = await client.put("/registry/schemagroups/sg/schemas/s$details", json={**SCHEMA, "versionid": "1.0"})
     assert created.status_code == 201
