@@ -485,6 +485,7 @@ class Changeset:
         if not isinstance(attrs, dict):
             raise XRegistryError("invalid_attribute", str(Xid.parse(rxid).meta_of()), path="meta", name="meta",
                                  detail="meta must be an object")
+        _check_default_version_id(attrs, str(Xid.parse(rxid).meta_of()))
         old_xref = ((rstate.doc or {}).get("meta") or {}).get("xref")
         new_xref = attrs.get("xref", old_xref if patch else None)
         vctype = f"{gtype}/{rtype}/versions"
@@ -602,6 +603,7 @@ class Changeset:
             await self._check_documents(rdef, versions, meta_old, meta_req, patch=patch or meta_in is None)
             keep_old = patch or meta_in is None
             was_sticky = bool(meta_old.get("defaultversionsticky", False)) if keep_old else False
+            _check_default_version_id(meta_req, rxid)
             explicit = meta_req.get("defaultversionid")
             if "defaultversionsticky" in meta_req:
                 sticky = bool(meta_req["defaultversionsticky"])
@@ -687,6 +689,9 @@ class Changeset:
     def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
         """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
         by_id = {s.id: s for s in versions}
+        for s in versions:  # checked before any is compared or ordered by it
+            if s.body.get(ANCESTOR_ID) and not isinstance(s.body[ANCESTOR_ID], str):
+                raise invalid(s.xid, ANCESTOR_ID, "must be a string")
         fresh = sorted((s for s in versions if not s.body.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
         settled = [s for s in versions if s.body.get(ANCESTOR_ID)]
         for s in fresh:
@@ -923,6 +928,14 @@ def _check_version_id(body: dict[str, Any], subject: str) -> None:
     if value is not None and not isinstance(value, str):
         raise XRegistryError("invalid_attribute", subject, path="versionid", name="versionid",
                              detail=f"versionid must be a string, not a JSON {type(value).__name__}")
+
+
+def _check_default_version_id(meta: dict[str, Any], subject: str) -> None:
+    """A ``defaultversionid`` in a request must be a string (a version's id) or null."""
+    value = meta.get("defaultversionid")
+    if value is not None and not isinstance(value, str):
+        raise XRegistryError("invalid_attribute", subject, path="defaultversionid", name="defaultversionid",
+                             detail=f"defaultversionid must be a string, not a JSON {type(value).__name__}")
 
 
 def _check_case(state: _State, xid: str) -> None:

@@ -99,6 +99,31 @@ async def test_an_ancestorid_that_is_not_a_string_is_refused(app, client):
     assert await revision(app) == before
 
 
+@pytest.mark.parametrize("ancestor", [{"1": 2}, ["1"], 7])
+async def test_versions_with_an_ancestorid_that_is_not_a_string_are_refused(app, client, ancestor):
+    """Versions given in a resource's body with an ``ancestorid`` that is no string are refused
+    (``invalid_attribute``) before the versions are ordered by it — not a server error."""
+    before = await revision(app)
+    response = await client.patch("/registry/messagegroups/g9/messages/m9", json={
+        "versions": {"a": {"ancestorid": ancestor}, "b": {"name": "b"}}})
+    body = assert_problem(response, 400, "invalid_attribute")
+    assert "ancestorid" in body["title"]
+    assert await revision(app) == before
+
+
+@pytest.mark.parametrize("value", [[621, 10553], {}, 3, True])
+@pytest.mark.parametrize("method", ["put", "patch"])
+async def test_a_defaultversionid_that_is_not_a_string_is_refused(app, client, value, method):
+    """``meta.defaultversionid`` must name a version: anything but a string (or null) is
+    ``invalid_attribute``, also when the meta write would create the resource."""
+    before = await revision(app)
+    for url in ("/registry/schemagroups/new/schemas/fresh/meta", "/registry/messagegroups/g9/messages/m9/meta"):
+        response = await getattr(client, method)(url, json={"defaultversionid": value})
+        body = assert_problem(response, 400, "invalid_attribute")
+        assert "defaultversionid" in body["title"]
+    assert await revision(app) == before
+
+
 async def test_resource_put_patch_post_and_versions(client):
     created = await client.put("/registry/schemagroups/sg/schemas/s$details", json={**SCHEMA, "versionid": "1.0"})
     assert created.status_code == 201
