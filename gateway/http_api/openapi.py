@@ -333,15 +333,18 @@ def _inline_param(values: list[str]) -> dict[str, Any]:
 
 
 def _level_params(names: list[str]) -> dict[str, dict[str, Any]]:
-    """``filter`` and ``sort`` over the attributes ``names`` of a level (one term per value)."""
-    name = "(?:{})".format("|".join(sorted(names)))
+    """``filter`` and ``sort`` of a level. Their grammar (paths into any attribute, extension
+    attributes included; operators; wildcards) is wider than a pattern over the level's own
+    attribute names, and the server accepts all of it, so they are described as strings with
+    the level's attributes named in the description."""
+    known = ", ".join(f"`{n}`" for n in sorted(names))
     return {
-        "filter": {"name": "filter", "in": "query", "required": False, "description": _FLAG_HELP["filter"],
-                   "style": "form", "explode": True,
-                   "schema": {"type": "array", "items": {"type": "string",
-                                                         "pattern": f"^{name}(?:=[A-Za-z0-9_.\\-]*)?$"}}},
-        "sort": {"name": "sort", "in": "query", "required": False, "description": _FLAG_HELP["sort"],
-                 "schema": {"type": "string", "pattern": f"^{name}(?:=(?:asc|desc))?$"}},
+        "filter": {"name": "filter", "in": "query", "required": False,
+                   "description": f"{_FLAG_HELP['filter']} Attributes of this level: {known}.",
+                   "style": "form", "explode": True, "schema": {"type": "array", "items": {"type": "string"}}},
+        "sort": {"name": "sort", "in": "query", "required": False,
+                 "description": f"{_FLAG_HELP['sort']} Attributes of this level: {known}.",
+                 "schema": {"type": "string"}},
     }
 
 

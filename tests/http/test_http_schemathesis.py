@@ -93,8 +93,10 @@ positive_schema = schemathesis.pytest.from_fixture("positive_api")
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
 def test_schema_valid_requests_are_accepted(case, server):
-    # ?page takes only tokens the server made (Link headers): opaque to a generator.
-    (case.query or {}).pop("page", None)
+    # ?page takes only tokens the server made (Link headers): opaque to a generator; filter and
+    # sort expressions have a grammar JSON Schema cannot state (tests/unit/test_filters.py).
+    for name in ("page", "filter", "sort"):
+        (case.query or {}).pop(name, None)
     response = case.call(base_url=f"{server.url}/registry", headers=bearer(WRITE_KEY), timeout=30)
     if response.status_code == 400 and response.json().get("title", "").startswith(STATE_DEPENDENT):
         return
