@@ -108,18 +108,24 @@ class Admission:
 
     def kind_of(self, scope: Scope) -> str | None:
         """The kind of work of a request, or ``None`` when it is never queued."""
-        if not self.enabled or scope["type"] != "http" or scope.get("method") == "OPTIONS":
-            return None
-        path = scope.get("path", "")
-        if path == self.graphql_path:
-            return "graphql"
-        if path == self.registry_prefix or path.startswith(self.registry_prefix + "/"):
-            return "http"
-        return None
+        return work_kind(scope, self.graphql_path, self.registry_prefix) if self.enabled else None
 
     def rejected(self, kind: str) -> int:
         """Requests of ``kind`` refused so far (``xreg_admission_rejected_total{kind}``)."""
         return self.gates[kind].stats.rejected
+
+
+def work_kind(scope: Scope, graphql_path: str, registry_prefix: str) -> str | None:
+    """``graphql`` or ``http`` (the xRegistry API below ``registry_prefix``) for the requests that
+    admission control and rate limits govern; ``None`` for the rest (probes, GraphiQL, ``OPTIONS``)."""
+    if scope["type"] != "http" or scope.get("method") == "OPTIONS":
+        return None
+    path = scope.get("path", "")
+    if path == graphql_path:
+        return "graphql"
+    if path == registry_prefix or path.startswith(registry_prefix + "/"):
+        return "http"
+    return None
 
 
 def busy_response(kind: str, path: str, retry_after: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:

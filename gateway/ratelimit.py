@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import metrics
+from gateway.admission import work_kind
 from gateway.auth import AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import XRegistryError
@@ -279,14 +280,7 @@ class RateLimitMiddleware:
         self.graphql_path = graphql_path
 
     def _kind(self, scope: Scope) -> str | None:
-        if not self.limiter.enabled or scope["type"] != "http" or scope.get("method") == "OPTIONS":
-            return None
-        path = scope.get("path", "")
-        if path == self.graphql_path:
-            return "graphql"
-        if path == self.prefix or path.startswith(self.prefix + "/"):
-            return "http"
-        return None
+        return work_kind(scope, self.graphql_path, self.prefix) if self.limiter.enabled else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = self._kind(scope)

@@ -8,6 +8,7 @@ import pytest
 
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
+from tests.federation.servers import redis_or_skip
 
 
 @pytest.fixture
@@ -19,3 +20,14 @@ async def registry(tmp_path: Path):
         yield reg
     finally:
         await reg.close()
+
+
+@pytest.fixture(scope="module")
+def redis():
+    """A real redis-server on a free loopback port for the module's tests (skipped outside CI when
+    the Debian package is missing)."""
+    server = redis_or_skip()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -13,19 +13,10 @@ from adapters.caller import acting_for
 from gateway.auth import hash_key
 from gateway.config import ApiKey
 from tests.federation.conftest import remote_config
-from tests.federation.servers import GatewayServer, redis_or_skip
+from tests.federation.servers import GatewayServer
 from tests.support.clock import ManualClock
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
-
-
-@pytest.fixture(scope="module")
-def redis():
-    server = redis_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_hits_and_misses(remotes, open_remote):

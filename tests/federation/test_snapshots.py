@@ -14,7 +14,7 @@ from gateway.auth import hash_key
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from tests.federation.conftest import remote_config
-from tests.federation.servers import GatewayServer, redis_or_skip
+from tests.federation.servers import GatewayServer
 from tests.support.clock import ManualClock
 from tests.support.live import LiveServer
 
@@ -112,15 +112,6 @@ async def test_snapshots_expire_and_are_bounded(writable, open_remote):
     with pytest.raises(XRegistryError):  # never minted
         await source.get_many(["/"], as_of=c + 100)
     await source.check_revision(None)
-
-
-@pytest.fixture(scope="module")
-def redis():
-    server = redis_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _graphql(base: str, query: str, **variables) -> dict:

@@ -19,7 +19,6 @@ from gateway.app import create_app
 from gateway.auth import hash_key
 from gateway.config import ApiKey, Settings
 from resolvers.trusted_documents import TrustedDocuments
-from tests.federation.servers import redis_or_skip
 from tests.graphql.conftest import READ_KEY, WRITE_KEY, make_settings, open_registry
 from tests.support.live import LiveServer
 
@@ -125,15 +124,6 @@ async def test_apq_switched_off(tmp_path: Path):
         assert response.json()["errors"][0] == {"message": "PersistedQueryNotSupported",
                                                 "extensions": {"code": "PERSISTED_QUERY_NOT_SUPPORTED"}}
         assert (await http.post("/graphql", json={"query": QUERY})).json()["data"]
-
-
-@pytest.fixture(scope="module")
-def redis():
-    server = redis_or_skip()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_two_gateways_share_persisted_queries_through_redis(tmp_path: Path, redis):
