@@ -606,7 +606,11 @@ class Changeset:
             _check_default_version_id(meta_req, rxid)
             explicit = meta_req.get("defaultversionid")
             if "defaultversionsticky" in meta_req:
-                sticky = bool(meta_req["defaultversionsticky"])
+                given = meta_req["defaultversionsticky"]
+                if given is not None and not isinstance(given, bool):  # core/spec.md: a Boolean
+                    raise XRegistryError("invalid_attribute", mxid, path="defaultversionsticky",
+                                         name="defaultversionsticky", detail="must be a boolean")
+                sticky = bool(given)
             elif patch and "defaultversionid" in meta_req:  # patched id alone: sticky unless null
                 sticky = explicit is not None
             else:
