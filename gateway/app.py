@@ -136,7 +136,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
     # the request id and metrics see every answer, refusals included.
     middleware = [
-        *cors_middleware(settings, registry.model), Middleware(ObserveMiddleware), Middleware(CallerMiddleware),
+        *cors_middleware(settings, registry), Middleware(ObserveMiddleware), Middleware(CallerMiddleware),
         Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)]
     app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,

@@ -70,6 +70,11 @@ class WritePolicy:
         return self.uniform(0.0, self.base_delay * 2**attempt)
 
 
+#: Seconds a read may run on the model as last read: another process or replica may have changed
+#: it (the xRegistry HTTP API, GraphQL and CORS call :meth:`LocalRegistry.sync_model` with it).
+MODEL_MAX_AGE = 1.0
+
+
 class LocalRegistry:
     """The gateway's own registry, stored in a :class:`Store`."""
 

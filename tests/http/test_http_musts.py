@@ -569,7 +569,7 @@ async def test_filter_and_within_or_across(seeded):
     """"`?filter` Flag": "All `<EXPRESSION>` values within the scope of one `?filter` query
     parameter MUST be evaluated as a logical `AND`" and "The `?filter` query parameter MAY appear
     multiple times and if so MUST be evaluated as a logical `OR` with the other `?filter` query
-    parameters".""" 
+    parameters"."""
     client = seeded
     r = await client.get("/registry/messagegroups?filter=labels.team=sales,name=Orders")
     assert list(r.json()) == ["orders"]
