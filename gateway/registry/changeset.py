@@ -367,8 +367,9 @@ class Changeset:
         meta_old = (rstate.doc or {}).get("meta")
         xref = (meta_in or {}).get("xref", (meta_old or {}).get("xref") if patch else None)
         default_attrs = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
-        if body.get("epoch") is not None:  # a resource's own epoch is its default version's
-            default_attrs["epoch"] = body["epoch"]
+        for name in ("epoch", "createdat", "modifiedat"):  # a resource's own are its default version's
+            if body.get(name) is not None:
+                default_attrs[name] = body[name]
 
         if xref:
             if default_attrs.keys() - {"versionid", "epoch"} or versions_in:

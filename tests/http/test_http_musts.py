@@ -195,9 +195,13 @@ async def test_invalid_values_are_invalid_attribute(seeded, app):
                        ("/registry/messagegroups/orders", {"labels": {"a": 1}}),
                        (S1 + "/meta", {"defaultversionsticky": "yes"}),
                        (S1 + "$details", {"format": FORMAT, "name": 5}),
-                       (S1 + "/versions/1.0$details", {"createdat": "yesterday"})):
+                       (S1 + "/versions/1.0$details", {"createdat": "yesterday"}),
+                       (S1 + "$details", {"createdat": "yesterday"})):  # the default version's
         assert_problem(await client.patch(path, json=body), 400, "invalid_attribute")
     assert await revision(app) == rev
+    r = await client.patch(S1 + "$details", json={"createdat": "2020-01-01T00:00:00Z"})
+    assert r.status_code == 200, r.text
+    assert (await client.get(S1 + "/versions/2.0$details")).json()["createdat"] == "2020-01-01T00:00:00Z"
 
 
 async def test_required_attributes_missing_after_a_write(client, app):
@@ -682,3 +686,104 @@ async def test_error_documents(seeded, method, path, body, status, type_):
     assert problem["type"] == f"https://github.com/xregistry/spec/blob/main/core/http.md#{type_}"
     assert isinstance(problem["title"], str) and "<" not in problem["title"]
     assert problem["subject"].startswith("/")
+
+
+# -- core/spec.md rules the HTTP API applies (observable over HTTP) ------------------------------
+
+
+async def test_nested_collections_in_updates(seeded, app):
+    """"Creating or Updating Entities": "Registry collection attributes MUST be processed per the
+    rules specified in the Updating Nested Registry Collections section." — core/spec.md: "The
+    `<COLLECTION>url` and `<COLLECTION>count` attributes MUST be silently ignored"; "the server
+    MUST process each entity in the collection map as a request to create or update that entity";
+    "An entry in the map that isn't a valid entity (e.g. is `null`) MUST generate an error
+    ([bad_request](#bad_request))."; "An absent `<COLLECTION>` attribute, or empty map, MUST be
+    interpreted as a request to not modify the collection at all.\""""
+    client = seeded
+    r = await client.put("/registry/messagegroups/orders", json={
+        "name": "Orders", "messagescount": 0, "messagesurl": "x", "messages": {"added": MESSAGE}})
+    assert r.status_code == 200, r.text
+    assert set((await client.get("/registry/messagegroups/orders/messages")).json()) == {"created", "cancelled",
+                                                                                         "added"}
+    for body in ({"name": "Orders"}, {"name": "Orders", "messages": {}}):
+        assert (await client.put("/registry/messagegroups/orders", json=body)).status_code == 200
+        assert (await client.get("/registry/messagegroups/orders")).json()["messagescount"] == 3
+    rev = await revision(app)
+    assert_problem(await client.put("/registry/messagegroups/orders", json={"messages": {"bad": None}}), 400,
+                   "bad_request")
+    assert_problem(await client.patch("/registry/messagegroups", json={"orders": None}), 400, "bad_request")
+    assert_problem(await client.patch("/registry/messagegroups", json=[1]), 400, "bad_request")
+    assert_problem(await client.patch("/registry/messagegroups", json={"orders": {"messagegroupid": "x"}}), 400,
+                   "mismatched_id")
+    assert await revision(app) == rev
+
+
+async def test_patch_that_creates_answers_201_with_location(seeded):
+    """"Creating or Updating Entities": "In the `PUT` or `PATCH` cases that are directed to a
+    single entity, for a newly created entity, the HTTP status MUST be `201 Created`, and it MUST
+    include an HTTP `Location` header with a URL to the newly created entity. Note that this URL
+    MUST be the same as the `self` attribute of that entity." — groups, resources ($details: the
+    URL with the suffix, like `self`), versions; documents: "The `Location` header only appears in
+    response to a create operation and MUST be the same as the `self` URL.\""""
+    client = seeded
+    for path, body in (("/registry/messagegroups/p1", {"name": "p"}),
+                       ("/registry/messagegroups/p1/messages/m1", MESSAGE),
+                       (S1 + "/versions/9$details", {"format": FORMAT}),
+                       ("/registry/schemagroups/sg1/schemas/p2$details", {"format": FORMAT})):
+        r = await client.patch(path, json=body)
+        assert r.status_code == 201, (path, r.text)
+        assert r.headers["location"] == r.json()["self"]
+    created = await client.put("/registry/schemagroups/sg1/schemas/d1", content=b"{}", headers={
+        "Content-Type": "application/json", "xRegistry-format": FORMAT})
+    assert created.status_code == 201 and created.headers["location"] == created.headers["xregistry-self"]
+    updated = await client.put("/registry/schemagroups/sg1/schemas/d1", content=b"{}", headers={
+        "Content-Type": "application/json"})
+    assert updated.status_code == 200 and "location" not in updated.headers
+
+
+async def test_deleting_entities(seeded, app):
+    """core/spec.md "Deleting Entities" (http.md's `DELETE` sections defer to it): "If the request
+    body is absent (does not include a map), then all entities in the collection MUST be
+    deleted."; "A map with no entities MUST NOT delete any entities."; "If the entity's
+    `<SINGULAR>id` is present in the request, then it MUST match its corresponding `<KEY>` value,
+    otherwise a [mismatched_id](#mismatched_id) MUST be generated."; "If one of the referenced
+    entities cannot be found, then the server MUST silently ignore this condition"; for a single
+    entity "If the entity cannot be found, then an error ([not_found](./spec.md#not_found)) MUST be
+    generated."; "Deleting an entity MUST delete all children entities as well."; for Resources
+    "If an `epoch` value only appears at the top-level (and not within `meta`) then an error
+    ([misplaced_epoch](./spec.md#misplaced_epoch)) MUST be generated.\""""
+    client = seeded
+    rev = await revision(app)
+    assert (await client.request("DELETE", "/registry/messagegroups", json={})).status_code == 204
+    assert await revision(app) == rev
+    assert_problem(await client.request("DELETE", "/registry/messagegroups", json={
+        "orders": {"messagegroupid": "Billing"}}), 400, "mismatched_id")
+    assert_problem(await client.request("DELETE", "/registry/messagegroups/orders/messages", json={
+        "created": {"epoch": 1}}), 400, "misplaced_epoch")
+    assert_problem(await client.delete("/registry/messagegroups/nope"), 404, "not_found")
+    assert await revision(app) == rev
+    r = await client.request("DELETE", "/registry/messagegroups/orders/messages", json={
+        "created": {"meta": {"epoch": 1}, "epoch": 99}, "ghost": {}})
+    assert r.status_code == 204
+    assert list((await client.get("/registry/messagegroups/orders/messages")).json()) == ["cancelled"]
+    assert (await client.delete("/registry/messagegroups/orders")).status_code == 204
+    assert_problem(await client.get("/registry/messagegroups/orders/messages/cancelled"), 404, "not_found")
+    assert (await client.delete("/registry/messagegroups")).status_code == 204
+    assert (await client.get("/registry/messagegroups")).json() == {}
+    assert (await client.get("/registry/schemagroups")).json() != {}
+
+
+async def test_request_flags_of_core_spec(seeded):
+    """core/spec.md "Request Flags" as http.md maps them: "Doc Flag" (relative URLs, no
+    `<COLLECTION>url` duplicates of inlined collections), "Collections Flag" (only the nested
+    collections), "Epoch Flag" on deletes, "SetDefaultVersionID Flag" (`request` names the version
+    the request made), "SpecVersion Flag" (an unsupported version is `unsupported_specversion`)."""
+    client = seeded
+    doc = (await client.get("/registry/messagegroups/orders?doc&inline=messages")).json()
+    assert doc["self"].startswith("#") or not doc["self"].startswith("http")
+    collections = (await client.get("/registry/messagegroups/orders?collections")).json()
+    assert set(collections) == {"messages"} and set(collections["messages"]) == {"created", "cancelled"}
+    r = await client.post(S1 + "$details?setdefaultversionid=request", json={"format": FORMAT, "versionid": "0.9"})
+    assert r.status_code == 201
+    assert (await client.get(S1 + "/meta")).json()["defaultversionid"] == "0.9"
+    assert_problem(await client.get("/registry?specversion=0.1"), 400, "unsupported_specversion")
