@@ -483,6 +483,9 @@ async def test_capabilities_advertise_only_what_works(seeded):
             assert r.status_code == 200 and name in r.json(), name
     assert "capabilitiesoffered" not in available
     assert (await client.get("/registry/capabilitiesoffered")).status_code == 404
+    # "Attempts to access unavailable metadata MUST generate an error ([not_available](#not_available))."
+    body = assert_problem(await client.get("/registry?inline=capabilitiesoffered"), 400, "not_available")
+    assert body["subject"] == "capabilitiesoffered"
     assert caps["shortself"] is False and "shortself" not in (await client.get("/registry/messagegroups/orders")).json()
     reads = {"binary": "?binary", "collections": "?collections", "doc": "?doc", "filter": "?filter=name=x",
              "inline": "?inline=*", "sort": None, "specversion": f"?specversion={caps['specversions'][0]}"}
