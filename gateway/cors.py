@@ -88,7 +88,10 @@ class PathCORS:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else None
         if path is not None and (path in self.exact or path.startswith(self.prefixes)):
-            model = await self.registry.sync_model(max_age=MODEL_MAX_AGE)
+            try:
+                model = await self.registry.sync_model(max_age=MODEL_MAX_AGE)
+            except Exception:  # the store is unreachable: the request itself reports it, with CORS headers
+                model = self.registry.model
             await self.cors_for(model)(scope, receive, send)
         else:
             await self.app(scope, receive, send)

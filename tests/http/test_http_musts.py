@@ -481,6 +481,8 @@ async def test_capabilities_advertise_only_what_works(seeded):
         if name in ("capabilities", "model", "modelsource"):
             r = await client.get(f"/registry?inline={name}")
             assert r.status_code == 200 and name in r.json(), name
+    for api in caps["apis"]:  # the extension list of root APIs (earlier drafts' "apis")
+        assert (await client.get("/registry" + api)).status_code == 200, api
     assert "capabilitiesoffered" not in available
     assert (await client.get("/registry/capabilitiesoffered")).status_code == 404
     # "Attempts to access unavailable metadata MUST generate an error ([not_available](#not_available))."
