@@ -756,7 +756,9 @@ async def test_deleting_entities(seeded, app):
     entity "If the entity cannot be found, then an error ([not_found](./spec.md#not_found)) MUST be
     generated."; "Deleting an entity MUST delete all children entities as well."; for Resources
     "If an `epoch` value only appears at the top-level (and not within `meta`) then an error
-    ([misplaced_epoch](./spec.md#misplaced_epoch)) MUST be generated.\""""
+    ([misplaced_epoch](./spec.md#misplaced_epoch)) MUST be generated." and "If `epoch` appears in
+    both places then the top-level one MUST be silently ignored."; "Any other entity attributes that
+    appear in the request MUST be silently ignored, even if their values are invalid.\""""
     client = seeded
     rev = await revision(app)
     assert (await client.request("DELETE", "/registry/messagegroups", json={})).status_code == 204
@@ -768,7 +770,7 @@ async def test_deleting_entities(seeded, app):
     assert_problem(await client.delete("/registry/messagegroups/nope"), 404, "not_found")
     assert await revision(app) == rev
     r = await client.request("DELETE", "/registry/messagegroups/orders/messages", json={
-        "created": {"meta": {"epoch": 1}, "epoch": 99}, "ghost": {}})
+        "created": {"meta": {"epoch": 1}, "epoch": 99, "name": 5}, "ghost": {}})
     assert r.status_code == 204
     assert list((await client.get("/registry/messagegroups/orders/messages")).json()) == ["cancelled"]
     assert (await client.delete("/registry/messagegroups/orders")).status_code == 204
@@ -779,13 +781,22 @@ async def test_deleting_entities(seeded, app):
 
 
 async def test_request_flags_of_core_spec(seeded):
-    """core/spec.md "Request Flags" as http.md maps them: "Doc Flag" (relative URLs, no
-    `<COLLECTION>url` duplicates of inlined collections), "Collections Flag" (only the nested
+    """core/spec.md "Request Flags" as http.md maps them: "Doc Flag" (below), "Collections Flag" (only the nested
     collections), "Epoch Flag" on deletes, "SetDefaultVersionID Flag" (`request` names the version
     the request made), "SpecVersion Flag" (an unsupported version is `unsupported_specversion`)."""
     client = seeded
     doc = (await client.get("/registry/messagegroups/orders?doc&inline=messages")).json()
-    assert doc["self"].startswith("#") or not doc["self"].startswith("http")
+    assert doc["self"] == "#/" and doc["messagesurl"] == "#/messages"
+    assert doc["messages"]["created"]["self"] == "#/messages/created"
+    # "Doc Flag": "MUST remove the default Version attributes from a Resource's serialization",
+    # "MUST remove the Version `formatvalidated` and `compatibilityvalidated` attributes", Resources
+    # and Versions "MUST be serialized in their xRegistry metadata view", and relative URLs "if,
+    # and only if, the entities that they reference are included in the response output"
+    resource = (await client.get(S1 + "?doc&inline=meta")).json()
+    assert "versionid" not in resource and "format" not in resource and resource["metaurl"] == "#/meta"
+    assert resource["versionsurl"].startswith("http") and resource["meta"]["defaultversionurl"].startswith("http")
+    version = (await client.get(S1 + "/versions/1.0?doc")).json()
+    assert version["self"] == "#/" and "formatvalidated" not in version and version["format"] == FORMAT
     collections = (await client.get("/registry/messagegroups/orders?collections")).json()
     assert set(collections) == {"messages"} and set(collections["messages"]) == {"created", "cancelled"}
     r = await client.post(S1 + "$details?setdefaultversionid=request", json={"format": FORMAT, "versionid": "0.9"})
