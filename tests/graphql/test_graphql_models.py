@@ -31,11 +31,23 @@ def modelled_document() -> dict:
             "1": {"kind": "text", "file": "one"}, "2": {"kind": "text", "file": "two"}}}}}}}
 
 
-async def test_a_file_source_serves_its_documents_model(tmp_path: Path):
-    """A document file with ``modelsource`` (as ``/export`` writes it) is served like the local
-    registry: its groups and resources through the generic types, its model as ``model``."""
+@pytest.mark.parametrize("source", ["written", "exported"])
+async def test_a_file_source_serves_its_documents_model(tmp_path: Path, source: str):
+    """A document file with ``modelsource`` (written by hand, or the ``/export`` of a registry on
+    that model) is served like the local registry: its groups and resources through the generic
+    types, its model as ``model``."""
     doc = tmp_path / "docs.xreg.json"
-    doc.write_text(json.dumps(modelled_document()))
+    if source == "written":
+        doc.write_text(json.dumps(modelled_document()))
+    else:
+        async with running(make_settings(tmp_path / "origin")) as origin, asgi_client(origin) as client:
+            assert (await client.put("/registry/modelsource", json=DIRS)).status_code == 200
+            assert (await client.put("/registry/dirs/d1", json={"owner": "ops"})).status_code == 201
+            for text in (b"one", b"two"):
+                r = await client.post("/registry/dirs/d1/files/readme", content=text,
+                                      headers={"Content-Type": "text/plain", "xRegistry-kind": "text"})
+                assert r.status_code == 201, r.text
+            doc.write_text((await client.get("/registry/export")).text)
     settings = make_settings(tmp_path, registries=[{"id": "test", "kind": "local"},
                                                    {"id": "docs", "kind": "file", "path": str(doc)}])
     async with running(settings) as app, asgi_client(app) as client:
