@@ -47,7 +47,6 @@ from gateway import http_cache, json_limits
 from gateway.auth import AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import GraphQLRequestError
-from gateway.registry.service import MODEL_MAX_AGE
 from resolvers.context import Context, references_of, sources_of
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
@@ -201,9 +200,6 @@ def graphql_endpoint(
             document = await persisted.resolve(params, principal, shared)
         except GraphQLRequestError as exc:
             return _refused(media, exc)
-        registry = getattr(request.app.state, "registry", None)
-        if registry is not None:  # the local model as another process or replica may have changed it
-            await registry.sync_model(max_age=MODEL_MAX_AGE)
         sources = sources_of(request.app)
         tags = await validators(request, media, document, params, principal, sources) if get else None
         asked = request.headers.get("if-none-match")

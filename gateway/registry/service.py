@@ -71,7 +71,8 @@ class WritePolicy:
 
 
 #: Seconds a read may run on the model as last read: another process or replica may have changed
-#: it (the xRegistry HTTP API, GraphQL and CORS call :meth:`LocalRegistry.sync_model` with it).
+#: it (the xRegistry HTTP API and CORS call :meth:`LocalRegistry.sync_model` with it; GraphQL
+#: operations use :meth:`LocalRegistry.refresh_model`).
 MODEL_MAX_AGE = 1.0
 
 
@@ -92,6 +93,8 @@ class LocalRegistry:
         self.model_source: dict[str, Any] | None = None
         self._model_key: str | None = None
         self._model_synced = 0.0
+        #: The store's revision when the model was last read by :meth:`refresh_model` (or at open).
+        self._model_revision: int | None = None
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
@@ -115,7 +118,9 @@ class LocalRegistry:
 
             await self.write(create, subject="/", note="create registry")
         else:
+            revision = await self.store.current_revision()  # before the model is read: see refresh_model
             await self.sync_model()
+            self._model_revision = revision
             if await needs_materialising(self.store, self.model):
                 await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
 
@@ -140,6 +145,18 @@ class LocalRegistry:
             self.model = self.model_at(root)
             self.model_source = source
             self._model_key = key
+        return self.model
+
+    async def refresh_model(self) -> RegistryModel:
+        """The current model, for reads that must see another process's or replica's model change
+        at once (GraphQL operations): one read of the store's revision, and of the registry entity
+        only when the revision moved since the model was last read (a model change is a commit).
+        Deterministic, unlike :meth:`sync_model`'s age: the same calls for every read between two
+        commits."""
+        revision = await self.store.current_revision()  # first: a commit after it is seen next time
+        if revision != self._model_revision:
+            await self.sync_model()
+            self._model_revision = revision
         return self.model
 
     async def close(self) -> None:
