@@ -13,6 +13,7 @@ by :meth:`LocalRegistry.build_document`; the registry as one document (export) i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -30,7 +31,7 @@ from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from gateway.storage import create_store
-from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
+from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store, upkeep
 from gateway.xid import Xid
 
 T = TypeVar("T")
@@ -71,8 +72,8 @@ class WritePolicy:
 
 
 #: Seconds a read may run on the model as last read: another process or replica may have changed
-#: it (the xRegistry HTTP API and CORS call :meth:`LocalRegistry.sync_model` with it; GraphQL
-#: operations use :meth:`LocalRegistry.refresh_model`).
+#: it (the xRegistry HTTP API, GraphQL operations and CORS call :meth:`LocalRegistry.sync_model`
+#: with it).
 MODEL_MAX_AGE = 1.0
 
 
@@ -93,8 +94,6 @@ class LocalRegistry:
         self.model_source: dict[str, Any] | None = None
         self._model_key: str | None = None
         self._model_synced = 0.0
-        #: The store's revision when the model was last read by :meth:`refresh_model` (or at open).
-        self._model_revision: int | None = None
         self.registry_id = registry_id
         self.name = name
         self.base_url = base_url
@@ -118,9 +117,7 @@ class LocalRegistry:
 
             await self.write(create, subject="/", note="create registry")
         else:
-            revision = await self.store.current_revision()  # before the model is read: see refresh_model
             await self.sync_model()
-            self._model_revision = revision
             if await needs_materialising(self.store, self.model):
                 await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
 
@@ -138,25 +135,15 @@ class LocalRegistry:
         if max_age is not None and self._model_key is not None and now - self._model_synced < max_age:
             return self.model
         self._model_synced = now
-        root = await self.store.get("/")
+        # a timed check is upkeep, not a read of the request that happens to make it (uncounted)
+        with upkeep() if max_age is not None else contextlib.nullcontext():
+            root = await self.store.get("/")
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
         key = json.dumps(source, sort_keys=True)
         if key != self._model_key:
             self.model = self.model_at(root)
             self.model_source = source
             self._model_key = key
-        return self.model
-
-    async def refresh_model(self) -> RegistryModel:
-        """The current model, for reads that must see another process's or replica's model change
-        at once (GraphQL operations): one read of the store's revision, and of the registry entity
-        only when the revision moved since the model was last read (a model change is a commit).
-        Deterministic, unlike :meth:`sync_model`'s age: the same calls for every read between two
-        commits."""
-        revision = await self.store.current_revision()  # first: a commit after it is seen next time
-        if revision != self._model_revision:
-            await self.sync_model()
-            self._model_revision = revision
         return self.model
 
     async def close(self) -> None:
