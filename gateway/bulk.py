@@ -20,8 +20,9 @@ Parameters (query string):
 ``after``, ``before``    bounds (exclusive) on the rows' lower-cased XIDs: a key range
 ``limit``                rows per response (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`)
 
-The answer (``application/vnd.apache.arrow.stream``) carries ``xRegistry-bulk-next`` when rows
-of the range follow: the ``after`` of the next request. Reads need the ``read`` scope, like
+The answer (``application/vnd.apache.arrow.stream``) holds the *last* ``limit`` rows of the
+range, in XID order; when it is full it carries ``xRegistry-bulk-before``, the ``before`` of the
+next request (the rows preceding these; an empty answer ends the range). Reads need the ``read`` scope, like
 GraphQL's; errors are the xRegistry API's problem documents.
 """
 
@@ -51,8 +52,8 @@ from resolvers.loaders import Loaders
 ROWS_PATH = "/bulk/rows"
 #: The media type of the answer.
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
-#: The response header naming the ``after`` of the next page (absent on the last one).
-NEXT_HEADER = "xRegistry-bulk-next"
+#: The response header naming the ``before`` of the next page (absent on the last one).
+NEXT_HEADER = "xRegistry-bulk-before"
 #: The header naming the revision the rows were read at.
 REVISION_HEADER = "xRegistry-bulk-revision"
 DEFAULT_LIMIT = 5000
@@ -205,6 +206,8 @@ class RowBuilder:
                             if f.name not in ("registry", "xid", "group", "id", "revision", "grouptype", "schemaid",
                                               "entity")]
         self._names = names
+        #: Columns that may be a view's collection count (a link, never materialised).
+        self._counts = frozenset(n for n in names if n.endswith("count"))
 
     def batch(self, rows: Sequence[tuple[Entity, dict[str, Any], int]]) -> pa.RecordBatch:
         """One batch: per row its entity (materialised), its full view and its revision."""
@@ -222,11 +225,17 @@ class RowBuilder:
                 columns["grouptype"].append(parts[0])
             elif versions:
                 columns["schemaid"].append(parts[3] if len(parts) >= 4 else None)
+            # a message's attributes are materialised, but for the collection counts of its full view
             m = entity.materialised
-            shown = view if m is None else {**view, **{k: v for k, v in m.attributes.items()
-                                                        if not _is_link(k, entity.view)}}
+            shown = view if m is None else m.attributes
             for name, derive, convert in self._attributes:
-                columns[name].append(convert(derive(shown) if derive is not None else shown.get(name)))
+                if derive is not None:
+                    value = derive(shown)
+                elif shown is view or not (name in self._counts and _is_link(name, entity.view)):
+                    value = shown.get(name)
+                else:
+                    value = view.get(name)
+                columns[name].append(convert(value))
             columns["entity"].append(_dumps(view))
         return pa.RecordBatch.from_arrays([pa.array(columns[f.name], type=f.type) for f in self.schema],
                                           schema=self.schema)
@@ -267,8 +276,8 @@ async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
     as_of = _int(params, "asOf", None)
     if as_of is None:
         raise _bad("asOf is required: the revision every page of the read is pinned to")
-    limit = _int(params, "limit", DEFAULT_LIMIT) or DEFAULT_LIMIT
-    if not 1 <= limit <= MAX_LIMIT:
+    limit = _int(params, "limit", DEFAULT_LIMIT)
+    if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise _bad(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
     sources = sources_of(request.app)
     source: RegistrySource | None = sources.get(registry)
@@ -281,7 +290,9 @@ async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
     await source.check_revision(as_of)
     ctypes = tuple(c for c in ENTITIES[entity] if _in_model(source, c))
     after, before = params.get("after"), params.get("before")
-    listing = Listing(ctypes, limit=limit, as_of=as_of, after=Cursor(after.lower()).encode() if after else None,
+    # the last rows of the range (keyset pages read backwards: a source's page between two cursors)
+    listing = Listing(ctypes, limit=limit, as_of=as_of, backward=True,
+                      after=Cursor(after.lower()).encode() if after else None,
                       before=Cursor(before.lower()).encode() if before else None)
     builder = RowBuilder(entity)
     headers = {REVISION_HEADER: str(as_of)}
@@ -294,8 +305,8 @@ async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
     full = dict(zip((id(e) for e in partial), await source.complete(partial), strict=True)) if partial else {}
     rows = [(e, full.get(id(e), e.view), as_of if e.revision is None else e.revision) for e in items]
     body = await asyncio.to_thread(lambda: ipc_stream(builder.batch(rows)))
-    if page.has_next and items:
-        headers[NEXT_HEADER] = items[-1].xid.lower()
+    if len(items) >= limit:  # a full page: rows of the range may precede it
+        headers[NEXT_HEADER] = items[0].xid.lower()
     return body, headers
 
 

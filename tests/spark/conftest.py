@@ -117,6 +117,8 @@ class Gateway:
     url: str
     log: RequestLog
     corpus_revision: int
+    #: The gateway's settings (another app on them is another worker of the same deployment).
+    settings: Settings
     token: str = TOKEN
     http: httpx.Client = field(default=None)  # type: ignore[assignment]
 
@@ -173,7 +175,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     http = httpx.Client(timeout=30, headers={"authorization": f"Bearer {TOKEN}"})
     with serve(log) as base:
         try:
-            yield Gateway(f"{base}/graphql", log, revision, http=http)
+            yield Gateway(f"{base}/graphql", log, revision, settings, http=http)
         finally:
             http.close()
 

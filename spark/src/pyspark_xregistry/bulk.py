@@ -2,7 +2,8 @@
 
 The gateway builds every column of the data source's fixed schema and answers one key range of
 rows (bounds on the lower-cased XIDs) per request, pinned to a revision and a registry instance,
-as an Arrow IPC stream; the next page's ``after`` comes in the ``xRegistry-bulk-next`` header.
+as an Arrow IPC stream, its last rows first; the next page's ``before`` comes in the
+``xRegistry-bulk-before`` header.
 The batches go to Spark as they are: no per-row work in the Python worker.
 """
 
@@ -23,7 +24,7 @@ from pyspark_xregistry.client import RETRY_STATUSES, CheckpointMismatch, ClientC
 
 #: The bulk read's path, relative to the GraphQL endpoint's folder.
 ROWS_PATH = "bulk/rows"
-NEXT_HEADER = "xRegistry-bulk-next"
+NEXT_HEADER = "xRegistry-bulk-before"
 #: Rows per request.
 ROWS_PER_REQUEST = 5000
 #: A key no XID reaches (XIDs are ASCII): ``<group key> + "/" + END`` follows every row of the
@@ -51,15 +52,17 @@ def key_ranges(
 ) -> list[KeyRange]:
     """The whole key space of a registry cut into ranges of about ``rows`` rows, at group
     boundaries: ``groups`` are ``(XID, rows below or of it)`` of every group the read covers.
-    The ranges tile the key space, so every row is in exactly one of them."""
-    ordered = sorted((xid.lower(), weight) for xid, weight in groups)
+    The boundaries increase, so the ranges tile the key space: every row is in exactly one of
+    them. (Groups are ordered by the keys of their children, ``<group key>/…``: group ``a``'s
+    children sort after those of group ``a.b``, since ``/`` follows ``.``.)"""
+    ordered = sorted((xid.lower() + "/", weight) for xid, weight in groups)
     out: list[KeyRange] = []
     after: str | None = None
     weight = 0
-    for i, (key, children) in enumerate(ordered):
+    for i, (prefix, children) in enumerate(ordered):
         weight += children
         if weight >= rows and i < len(ordered) - 1:
-            boundary = key + "/" + END
+            boundary = prefix + END
             out.append(KeyRange(registry, revision, instance, after, boundary, weight))
             after, weight = boundary, 0
     out.append(KeyRange(registry, revision, instance, after, None, weight))
@@ -75,14 +78,18 @@ class BulkClient:
     """Reads key ranges from ``GET /bulk/rows`` (bearer token, timeout and retries as the
     GraphQL client's: connection errors, timeouts, 429 and 5xx, honouring ``Retry-After``)."""
 
-    def __init__(self, config: ClientConfig, entity: str) -> None:
+    def __init__(self, config: ClientConfig, entity: str, *, page_rows: int = ROWS_PER_REQUEST) -> None:
         self.config = config
         self.entity = entity
+        self.page_rows = page_rows
         self.url = rows_url(config.url)
         headers = {"accept": "application/vnd.apache.arrow.stream"}
         if config.token:
             headers["authorization"] = f"Bearer {config.token}"
-        self._http = httpx.Client(timeout=config.timeout, headers=headers)
+        # a connection per request: a new connection goes to a gateway worker that is waiting for
+        # work, where a kept one would stay with the worker that first accepted it
+        self._http = httpx.Client(timeout=config.timeout, headers=headers,
+                                  limits=httpx.Limits(max_keepalive_connections=0))
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -95,19 +102,19 @@ class BulkClient:
         self.close()
 
     def read(self, r: KeyRange) -> list[pa.RecordBatch]:
-        """Every row of ``r``, page by page."""
+        """Every row of ``r``, page by page (the gateway answers the last rows of a range first)."""
         out: list[pa.RecordBatch] = []
-        after = r.after
+        before = r.before
         while True:
             params = {"registry": r.registry, "entity": self.entity, "asOf": str(r.revision),
-                      "limit": str(ROWS_PER_REQUEST)}
-            params.update({k: v for k, v in (("instanceId", r.instance), ("after", after), ("before", r.before))
+                      "limit": str(self.page_rows)}
+            params.update({k: v for k, v in (("instanceId", r.instance), ("after", r.after), ("before", before))
                            if v is not None})
             resp = self._get(params)
             with pa.ipc.open_stream(resp.content) as reader:
-                out.extend(b for b in reader if b.num_rows)
-            after = resp.headers.get(NEXT_HEADER)
-            if after is None:
+                out[:0] = [b for b in reader if b.num_rows]
+            before = resp.headers.get(NEXT_HEADER)
+            if before is None:
                 return out
 
     def _get(self, params: dict[str, str]) -> httpx.Response:
