@@ -145,7 +145,7 @@ def test_a_pin_holds_across_the_processes_of_a_deployment(gateway):
 
 
 def test_a_remote_registry_is_read_in_bulk(federating):  # noqa: F811 - the fixture
-    url, remote = federating
+    url, _ = federating
     for entity in ("endpoints", "messagegroups", "messages"):
         bulk = _rows(XRegistryReader, url, entity, None, registry="erp", numPartitions=2)
         graphql = _rows(GraphQLReader, url, entity, None, registry="erp")
