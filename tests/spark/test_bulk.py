@@ -157,3 +157,18 @@ def test_a_remote_registry_is_read_in_bulk(federating):  # noqa: F811 - the fixt
     resp = httpx.get(url.removesuffix("/graphql") + ROWS_PATH, timeout=30,
                      params={"registry": "erp", "entity": "messages", "asOf": "999999"})
     assert resp.status_code == 400 and "not a live snapshot" in resp.json()["detail"]
+
+
+def test_spark_reads_a_projection_in_bulk_and_other_schemas_through_graphql(read, gateway):
+    rev = gateway.corpus_revision
+    full = {r.xid: (r.revision, r.createdat) for r in read("schemas", asOfRevision=rev).collect()}
+    gateway.log.clear()
+    some = read("schemas", schema="createdat TIMESTAMP, xid STRING NOT NULL, revision BIGINT", asOfRevision=rev)
+    assert some.columns == ["createdat", "xid", "revision"]
+    assert {r.xid: (r.revision, r.createdat) for r in some.collect()} == full
+    # planned through GraphQL (registries, groups), read in bulk
+    assert gateway.log.bulk_rows() == CORPUS_COUNTS["schemas"] and gateway.log.returned("Resources", "/schemas/") == 0
+    gateway.log.clear()
+    other = read("schemas", schema="xid STRING, revision STRING", asOfRevision=rev).collect()
+    assert {r.xid: r.revision for r in other} == {x: str(rev_) for x, (rev_, _) in full.items()}
+    assert gateway.log.bulk_rows() == 0 and gateway.log.returned("Resources", "/schemas/") == CORPUS_COUNTS["schemas"]
