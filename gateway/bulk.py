@@ -40,6 +40,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.base import Entity, Listing, RegistrySource
+from gateway.admission import BULK_PREFIX
 from gateway.auth import AuthError, principal_of
 from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
@@ -49,7 +50,7 @@ from resolvers.context import references_of, sources_of
 from resolvers.loaders import Loaders
 
 #: The path of the bulk read.
-ROWS_PATH = "/bulk/rows"
+ROWS_PATH = f"{BULK_PREFIX}/rows"
 #: The media type of the answer.
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
 #: The response header naming the ``before`` of the next page (absent on the last one).
