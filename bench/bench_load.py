@@ -54,7 +54,7 @@ with open(out, "a") as f:
         except OSError:
             took = float("inf")
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        f.write(f"{took}\\n")
+        f.write(f"{time.time()} {took}\\n")
         f.flush()
         time.sleep(every)
 """
@@ -126,12 +126,16 @@ async def run_mode(data_dir: Path, mode: str, clients: int) -> dict[str, Any]:
                 return response.status_code, time.perf_counter() - started, "retry-after" in response.headers
 
             await asyncio.sleep(0.5)
-            started, cpu_before = time.perf_counter(), cpu_seconds(server.pid)
+            started, cpu_before, burst_at = time.perf_counter(), cpu_seconds(server.pid), time.time()
             results = await asyncio.gather(*(query() for _ in range(clients)))
             elapsed, cpu = time.perf_counter() - started, cpu_seconds(server.pid) - cpu_before
             prober.terminate()
             prober.wait(30)
-            probes = [float(x) for x in probe_log.read_text().split()]
+            lines = [line.split() for line in probe_log.read_text().splitlines()]
+            probes = [float(took) for _, took in lines]
+            if os.environ.get("BENCH_PROBE_LOG"):
+                for at, took in lines:
+                    print(f"probe {float(at) - burst_at:+.3f} s {1000 * float(took):.1f} ms", file=sys.stderr)
     finally:
         rss_peak = peak_rss_mb(server.pid)
         server.terminate()
@@ -148,6 +152,7 @@ async def run_mode(data_dir: Path, mode: str, clients: int) -> dict[str, Any]:
         "RSS idle (MB)": rss_idle, "RSS peak (MB)": rss_peak,
         "healthz p50 (ms)": 1000 * pct(probes, 0.5), "healthz p99 (ms)": 1000 * pct(probes, 0.99),
         "healthz max (ms)": 1000 * max(probes, default=float("nan")), "healthz probes": len(probes),
+        "healthz > 100 ms": sum(1 for t in probes if t > 0.1),
     }
 
 
@@ -167,7 +172,7 @@ def main() -> None:
           f"/healthz every {PROBE_EVERY * 1000:.0f} ms")
     for key in keys:
         cells = [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in rows]
-        print(f"{key:<24}" + "".join(f"{c:>18}" for c in cells))
+        print(f"{key:<24}" + "".join(f"{c:>20}" for c in cells))
 
 
 if __name__ == "__main__":

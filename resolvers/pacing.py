@@ -19,9 +19,9 @@ and its loaders send no batch while the hold is taken; it is given back when the
 completed its items, and the held batches go out together with the loads the completed items
 issue next, as if the list had been completed in one stretch.
 
-**Off-loop encoding.** :func:`json_response` encodes the answer of a costly operation (at least
-:data:`LARGE_COST`, ``resolvers/cost.py``) in a worker thread; cheap answers are encoded at once
-(a thread hop would cost them more than it saves). The store decodes large pages and the
+**Paced encoding.** :func:`json_response` encodes the answer of a costly operation (at least
+:data:`LARGE_COST`, ``resolvers/cost.py``) in slices too (:func:`encode_paced`: long lists item
+by item); cheap answers are encoded at once. The store decodes large pages and the
 registry builds many views in worker threads the same way (``gateway/storage/sqlite.py``,
 ``gateway/registry/reads.py``). ``bench/bench_load.py`` measures what all this buys: ``/healthz``
 latency while heavy pages run.
@@ -160,9 +160,12 @@ class Pacer:
         """graphql-core's ``complete_iterable_value`` (without ``@stream``), paced: the completed
         list, or an awaitable of it when it holds awaitables or its items did not fit the slice."""
         completion = _ListCompletion(executor, item_type, field_details_list, info, path, items, position_context)
-        if self.slice_seconds <= 0:
+        try:
+            turns = slicer()
+        except RuntimeError:  # no event loop: a synchronous execution has nothing to give turns to
+            turns = None
+        if turns is None or self.slice_seconds <= 0:
             return completion.all_at_once()
-        turns = slicer()
         try:
             done = completion.run(turns, self.slice_seconds)
         except Exception:
@@ -269,12 +272,65 @@ class _ListCompletion:
         return results
 
 
+#: Lists longer than this are encoded item by item (:func:`encode_paced`).
+SPLIT_LIST = 16
+#: How deep :func:`encode_paced` looks for long lists (an answer's pages are a few levels down).
+SPLIT_DEPTH = 8
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _encode(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    return _dumps(body).encode("utf-8")
+
+
+def _pieces(value: Any, depth: int = 0) -> Iterator[str]:
+    """``value`` as JSON text in pieces: the objects and lists of its first levels piece by piece,
+    the items of a long list each in one call of the C encoder, everything else at once."""
+    if depth < SPLIT_DEPTH and isinstance(value, dict) and value:
+        for i, (key, item) in enumerate(value.items()):
+            yield ("," if i else "{") + _dumps(key) + ":"
+            yield from _pieces(item, depth + 1)
+        yield "}"
+    elif depth < SPLIT_DEPTH and isinstance(value, list) and value:
+        long = len(value) > SPLIT_LIST
+        for i, item in enumerate(value):
+            yield "," if i else "["
+            if long:
+                yield _dumps(item)
+            else:
+                yield from _pieces(item, depth + 1)
+        yield "]"
+    else:
+        yield _dumps(value)
+
+
+async def encode_paced(body: Any, slice_seconds: float) -> bytes:
+    """``body`` as JSON (exactly :func:`json.dumps`'s compact form), encoded on the event loop in
+    slices with turns in between (:class:`Slicer`), so a large answer holds up nothing for long.
+
+    A worker thread would not do: the C encoder holds the interpreter lock for the whole call, a
+    megabyte answer tens of milliseconds during which no other thread (the event loop's) runs."""
+    turns = slicer()
+    out: list[str] = []
+    for piece in _pieces(body):
+        out.append(piece)
+        if turns.spent(slice_seconds):
+            await turns.turn()
+    return "".join(out).encode("utf-8")
 
 
 async def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
-                        *, media_type: str = "application/json", large: bool = False) -> Response:
-    """A JSON response; ``large`` bodies are encoded in a worker thread."""
-    content = await asyncio.to_thread(_encode, body) if large else _encode(body)
+                        *, media_type: str = "application/json", large: bool = False,
+                        slice_seconds: float = 0.0) -> Response:
+    """A JSON response; a ``large`` body is encoded in slices of ``slice_seconds`` on the event
+    loop (:func:`encode_paced`), or in a worker thread when slices are off (0)."""
+    if not large:
+        content = _encode(body)
+    elif slice_seconds > 0:
+        content = await encode_paced(body, slice_seconds)
+    else:
+        content = await asyncio.to_thread(_encode, body)
     return Response(content, status, headers, media_type=media_type)

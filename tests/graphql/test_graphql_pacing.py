@@ -6,6 +6,7 @@ nothing here is timed."""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -18,7 +19,7 @@ from gateway.config import Settings
 from resolvers.context import Context
 from resolvers.execution import GatewayExecutor
 from resolvers.loaders import HeldLoader
-from resolvers.pacing import Hold, Pacer, slicer
+from resolvers.pacing import Hold, Pacer, encode_paced, slicer
 from resolvers.schema import build_schema
 from tests.graphql.conftest import REGISTRY_ID, open_registry
 
@@ -143,3 +144,15 @@ async def test_a_paced_corpus_page_answers_as_in_one_stretch(corpus_db, tmp_path
     assert paced.data == one_stretch.data
     assert len(paced.data["registry"]["messages"]["nodes"]) == 300
     assert unpaced_turns == 0 and paced_turns >= 300
+
+
+async def test_a_large_answer_is_encoded_in_slices_exactly_as_json_dumps():
+    page = [{"xid": f"/m/{i}", "name": "ü€\u2028", "labels": [{"key": "k", "value": None}] * 3, "n": i / 3,
+             "nested": {"items": list(range(40)), "empty": [], "none": {}}} for i in range(300)]
+    body = {"data": {"registry": {"messages": {"totalCount": 300, "nodes": page, "pageInfo": {}}}}, "errors": []}
+    expected = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    given = slicer().turns
+    assert await encode_paced(body, EVERY_ITEM) == expected
+    assert slicer().turns - given >= 300  # a turn of the loop between the page's items
+    for small in ([], {}, [1, [2, {}]], "x", None, {"a": []}):
+        assert await encode_paced(small, EVERY_ITEM) == json.dumps(small, separators=(",", ":")).encode()
