@@ -292,7 +292,8 @@ class Settings(BaseSettings):
 
     # -- overload: admission control and rate limiting --------------------------------------------
     admission_enabled: bool = Field(True, description="Bound the GraphQL operations and API requests at work.")
-    admission_graphql_concurrency: int = Field(4, ge=1, description="GraphQL requests at work at once.")
+    admission_graphql_concurrency: int = Field(
+        2, ge=1, description="GraphQL requests at work at once (their work is CPU-bound: about one per core).")
     admission_http_concurrency: int = Field(16, ge=1, description="xRegistry HTTP API requests at work at once.")
     admission_queue_size: int = Field(
         64, ge=0, description="Requests of each kind that may wait for a slot; more are refused at once (503).")
