@@ -1,7 +1,8 @@
 """Load benchmark: many concurrent heavy GraphQL queries against one gateway process, in one run
 for each mode: admission control off and lists completed in one stretch (the baseline), admission
-on with lists in one stretch (``unpaced``: admission alone), and the defaults (admission on,
-lists completed in slices: ``resolvers/pacing.py``).
+on with lists in one stretch and 4 GraphQL executions at once (``unpaced``: admission alone, as
+before pacing), and the defaults (admission on, 2 at once, lists and large answers completed and
+encoded in slices: ``resolvers/pacing.py``).
 
 The gateway serves the 117-feed corpus from `xreg-gateway serve` in a process of its own on
 127.0.0.1. This process fires ``--clients`` heavy queries at once (a page of 500 materialised
@@ -82,10 +83,12 @@ def cpu_seconds(pid: int) -> float:
 #: Environment of the gateway in each mode.
 MODES = {
     "off": {"XREG_ADMISSION_ENABLED": "false", "XREG_GRAPHQL_PACING_SLICE_MS": "0"},
-    "unpaced": {"XREG_ADMISSION_ENABLED": "true", "XREG_GRAPHQL_PACING_SLICE_MS": "0"},
+    # admission as it was before lists were paced: 4 GraphQL executions at once
+    "unpaced": {"XREG_ADMISSION_ENABLED": "true", "XREG_GRAPHQL_PACING_SLICE_MS": "0",
+                "XREG_ADMISSION_GRAPHQL_CONCURRENCY": "4"},
     "on": {"XREG_ADMISSION_ENABLED": "true"},
 }
-TITLES = {"off": "admission off", "unpaced": "admission, unpaced", "on": "defaults"}
+TITLES = {"off": "admission off", "unpaced": "unpaced, 4 at once", "on": "defaults (paced)"}
 
 
 def pct(values: list[float], q: float) -> float:
