@@ -21,10 +21,11 @@ issue next, as if the list had been completed in one stretch.
 
 **Paced encoding.** :func:`json_response` encodes the answer of a costly operation (at least
 :data:`LARGE_COST`, ``resolvers/cost.py``) in slices too (:func:`encode_paced`: long lists item
-by item); cheap answers are encoded at once. The store decodes large pages and the
-registry builds many views in worker threads the same way (``gateway/storage/sqlite.py``,
-``gateway/registry/reads.py``). ``bench/bench_load.py`` measures what all this buys: ``/healthz``
-latency while heavy pages run.
+by item); cheap answers are encoded at once. The store decodes large pages and the registry
+builds many views in worker threads instead (``gateway/storage/sqlite.py``,
+``gateway/registry/reads.py``, ``adapters/local.py``). ``bench/bench_loop_lag.py`` measures the
+event loop's longest turns under heavy queries, ``bench/bench_load.py`` the ``/healthz``
+latency.
 """
 
 from __future__ import annotations
