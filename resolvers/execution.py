@@ -1,15 +1,26 @@
-"""The executor of the gateway's schema: graphql-core's, with a cheaper path for the fields most
+"""The executor of the gateway's schema: graphql-core's, with compiled plans for the fields most
 of a response is made of.
 
-Most fields of a response are attributes read from an entity (resolver-less fields, resolved
-by :func:`resolvers.types.read_field`) or small synchronous methods without arguments
-(``xid``, ``id``, ``pageInfo``, ``totalCount``). For each of them graphql-core builds a
-``GraphQLResolveInfo`` and strawberry wraps it in its ``Info``, converts the (absent) arguments
-and runs the field's extension chain — several times the cost of reading the value. The
-executor decides once per field definition whether it can skip all that (a *plan*), and then
-calls the value's reader directly and serialises a scalar result in place. Everything else —
-fields with arguments, ``info``, extensions or awaiting resolvers, and every error or null in
-a non-null position — takes graphql-core's own path, so results and errors are the same.
+For each selection set (graphql-core collects one per object type and field group, fragments
+and ``@skip`` / ``@include`` already applied with the request's variables) the executor builds a
+*plan* once per execution: per response key, how the field resolves.
+
+- **Leaf reads.** Attributes (resolver-less fields, read by :func:`resolvers.types.read_field`)
+  and small synchronous methods without arguments (``xid``, ``id``, ``totalCount``) of a scalar
+  or enum type are read and serialised in place: no ``Path``, no ``GraphQLResolveInfo``, no
+  strawberry ``Info``, no argument conversion, no extension chain.
+- **Reads of objects and lists** (``nodes``, ``pageInfo``) skip the same wrapping; their value is
+  completed by graphql-core.
+- **Resolver calls** (connection fields and references: arguments, ``info``, awaiting) call the
+  resolver directly: their arguments are coerced and converted once per field node and request
+  (the :class:`~resolvers.connections.Paged` extension's ``paging`` included), the strawberry
+  ``Info`` is built, and the rest of strawberry's wrapping (extension chain, exception handlers,
+  none of which apply) is skipped.
+
+Everything else — fields with other extensions, schema extensions with a ``resolve`` hook,
+abstract types, and every error or null in a non-null position — takes graphql-core's own path,
+so results and errors are the same as strawberry's own executor (``tests/graphql/
+test_graphql_executor.py`` compares them).
 """
 
 from __future__ import annotations
@@ -19,16 +30,30 @@ from typing import Any, cast
 
 from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, is_leaf_type
 from graphql.execution.executor import to_nodes
-from graphql.pyutils import Path, Undefined
+from graphql.execution.values import get_argument_values
+from graphql.pyutils import Path, Undefined, gather_with_cancel
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.arguments import convert_arguments
 from strawberry.types.field import StrawberryField
+
+from resolvers.connections import Paged, paging_of
 
 #: ``read(source)`` of a field, its return type, and the leaf type to serialise a value to
 #: (``None``: not a scalar or enum).
 Plan = tuple[Callable[[Any], Any], Any, Any]
 
+#: A resolver called directly: the strawberry field, the function, whether it takes ``self``,
+#: the name of its ``info`` parameter (``None``: it takes none), whether it is :class:`Paged`.
+Call = tuple[StrawberryField, Callable[..., Any], bool, "str | None", bool]
+
 _PLANS: dict[int, tuple[GraphQLField, Plan | None]] = {}
+_CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
+
+#: Python types whose values a scalar serialises as they are, checked before trusting a read
+#: (anything else takes graphql-core's path).
+_PLAIN = frozenset({str, int, float, bool, dict, list})
+_FAILED = object()
 
 
 def plan_of(field_def: GraphQLField) -> Plan | None:
@@ -41,9 +66,14 @@ def plan_of(field_def: GraphQLField) -> Plan | None:
     return plan
 
 
-def _plan(field_def: GraphQLField) -> Plan | None:
+def _strawberry_field(field_def: GraphQLField) -> StrawberryField | None:
     field = (field_def.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(field, StrawberryField) or field.extensions or field.is_subscription or field_def.args:
+    return field if isinstance(field, StrawberryField) and not field.is_subscription else None
+
+
+def _plan(field_def: GraphQLField) -> Plan | None:
+    field = _strawberry_field(field_def)
+    if field is None or field.extensions or field_def.args:
         return None
     read: Callable[[Any], Any]
     resolver = field.base_resolver
@@ -63,26 +93,169 @@ def _plan(field_def: GraphQLField) -> Plan | None:
     return read, type_, named if is_leaf_type(named) else None
 
 
+def call_of(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
+    """How a resolver with arguments or ``info`` is called directly (``None``: through strawberry)."""
+    cached = _CALLS.get(id(field_def))
+    if cached is not None and cached[0] is field_def:
+        return cached[1]
+    call = _call(field_def, converter)
+    _CALLS[id(field_def)] = (field_def, call)
+    return call
+
+
+def _call(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
+    field = _strawberry_field(field_def)
+    if field is None or field.base_resolver is None or converter._get_field_exception_handlers(field):
+        return None
+    paged = [e for e in field.extensions if isinstance(e, Paged)]
+    if len(paged) != len(field.extensions) or len(paged) > 1:
+        return None  # an extension whose effect is not known here
+    resolver = field.base_resolver
+    if resolver.parent_parameter is not None or resolver.root_parameter is not None:
+        return None
+    info = resolver.info_parameter
+    return (field, cast(Callable[..., Any], resolver.wrapped_func), resolver.self_parameter is not None,
+            info.name if info is not None else None, bool(paged))
+
+
 class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor with the planned fields resolved in place (see the module)."""
+    """graphql-core's executor with compiled selection-set plans (see the module)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         manager = self.middleware_manager
         #: field middleware (a schema extension's ``resolve`` hook) needs every field's info
         self.planned = manager is None or manager._middleware_resolvers is None
+        strawberry_schema = getattr(self.schema, "_strawberry_schema", None)
+        self.converter: GraphQLCoreConverter | None = (
+            strawberry_schema.schema_converter if strawberry_schema is not None else None)
+        #: per selection set (kept alive with its plan, so that its id stays unique)
+        self._selection_plans: dict[int, tuple[Any, list[tuple[str, Any, Any]]]] = {}
+        #: converted arguments per field node of this request
+        self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
+
+    # -- selection sets -----------------------------------------------------------------------
+
+    def _selection_plan(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[tuple[str, Any, Any]]:
+        """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
+        ``(read, serialize, nullable, field definition)`` for a leaf read, else ``None``."""
+        cached = self._selection_plans.get(id(grouped_field_set))
+        if cached is not None and cached[0] is grouped_field_set:
+            return cached[1]
+        plan = []
+        for response_name, field_details_list in grouped_field_set.items():
+            field_def = parent_type.fields.get(field_details_list[0].node.name.value)
+            field_plan = plan_of(field_def) if field_def is not None else None
+            leaf = None
+            if field_plan is not None and field_plan[2] is not None:
+                read, return_type, named = field_plan
+                leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def)
+            plan.append((response_name, field_details_list, leaf))
+        self._selection_plans[id(grouped_field_set)] = (grouped_field_set, plan)
+        return plan
+
+    def execute_fields(
+        self, parent_type: GraphQLObjectType, source_value: Any, path: Path | None, grouped_field_set: Any,
+        position_context: Any,
+    ) -> Any:
+        if not self.planned:
+            return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
+        results: dict[str, Any] = {}
+        is_awaitable = self.is_awaitable
+        awaitable_fields: list[str] = []
+        plain = _PLAIN
+        try:
+            for response_name, field_details_list, leaf in self._selection_plan(parent_type, grouped_field_set):
+                if leaf is not None:  # read and serialise in place; anything unusual goes the long way
+                    read, serialize, nullable, field_def = leaf
+                    try:
+                        value = read(source_value)
+                    except Exception:  # graphql-core's path raises it again, located
+                        value = _FAILED
+                    else:
+                        if value is None:
+                            if nullable:
+                                results[response_name] = None
+                                continue
+                        elif value.__class__ in plain:
+                            try:
+                                serialized = serialize(value)
+                            except Exception:  # noqa: S112 - completing it again raises it, located
+                                serialized = None
+                            if serialized is not None and serialized is not Undefined:
+                                results[response_name] = serialized
+                                continue
+                    field_path = Path(path, response_name, parent_type.name)
+                    if value is _FAILED:
+                        result = self.execute_field(parent_type, source_value, field_details_list, field_path,
+                                                    position_context)
+                    else:
+                        result = self._complete_read(field_def, parent_type, field_details_list, field_path, value,
+                                                     position_context)
+                else:
+                    result = self.execute_field(parent_type, source_value, field_details_list,
+                                                Path(path, response_name, parent_type.name), position_context)
+                if result is not Undefined:
+                    results[response_name] = result
+                    if is_awaitable(result):
+                        awaitable_fields.append(response_name)
+        except Exception:
+            if awaitable_fields:
+                self.settle_in_background([results[field] for field in awaitable_fields])
+            raise
+        if not awaitable_fields:
+            return results
+        return self._gather_fields(results, awaitable_fields)
+
+    async def _gather_fields(self, results: dict[str, Any], awaitable_fields: list[str]) -> dict[str, Any]:
+        if len(awaitable_fields) == 1:
+            field = awaitable_fields[0]
+            results[field] = await results[field]
+        else:
+            awaited = await gather_with_cancel(*(results[field] for field in awaitable_fields))
+            results.update(zip(awaitable_fields, awaited, strict=True))
+        return results
+
+    def complete_object_value(
+        self, return_type: GraphQLObjectType, field_details_list: Any, info: Any, path: Path, result: Any,
+        position_context: Any,
+    ) -> Any:
+        is_type_of = return_type.is_type_of
+        if position_context is None and (is_type_of is None or is_type_of(result, info) is True):
+            grouped_field_set, new_defer_usages, _ = self.collect_subfields(return_type, field_details_list)
+            if not new_defer_usages:
+                return self.execute_fields(return_type, result, path, grouped_field_set, None)
+        return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
+
+    # -- fields -------------------------------------------------------------------------------
 
     def execute_field(
         self, parent_type: GraphQLObjectType, source: Any, field_details_list: Any, path: Path,
         position_context: Any,
     ) -> Any:
         field_def = parent_type.fields.get(field_details_list[0].node.name.value)
-        plan = plan_of(field_def) if field_def is not None and self.planned else None
-        if plan is None:
+        if field_def is None or not self.planned:
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
-        read, return_type, leaf = plan
+        plan = plan_of(field_def)
+        if plan is None:
+            call = call_of(field_def, self.converter) if self.converter is not None else None
+            if call is None:
+                return super().execute_field(parent_type, source, field_details_list, path, position_context)
+            return self._call_field(call, field_def, parent_type, source, field_details_list, path, position_context)
         try:
-            result = read(source)
+            result = plan[0](source)
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, field_def.type, field_details_list, path)
+            return None
+        return self._complete_read(field_def, parent_type, field_details_list, path, result, position_context)
+
+    def _complete_read(
+        self, field_def: GraphQLField, parent_type: GraphQLObjectType, field_details_list: Any, path: Path,
+        result: Any, position_context: Any,
+    ) -> Any:
+        """Complete the value a planned field read (graphql-core's completion, errors located)."""
+        _, return_type, leaf = cast(Plan, plan_of(field_def))
+        try:
             if leaf is not None and result is not None and not isinstance(result, Exception) \
                     and not self.is_awaitable(result):
                 serialized = leaf.serialize(result)
@@ -99,6 +272,56 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
             return None
+
+    def _call_field(
+        self, call: Call, field_def: GraphQLField, parent_type: GraphQLObjectType, source: Any,
+        field_details_list: Any, path: Path, position_context: Any,
+    ) -> Any:
+        """A resolver called directly (see the module); its arguments converted once per request."""
+        field, func, takes_self, info_name, _ = call
+        details = field_details_list[0]
+        cached = self._arguments.get(id(details))
+        if cached is None or cached[0] is not details:
+            try:
+                kwargs = self._convert_arguments(call, field_def, details)
+            except Exception:  # graphql-core's path raises it again, located
+                return super().execute_field(parent_type, source, field_details_list, path, position_context)
+            cached = self._arguments[id(details)] = (details, kwargs)
+        return_type = field_def.type
+        info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+        try:
+            kwargs = dict(cached[1])
+            if info_name is not None:
+                assert self.converter is not None
+                kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
+            result = func(source, **kwargs) if takes_self else func(**kwargs)
+            if self.is_awaitable(result):
+                return self.complete_awaitable_value(return_type, field_details_list, info, path, result,
+                                                     position_context)
+            completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
+            if self.is_awaitable(completed):
+                return self._await_completed(completed, return_type, field_details_list, path)
+            return completed
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, return_type, field_details_list, path)
+            return None
+
+    def _convert_arguments(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
+        """A field's arguments as strawberry hands them to the resolver (``paging`` for a
+        :class:`Paged` field), without ``info``."""
+        field, _, _, _, paged = call
+        node = details.node
+        raw = (get_argument_values(field_def, node, self.variable_values, details.fragment_variable_values,
+                                   self.hide_suggestions)
+               if field_def.args or node.arguments else {})
+        assert self.converter is not None
+        kwargs = convert_arguments(raw, field.arguments, scalar_registry=self.converter.scalar_registry,
+                                   config=self.converter.config, info=None)
+        for extension in field.extensions:
+            kwargs = extension.map_arguments(kwargs)
+        if paged:
+            kwargs["paging"] = paging_of(kwargs)
+        return kwargs
 
     async def _await_completed(self, completed: Any, return_type: Any, field_details_list: Any, path: Path) -> Any:
         try:
