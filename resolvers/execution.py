@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, cast
 
-from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, is_leaf_type
+from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, GraphQLStreamDirective, is_leaf_type
 from graphql.execution.executor import to_nodes
 from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path, Undefined, gather_with_cancel
@@ -54,6 +54,8 @@ _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
 #: (anything else takes graphql-core's path).
 _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
+#: Items of a list completed between two calls of :meth:`GatewayExecutor.between_chunks`.
+LIST_CHUNK = 100
 
 
 def plan_of(field_def: GraphQLField) -> Plan | None:
@@ -133,6 +135,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self._selection_plans: dict[int, tuple[Any, list[tuple[str, Any, Any]]]] = {}
         #: converted arguments per field node of this request
         self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
+        #: ``@stream`` is known to the schema (not the gateway's): lists take graphql-core's path
+        self.stream_directive = GraphQLStreamDirective in self.schema.directives
 
     # -- selection sets -----------------------------------------------------------------------
 
@@ -226,6 +230,103 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if not new_defer_usages:
                 return self.execute_fields(return_type, result, path, grouped_field_set, None)
         return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
+
+    # -- lists --------------------------------------------------------------------------------
+
+    def complete_iterable_value(
+        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, position_context: Any,
+    ) -> Any:
+        """A list's items completed in chunks of :data:`LIST_CHUNK`, objects straight into their
+        selection set; between chunks :meth:`between_chunks` may pause the completion."""
+        if self.stream_directive or not isinstance(items, list | tuple) or position_context is not None:
+            return super().complete_iterable_value(item_type, field_details_list, info, path, items,
+                                                   position_context)
+        completed: list[Any] = []
+        awaitable_indices: list[int] = []
+        try:
+            return self._complete_items(item_type, field_details_list, info, path, items, 0, completed,
+                                        awaitable_indices)
+        except Exception:
+            if awaitable_indices:
+                self.settle_in_background([completed[i] for i in awaitable_indices])
+            raise
+
+    def between_chunks(self, path: Path, done: int, total: int) -> Any:
+        """Called between two chunks of a list's items (``done`` of ``total`` completed): an
+        awaitable to complete the rest after it, or ``None`` to go on at once (always, here)."""
+        return None
+
+    def _complete_items(
+        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, start: int,
+        completed: list[Any], awaitable_indices: list[int],
+    ) -> Any:
+        """Complete ``items[start:]`` into ``completed``; the list, or an awaitable of it."""
+        is_awaitable = self.is_awaitable
+        nullable = not isinstance(item_type, GraphQLNonNull)
+        object_type = item_type if nullable else item_type.of_type
+        is_type_of = object_type.is_type_of if isinstance(object_type, GraphQLObjectType) else None
+        selection = None
+        if is_type_of is not None:
+            grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, field_details_list)
+            selection = None if new_defer_usages else grouped_field_set
+        total = len(items)
+        index = start
+        while index < total:
+            stop = min(total, index + LIST_CHUNK)
+            for item in items[index:stop]:
+                item_path = path.add_key(index, None)
+                if selection is not None and item is not None and is_type_of(item, info) is True:
+                    try:
+                        value = self.execute_fields(object_type, item, item_path, selection, None)
+                    except Exception as raw_error:
+                        self.handle_field_error(raw_error, item_type, field_details_list, item_path)
+                        value = None
+                    else:
+                        if is_awaitable(value):
+                            value = self._await_completed(value, item_type, field_details_list, item_path)
+                            awaitable_indices.append(index)
+                    completed.append(value)
+                elif is_awaitable(item):
+                    completed.append(self.complete_awaitable_list_item_value(
+                        item, item_type, field_details_list, info, item_path, None))
+                    awaitable_indices.append(index)
+                elif self.complete_list_item_value(item, completed, item_type, field_details_list, info, item_path,
+                                                   None):
+                    awaitable_indices.append(index)
+                index += 1
+            if index < total:
+                pause = self.between_chunks(path, index, total)
+                if pause is not None:
+                    return self._resume_items(pause, item_type, field_details_list, info, path, items, index,
+                                              completed, awaitable_indices)
+        if not awaitable_indices:
+            return completed
+        return self._gather_items(completed, awaitable_indices)
+
+    async def _resume_items(
+        self, pause: Any, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, start: int,
+        completed: list[Any], awaitable_indices: list[int],
+    ) -> list[Any]:
+        try:
+            await pause
+            rest = self._complete_items(item_type, field_details_list, info, path, items, start, completed,
+                                        awaitable_indices)
+        except Exception:
+            if awaitable_indices:
+                self.settle_in_background([completed[i] for i in awaitable_indices])
+            raise
+        return await rest if self.is_awaitable(rest) else rest
+
+    @staticmethod
+    async def _gather_items(completed: list[Any], awaitable_indices: list[int]) -> list[Any]:
+        if len(awaitable_indices) == 1:
+            index = awaitable_indices[0]
+            completed[index] = await completed[index]
+        else:
+            awaited = await gather_with_cancel(*(completed[index] for index in awaitable_indices))
+            for index, value in zip(awaitable_indices, awaited, strict=True):
+                completed[index] = value
+        return completed
 
     # -- fields -------------------------------------------------------------------------------
 
