@@ -45,7 +45,11 @@ class StoredEntity(Entity):
     from the stored record when the view would show them as stored, and build the views otherwise.
     (A :func:`dataclasses.replace` of one is a plain, built :class:`Entity`.)"""
 
-    __slots__ = ("_record", "_source", "_model", "_plain")
+    __slots__ = ("_model", "_plain", "_record", "_source")
+    _model: RegistryModel
+    _plain: tuple[frozenset[str], dict[str, Any], dict[str, Any] | None] | None
+    _record: EntityRecord
+    _source: LocalSource
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # dataclasses.replace: a plain entity
         return Entity(*args, **kwargs)
@@ -74,15 +78,15 @@ class StoredEntity(Entity):
             _MATERIALISED.__set__(self, materialised)
             return slot.__get__(self, Entity)
 
-    @property  # type: ignore[override]
+    @property
     def view(self) -> dict[str, Any]:
         return cast(dict[str, Any], self._built(_VIEW))
 
-    @property  # type: ignore[override]
+    @property
     def meta(self) -> dict[str, Any] | None:
         return cast("dict[str, Any] | None", self._built(_META))
 
-    @property  # type: ignore[override]
+    @property
     def materialised(self) -> Materialisation | None:
         return cast("Materialisation | None", self._built(_MATERIALISED))
 

@@ -54,6 +54,11 @@ _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
 #: (anything else takes graphql-core's path).
 _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
+
+
+def _never(value: Any, info: Any) -> bool:
+    return False
+
 #: Items of a list completed between two calls of :meth:`GatewayExecutor.between_chunks`.
 LIST_CHUNK = 100
 
@@ -184,7 +189,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                         elif value.__class__ in plain:
                             try:
                                 serialized = serialize(value)
-                            except Exception:  # noqa: S112 - completing it again raises it, located
+                            except Exception:  # completing it again raises it, located
                                 serialized = None
                             if serialized is not None and serialized is not Undefined:
                                 results[response_name] = serialized
@@ -264,9 +269,10 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         is_awaitable = self.is_awaitable
         nullable = not isinstance(item_type, GraphQLNonNull)
         object_type = item_type if nullable else item_type.of_type
-        is_type_of = object_type.is_type_of if isinstance(object_type, GraphQLObjectType) else None
+        is_type_of: Callable[[Any, Any], Any] = _never
         selection = None
-        if is_type_of is not None:
+        if isinstance(object_type, GraphQLObjectType) and object_type.is_type_of is not None:
+            is_type_of = object_type.is_type_of
             grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, field_details_list)
             selection = None if new_defer_usages else grouped_field_set
         total = len(items)

@@ -214,8 +214,8 @@ async def render(
 
 
 def view_of(
-    rec: EntityRecord, model: RegistryModel, base_url: str, counts: Mapping[tuple[str, str], int] = MappingProxyType({}),
-    *, include_meta: bool = False,
+    rec: EntityRecord, model: RegistryModel, base_url: str,
+    counts: Mapping[tuple[str, str], int] = MappingProxyType({}), *, include_meta: bool = False,
 ) -> dict[str, Any]:
     """The view of a registry, group or resource record (a version's needs its resource's default
     version id: :func:`render`); ``counts`` by ``(key, child collection type)``, 0 where missing."""
