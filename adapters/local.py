@@ -112,7 +112,7 @@ class StoredEntity(Entity):
         return plain
 
     def attribute(self, name: str) -> Any:
-        own, stored, derived = self._stored()
+        own, stored, derived = self._plain or self._stored()
         if name in own:
             return super().attribute(name)
         if derived is not None and name in derived:
@@ -120,7 +120,7 @@ class StoredEntity(Entity):
         return stored.get(name)
 
     def declared(self, name: str) -> Any:
-        own, stored, _ = self._stored()
+        own, stored, _ = self._plain or self._stored()
         return super().declared(name) if name in own else stored.get(name)
 
     def pending_chain(self) -> bool | None:
