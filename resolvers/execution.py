@@ -136,8 +136,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         strawberry_schema = getattr(self.schema, "_strawberry_schema", None)
         self.converter: GraphQLCoreConverter | None = (
             strawberry_schema.schema_converter if strawberry_schema is not None else None)
-        #: per selection set (kept alive with its plan, so that its id stays unique)
-        self._selection_plans: dict[int, tuple[Any, list[tuple[str, Any, Any]]]] = {}
+        #: per selection set (kept alive with its plan, so that its id stays unique) and object type
+        self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any]]]] = {}
         #: converted arguments per field node of this request
         self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: ``@stream`` is known to the schema (not the gateway's): lists take graphql-core's path
@@ -149,8 +149,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
         ``(read, serialize, nullable, field definition)`` for a leaf read, else ``None``."""
         cached = self._selection_plans.get(id(grouped_field_set))
-        if cached is not None and cached[0] is grouped_field_set:
-            return cached[1]
+        if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
+            return cached[2]
         plan = []
         for response_name, field_details_list in grouped_field_set.items():
             field_def = parent_type.fields.get(field_details_list[0].node.name.value)
@@ -160,7 +160,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 read, return_type, named = field_plan
                 leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def)
             plan.append((response_name, field_details_list, leaf))
-        self._selection_plans[id(grouped_field_set)] = (grouped_field_set, plan)
+        self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
 
     def execute_fields(
