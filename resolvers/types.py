@@ -525,10 +525,7 @@ class Endpoint(Group):
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
         refs = self.entity.declared("messagegroups") or []
         refs = refs if isinstance(refs, list) else [refs]
-        if len(refs) == 1:  # most endpoints: no task to gather
-            found = [await resolve(info, self.entity, refs[0], ("messagegroups",))]
-        else:
-            found = await asyncio.gather(*(resolve(info, self.entity, r, ("messagegroups",)) for r in refs))
+        found = await asyncio.gather(*(resolve(info, self.entity, r, ("messagegroups",)) for r in refs))
         return [MessageGroup(entity=e) for e in found if e is not None]
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
