@@ -119,6 +119,21 @@ class Entity:
         m = self.materialised
         return m.attributes if m is not None else self.view
 
+    def attribute(self, name: str) -> Any:
+        """One attribute as :attr:`attributes` holds it (a source may read it without building them)."""
+        m = self.materialised
+        return (m.attributes if m is not None else self.view).get(name)
+
+    def declared(self, name: str) -> Any:
+        """One attribute as :attr:`view` holds it (a source may read it without building the view)."""
+        return self.view.get(name)
+
+    def pending_chain(self) -> bool | None:
+        """``materialised.pending``, ``None`` when not materialised (a source may tell without
+        building the materialisation)."""
+        m = self.materialised
+        return m.pending if m is not None else None
+
     @property
     def id(self) -> str:
         """The entity's own id (``<singular>id``, ``versionid``; the registry's ``registryid``)."""

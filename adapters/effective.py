@@ -35,10 +35,10 @@ def is_message(entity: Entity) -> bool:
 
 def needs_completion(entity: Entity) -> bool:
     """Whether :func:`complete` has anything to do for ``entity``."""
-    m = entity.materialised
-    if m is not None:
-        return m.pending
-    return is_message(entity) and bool(entity.view.get(BASE))
+    pending = entity.pending_chain()
+    if pending is not None:
+        return pending
+    return is_message(entity) and bool(entity.declared(BASE))
 
 
 def contribution(entity: Entity) -> dict[str, Any]:

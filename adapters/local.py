@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from adapters.base import ChangeItem, Entity, Listing, Materialisation, RegistrySource, SourcePage, WriteOutcome
 from adapters.slicing import decode as decode_cursor
@@ -22,15 +22,125 @@ from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
-from gateway.registry.reads import NOTHING, THREAD_VIEWS, Materialised, Selection, count, render, select, store_sort
+from gateway.registry.reads import (
+    NOTHING,
+    THREAD_VIEWS,
+    Materialised,
+    Selection,
+    count,
+    render,
+    select,
+    store_sort,
+    view_of,
+)
 from gateway.registry.service import LocalRegistry
-from gateway.registry.views import meta_view
+from gateway.registry.views import RESOURCE_VIEW_OWN, meta_view, resource_id_attribute
 from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
 from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
 from gateway.xid import Xid
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
+
+#: Record kinds whose views :class:`StoredEntity` builds when first read (a version's needs a
+#: store call, the registry is one).
+_LAZY = frozenset({"group", "resource"})
+
+_VIEW, _META, _MATERIALISED = (Entity.__dict__[n] for n in ("view", "meta", "materialised"))  # the slots
+
+
+class StoredEntity(Entity):
+    """A stored group or resource whose view, ``meta`` view and materialisation are built when
+    first read, as :meth:`LocalSource._entities` builds them eagerly for other records. Most fields
+    of a page read a few attributes: :meth:`attribute` and :meth:`declared` read those straight
+    from the stored record when the view would show them as stored, and build the views otherwise.
+    (A :func:`dataclasses.replace` of one is a plain, built :class:`Entity`.)"""
+
+    __slots__ = ("_model", "_plain", "_record", "_source")
+    _model: RegistryModel
+    _plain: tuple[frozenset[str], dict[str, Any], dict[str, Any] | None] | None
+    _record: EntityRecord
+    _source: LocalSource
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:  # dataclasses.replace: a plain entity
+        return Entity(*args, **kwargs)
+
+    @classmethod
+    def of(cls, source: LocalSource, rec: EntityRecord, as_of: int | None) -> StoredEntity:
+        """The entity of a stored group or resource record."""
+        obj = object.__new__(cls)
+        put = object.__setattr__
+        for name, value in (("registry", source.id), ("xid", rec.xid), ("kind", rec.kind), ("ctype", rec.ctype),
+                            ("as_of", as_of), ("partial", True), ("revision", rec.revision), ("_record", rec),
+                            ("_source", source), ("_model", source.model), ("_plain", None)):
+            put(obj, name, value)
+        return obj
+
+    def _built(self, slot: Any) -> Any:
+        try:
+            return slot.__get__(self, Entity)
+        except AttributeError:
+            rec, source = self._record, self._source
+            view = view_of(rec, self._model, source.base_url, include_meta=True)
+            meta = view.pop("meta", None) if rec.kind == "resource" else None
+            materialised = source._materialisation(rec, view) if rec.ctype in source.messages else None
+            _VIEW.__set__(self, view)
+            _META.__set__(self, meta)
+            _MATERIALISED.__set__(self, materialised)
+            return slot.__get__(self, Entity)
+
+    @property
+    def view(self) -> dict[str, Any]:
+        return cast(dict[str, Any], self._built(_VIEW))
+
+    @property
+    def meta(self) -> dict[str, Any] | None:
+        return cast("dict[str, Any] | None", self._built(_META))
+
+    @property
+    def materialised(self) -> Materialisation | None:
+        return cast("Materialisation | None", self._built(_MATERIALISED))
+
+    def _stored(self) -> tuple[frozenset[str], dict[str, Any], dict[str, Any] | None]:
+        """The names the view does not show as stored, the stored attributes, and the
+        materialised ones (``None``: not materialised)."""
+        plain = self._plain
+        if plain is None:
+            rec = self._record
+            if rec.kind == "resource":
+                id_attr = resource_id_attribute(rec)
+                singular = id_attr[:-2]
+                own = RESOURCE_VIEW_OWN | {id_attr, f"{singular}uri", f"{singular}url"}
+                stored = rec.doc.get("default") or {}
+            else:
+                gdef = self._model.group(rec.ctype)
+                own = frozenset({gdef.id_attribute if gdef else f"{rec.ctype.rstrip('s')}id", "self", "xid",
+                                 *(f"{r}{s}" for r in (gdef.resources if gdef else {}) for s in ("url", "count"))})
+                stored = rec.doc
+            derived = derived_of(rec.kind, rec.doc) if rec.ctype in self._source.messages else None
+            plain = (own, stored, derived["attributes"] if derived else None)
+            object.__setattr__(self, "_plain", plain)
+        return plain
+
+    def attribute(self, name: str) -> Any:
+        own, stored, derived = self._plain or self._stored()
+        if name in own:
+            return super().attribute(name)
+        if derived is not None and name in derived:
+            return derived[name]
+        return stored.get(name)
+
+    def declared(self, name: str) -> Any:
+        own, stored, _ = self._plain or self._stored()
+        return super().declared(name) if name in own else stored.get(name)
+
+    def pending_chain(self) -> bool | None:
+        rec = self._record
+        derived = derived_of(rec.kind, rec.doc) if rec.ctype in self._source.messages else None
+        if not derived:
+            return None
+        unresolved = derived.get("unresolved")
+        return bool(unresolved and unresolved["reason"] == "external")
 
 
 class LocalSource(RegistrySource):
@@ -192,22 +302,29 @@ class LocalSource(RegistrySource):
             raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
 
     async def _entities(self, records: Sequence[EntityRecord], as_of: int | None) -> builtins.list[Entity]:
-        """Entities for stored records, in their order; ``partial`` (collection counts left out)."""
+        """Entities for stored records, in their order; ``partial`` (collection counts left out).
+        Groups and resources build their views when first read (:class:`StoredEntity`)."""
         if not records:
             return []
-        views = await render(self.store, self.model, records, base_url=self.base_url, as_of=as_of,
-                             include_meta=True, with_counts=False)
+        eager = [rec for rec in records if rec.kind not in _LAZY]
+        views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
+                             include_meta=True, with_counts=False) if eager else []
 
         def entities() -> builtins.list[Entity]:
-            out = []
-            for rec, view in zip(records, views, strict=False):
-                meta = view.pop("meta", None) if rec.kind == "resource" else None
+            out: builtins.list[Entity] = []
+            rendered = iter(views)
+            for rec in records:
+                if rec.kind in _LAZY:
+                    out.append(StoredEntity.of(self, rec, as_of))
+                    continue
+                view = next(rendered)
                 materialised = self._materialisation(rec, view) if rec.ctype in self.messages else None
-                out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
+                out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, None, partial=True,
                                   revision=rec.revision, materialised=materialised))
             return out
 
-        return await asyncio.to_thread(entities) if len(records) >= THREAD_VIEWS else entities()
+        # a large page of versions materialises on a worker thread, off the event loop
+        return await asyncio.to_thread(entities) if len(eager) >= THREAD_VIEWS else entities()
 
     def _materialisation(self, rec: EntityRecord, view: dict[str, Any]) -> Materialisation | None:
         """A stored message's materialisation, as the sources show it."""

@@ -140,14 +140,15 @@ class Paged(FieldExtension):
             for name, kind in _PAGING_ARGUMENTS)]
 
     def resolve(self, next_: Callable[..., Any], source: Any, info: Info, **kwargs: Any) -> Any:
-        return next_(source, info, paging=_paging(kwargs), **kwargs)
+        return next_(source, info, paging=paging_of(kwargs), **kwargs)
 
     async def resolve_async(self, next_: Callable[..., Awaitable[Any]], source: Any, info: Info,
                             **kwargs: Any) -> Any:
-        return await next_(source, info, paging=_paging(kwargs), **kwargs)
+        return await next_(source, info, paging=paging_of(kwargs), **kwargs)
 
 
-def _paging(kwargs: dict[str, Any]) -> Paging:
+def paging_of(kwargs: dict[str, Any]) -> Paging:
+    """The :class:`Paging` of a connection field's converted arguments, which it takes out of ``kwargs``."""
     return Paging(**{name: kwargs.pop(name, None) for name, _ in _PAGING_ARGUMENTS})
 
 

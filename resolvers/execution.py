@@ -1,37 +1,73 @@
-"""The executor of the gateway's schema: graphql-core's, with a cheaper path for the fields most
+"""The executor of the gateway's schema: graphql-core's, with compiled plans for the fields most
 of a response is made of.
 
-Most fields of a response are attributes read from an entity (resolver-less fields, resolved
-by :func:`resolvers.types.read_field`) or small synchronous methods without arguments
-(``xid``, ``id``, ``pageInfo``, ``totalCount``). For each of them graphql-core builds a
-``GraphQLResolveInfo`` and strawberry wraps it in its ``Info``, converts the (absent) arguments
-and runs the field's extension chain — several times the cost of reading the value. The
-executor decides once per field definition whether it can skip all that (a *plan*), and then
-calls the value's reader directly and serialises a scalar result in place. Everything else —
-fields with arguments, ``info``, extensions or awaiting resolvers, and every error or null in
-a non-null position — takes graphql-core's own path, so results and errors are the same.
+For each selection set (graphql-core collects one per object type and field group, fragments
+and ``@skip`` / ``@include`` already applied with the request's variables) the executor builds a
+*plan* once per execution: per response key, how the field resolves.
 
-Lists are completed by the request's pacer (``resolvers/pacing.py``): in slices of a few
-milliseconds, so that a long page does not keep the event loop from everything else.
+- **Leaf reads.** Attributes (resolver-less fields, read by :func:`resolvers.types.read_field`)
+  and small synchronous methods without arguments (``xid``, ``id``, ``totalCount``) of a scalar
+  or enum type are read and serialised in place: no ``Path``, no ``GraphQLResolveInfo``, no
+  strawberry ``Info``, no argument conversion, no extension chain.
+- **Reads of objects and lists** (``nodes``, ``pageInfo``) skip the same wrapping; their value is
+  completed by graphql-core.
+- **Resolver calls** (connection fields and references: arguments, ``info``, awaiting) call the
+  resolver directly: their arguments are coerced and converted once per field node and request
+  (the :class:`~resolvers.connections.Paged` extension's ``paging`` included), the strawberry
+  ``Info`` is built, and the rest of strawberry's wrapping (extension chain, exception handlers,
+  none of which apply) is skipped.
+
+Everything else — fields with other extensions, schema extensions with a ``resolve`` hook,
+abstract types, and every error or null in a non-null position — takes graphql-core's own path,
+so results and errors are the same as strawberry's own executor (``tests/graphql/
+test_graphql_executor.py`` compares them).
+
+Long lists are paced (``resolvers/pacing.py``): with the request's :class:`~resolvers.pacing.Pacer`
+on, :meth:`GatewayExecutor.between_chunks` is asked after every item whether the running slice
+of the event loop is spent; when it is, the rest of the list is completed in a task that waits
+for its turn, holding the request's loaders' batches meanwhile so that they stay whole.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, cast
 
-from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, is_leaf_type
+from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, GraphQLStreamDirective, is_leaf_type
 from graphql.execution.executor import to_nodes
-from graphql.pyutils import Path, Undefined
+from graphql.execution.values import get_argument_values
+from graphql.pyutils import Path, Undefined, gather_with_cancel
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
+from strawberry.types.arguments import convert_arguments
 from strawberry.types.field import StrawberryField
+
+from resolvers.connections import Paged, paging_of
+from resolvers.pacing import Pacer, Slicer, slicer
 
 #: ``read(source)`` of a field, its return type, and the leaf type to serialise a value to
 #: (``None``: not a scalar or enum).
 Plan = tuple[Callable[[Any], Any], Any, Any]
 
+#: A resolver called directly: the strawberry field, the function, whether it takes ``self``,
+#: the name of its ``info`` parameter (``None``: it takes none), whether it is :class:`Paged`.
+Call = tuple[StrawberryField, Callable[..., Any], bool, "str | None", bool]
+
 _PLANS: dict[int, tuple[GraphQLField, Plan | None]] = {}
+_CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
+
+#: Python types whose values a scalar serialises as they are, checked before trusting a read
+#: (anything else takes graphql-core's path).
+_PLAIN = frozenset({str, int, float, bool, dict, list})
+_FAILED = object()
+
+
+def _never(value: Any, info: Any) -> bool:
+    return False
+
+#: Items of a list completed between two calls of :meth:`GatewayExecutor.between_chunks`.
+LIST_CHUNK = 100
 
 
 def plan_of(field_def: GraphQLField) -> Plan | None:
@@ -44,9 +80,14 @@ def plan_of(field_def: GraphQLField) -> Plan | None:
     return plan
 
 
-def _plan(field_def: GraphQLField) -> Plan | None:
+def _strawberry_field(field_def: GraphQLField) -> StrawberryField | None:
     field = (field_def.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if not isinstance(field, StrawberryField) or field.extensions or field.is_subscription or field_def.args:
+    return field if isinstance(field, StrawberryField) and not field.is_subscription else None
+
+
+def _plan(field_def: GraphQLField) -> Plan | None:
+    field = _strawberry_field(field_def)
+    if field is None or field.extensions or field_def.args:
         return None
     read: Callable[[Any], Any]
     resolver = field.base_resolver
@@ -66,26 +107,300 @@ def _plan(field_def: GraphQLField) -> Plan | None:
     return read, type_, named if is_leaf_type(named) else None
 
 
+def call_of(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
+    """How a resolver with arguments or ``info`` is called directly (``None``: through strawberry)."""
+    cached = _CALLS.get(id(field_def))
+    if cached is not None and cached[0] is field_def:
+        return cached[1]
+    call = _call(field_def, converter)
+    _CALLS[id(field_def)] = (field_def, call)
+    return call
+
+
+def _call(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
+    field = _strawberry_field(field_def)
+    if field is None or field.base_resolver is None or converter._get_field_exception_handlers(field):
+        return None
+    paged = [e for e in field.extensions if isinstance(e, Paged)]
+    if len(paged) != len(field.extensions) or len(paged) > 1:
+        return None  # an extension whose effect is not known here
+    resolver = field.base_resolver
+    if resolver.parent_parameter is not None or resolver.root_parameter is not None:
+        return None
+    info = resolver.info_parameter
+    return (field, cast(Callable[..., Any], resolver.wrapped_func), resolver.self_parameter is not None,
+            info.name if info is not None else None, bool(paged))
+
+
+def _pacing_of(context: Any) -> tuple[Pacer, Slicer] | None:
+    """The request's pacer and the running loop's turns, when its lists are paced."""
+    pacer = getattr(context, "pacer", None)
+    if not isinstance(pacer, Pacer) or pacer.slice_seconds <= 0:
+        return None
+    try:
+        return pacer, slicer()
+    except RuntimeError:  # no event loop: a synchronous execution has nothing to give turns to
+        return None
+
+
 class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor with the planned fields resolved in place (see the module)."""
+    """graphql-core's executor with compiled selection-set plans (see the module)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         manager = self.middleware_manager
         #: field middleware (a schema extension's ``resolve`` hook) needs every field's info
         self.planned = manager is None or manager._middleware_resolvers is None
+        strawberry_schema = getattr(self.schema, "_strawberry_schema", None)
+        self.converter: GraphQLCoreConverter | None = (
+            strawberry_schema.schema_converter if strawberry_schema is not None else None)
+        #: per selection set (kept alive with its plan, so that its id stays unique) and object type
+        self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any]]]] = {}
+        #: converted arguments per field node of this request
+        self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
+        #: ``@stream`` is known to the schema (not the gateway's): lists take graphql-core's path
+        self.stream_directive = GraphQLStreamDirective in self.schema.directives
+        #: the request's pacing (``resolvers/pacing.py``): its pacer and the loop's turns, or ``None``
+        self._pacing = _pacing_of(self.context_value)
+
+    # -- selection sets -----------------------------------------------------------------------
+
+    def _selection_plan(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[tuple[str, Any, Any]]:
+        """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
+        ``(read, serialize, nullable, field definition)`` for a leaf read, else ``None``."""
+        cached = self._selection_plans.get(id(grouped_field_set))
+        if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
+            return cached[2]
+        plan = []
+        for response_name, field_details_list in grouped_field_set.items():
+            field_def = parent_type.fields.get(field_details_list[0].node.name.value)
+            field_plan = plan_of(field_def) if field_def is not None else None
+            leaf = None
+            if field_plan is not None and field_plan[2] is not None:
+                read, return_type, named = field_plan
+                leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def)
+            plan.append((response_name, field_details_list, leaf))
+        self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
+        return plan
+
+    def execute_fields(
+        self, parent_type: GraphQLObjectType, source_value: Any, path: Path | None, grouped_field_set: Any,
+        position_context: Any,
+    ) -> Any:
+        if not self.planned:
+            return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
+        results: dict[str, Any] = {}
+        is_awaitable = self.is_awaitable
+        awaitable_fields: list[str] = []
+        plain = _PLAIN
+        try:
+            for response_name, field_details_list, leaf in self._selection_plan(parent_type, grouped_field_set):
+                if leaf is not None:  # read and serialise in place; anything unusual goes the long way
+                    read, serialize, nullable, field_def = leaf
+                    try:
+                        value = read(source_value)
+                    except Exception:  # graphql-core's path raises it again, located
+                        value = _FAILED
+                    else:
+                        if value is None:
+                            if nullable:
+                                results[response_name] = None
+                                continue
+                        elif value.__class__ in plain:
+                            try:
+                                serialized = serialize(value)
+                            except Exception:  # completing it again raises it, located
+                                serialized = None
+                            if serialized is not None and serialized is not Undefined:
+                                results[response_name] = serialized
+                                continue
+                    field_path = Path(path, response_name, parent_type.name)
+                    if value is _FAILED:
+                        result = self.execute_field(parent_type, source_value, field_details_list, field_path,
+                                                    position_context)
+                    else:
+                        result = self._complete_read(field_def, parent_type, field_details_list, field_path, value,
+                                                     position_context)
+                else:
+                    result = self.execute_field(parent_type, source_value, field_details_list,
+                                                Path(path, response_name, parent_type.name), position_context)
+                if result is not Undefined:
+                    results[response_name] = result
+                    if is_awaitable(result):
+                        awaitable_fields.append(response_name)
+        except Exception:
+            if awaitable_fields:
+                self.settle_in_background([results[field] for field in awaitable_fields])
+            raise
+        if not awaitable_fields:
+            return results
+        return self._gather_fields(results, awaitable_fields)
+
+    async def _gather_fields(self, results: dict[str, Any], awaitable_fields: list[str]) -> dict[str, Any]:
+        if len(awaitable_fields) == 1:
+            field = awaitable_fields[0]
+            results[field] = await results[field]
+        else:
+            awaited = await gather_with_cancel(*(results[field] for field in awaitable_fields))
+            results.update(zip(awaitable_fields, awaited, strict=True))
+        return results
+
+    def complete_object_value(
+        self, return_type: GraphQLObjectType, field_details_list: Any, info: Any, path: Path, result: Any,
+        position_context: Any,
+    ) -> Any:
+        is_type_of = return_type.is_type_of
+        if position_context is None and (is_type_of is None or is_type_of(result, info) is True):
+            grouped_field_set, new_defer_usages, _ = self.collect_subfields(return_type, field_details_list)
+            if not new_defer_usages:
+                return self.execute_fields(return_type, result, path, grouped_field_set, None)
+        return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
+
+    # -- lists --------------------------------------------------------------------------------
+
+    def complete_iterable_value(
+        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, position_context: Any,
+    ) -> Any:
+        """A list's items completed in chunks of :data:`LIST_CHUNK`, objects straight into their
+        selection set; between chunks :meth:`between_chunks` may pause the completion."""
+        if self.stream_directive or not isinstance(items, list | tuple) or position_context is not None:
+            return super().complete_iterable_value(item_type, field_details_list, info, path, items,
+                                                   position_context)
+        completed: list[Any] = []
+        awaitable_indices: list[int] = []
+        if items and self._pacing is not None:  # a list may begin in a spent slice
+            pause = self.between_chunks(path, 0, len(items))
+            if pause is not None:
+                return asyncio.ensure_future(self._resume_items(
+                    pause, item_type, field_details_list, info, path, items, 0, completed, awaitable_indices))
+        try:
+            return self._complete_items(item_type, field_details_list, info, path, items, 0, completed,
+                                        awaitable_indices)
+        except Exception:
+            if awaitable_indices:
+                self.settle_in_background([completed[i] for i in awaitable_indices])
+            raise
+
+    def between_chunks(self, path: Path, done: int, total: int) -> Any:
+        """Called between two chunks of a list's items (``done`` of ``total`` completed): an
+        awaitable to complete the rest after it, or ``None`` to go on at once. Paced (after every
+        item): once the running slice is spent, the request's loaders are held and the rest waits
+        for its turn (the hold is given back by :meth:`_resume_items`)."""
+        if self._pacing is None:
+            return None
+        pacer, turns = self._pacing
+        if not turns.spent(pacer.slice_seconds):
+            return None
+        pacer.hold.take()
+        return turns.turn()
+
+    def _complete_items(
+        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, start: int,
+        completed: list[Any], awaitable_indices: list[int],
+    ) -> Any:
+        """Complete ``items[start:]`` into ``completed``; the list, or an awaitable of it."""
+        is_awaitable = self.is_awaitable
+        nullable = not isinstance(item_type, GraphQLNonNull)
+        object_type = item_type if nullable else item_type.of_type
+        is_type_of: Callable[[Any, Any], Any] = _never
+        selection = None
+        if isinstance(object_type, GraphQLObjectType) and object_type.is_type_of is not None:
+            is_type_of = object_type.is_type_of
+            grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, field_details_list)
+            selection = None if new_defer_usages else grouped_field_set
+        total = len(items)
+        index = start
+        chunk = LIST_CHUNK if self._pacing is None else 1
+        while index < total:
+            stop = min(total, index + chunk)
+            for item in items[index:stop]:
+                item_path = path.add_key(index, None)
+                if selection is not None and item is not None and is_type_of(item, info) is True:
+                    try:
+                        value = self.execute_fields(object_type, item, item_path, selection, None)
+                    except Exception as raw_error:
+                        self.handle_field_error(raw_error, item_type, field_details_list, item_path)
+                        value = None
+                    else:
+                        if is_awaitable(value):
+                            value = self._await_completed(value, item_type, field_details_list, item_path)
+                            awaitable_indices.append(index)
+                    completed.append(value)
+                elif is_awaitable(item):
+                    completed.append(self.complete_awaitable_list_item_value(
+                        item, item_type, field_details_list, info, item_path, None))
+                    awaitable_indices.append(index)
+                elif self.complete_list_item_value(item, completed, item_type, field_details_list, info, item_path,
+                                                   None):
+                    awaitable_indices.append(index)
+                index += 1
+            if index < total:
+                pause = self.between_chunks(path, index, total)
+                if pause is not None:  # a task: it runs (and gives a pacing hold back) whoever awaits it
+                    return asyncio.ensure_future(self._resume_items(
+                        pause, item_type, field_details_list, info, path, items, index, completed,
+                        awaitable_indices))
+        if not awaitable_indices:
+            return completed
+        return self._gather_items(completed, awaitable_indices)
+
+    async def _resume_items(
+        self, pause: Any, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, start: int,
+        completed: list[Any], awaitable_indices: list[int],
+    ) -> list[Any]:
+        try:
+            await pause
+            rest = self._complete_items(item_type, field_details_list, info, path, items, start, completed,
+                                        awaitable_indices)
+        except Exception:
+            if awaitable_indices:
+                self.settle_in_background([completed[i] for i in awaitable_indices])
+            raise
+        finally:
+            if self._pacing is not None:
+                self._pacing[0].hold.give()  # taken by between_chunks; a further pause took its own
+        return await rest if self.is_awaitable(rest) else rest
+
+    @staticmethod
+    async def _gather_items(completed: list[Any], awaitable_indices: list[int]) -> list[Any]:
+        if len(awaitable_indices) == 1:
+            index = awaitable_indices[0]
+            completed[index] = await completed[index]
+        else:
+            awaited = await gather_with_cancel(*(completed[index] for index in awaitable_indices))
+            for index, value in zip(awaitable_indices, awaited, strict=True):
+                completed[index] = value
+        return completed
+
+    # -- fields -------------------------------------------------------------------------------
 
     def execute_field(
         self, parent_type: GraphQLObjectType, source: Any, field_details_list: Any, path: Path,
         position_context: Any,
     ) -> Any:
         field_def = parent_type.fields.get(field_details_list[0].node.name.value)
-        plan = plan_of(field_def) if field_def is not None and self.planned else None
-        if plan is None:
+        if field_def is None or not self.planned:
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
-        read, return_type, leaf = plan
+        plan = plan_of(field_def)
+        if plan is None:
+            call = call_of(field_def, self.converter) if self.converter is not None else None
+            if call is None:
+                return super().execute_field(parent_type, source, field_details_list, path, position_context)
+            return self._call_field(call, field_def, parent_type, source, field_details_list, path, position_context)
         try:
-            result = read(source)
+            result = plan[0](source)
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, field_def.type, field_details_list, path)
+            return None
+        return self._complete_read(field_def, parent_type, field_details_list, path, result, position_context)
+
+    def _complete_read(
+        self, field_def: GraphQLField, parent_type: GraphQLObjectType, field_details_list: Any, path: Path,
+        result: Any, position_context: Any,
+    ) -> Any:
+        """Complete the value a planned field read (graphql-core's completion, errors located)."""
+        _, return_type, leaf = cast(Plan, plan_of(field_def))
+        try:
             if leaf is not None and result is not None and not isinstance(result, Exception) \
                     and not self.is_awaitable(result):
                 serialized = leaf.serialize(result)
@@ -103,15 +418,73 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             self.handle_field_error(raw_error, return_type, field_details_list, path)
             return None
 
-    def complete_iterable_value(
-        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, position_context: Any,
+    def _call_field(
+        self, call: Call, field_def: GraphQLField, parent_type: GraphQLObjectType, source: Any,
+        field_details_list: Any, path: Path, position_context: Any,
     ) -> Any:
-        """A list's items, completed by the request's pacer (``resolvers/pacing.py``) unless
-        the context has none or the list is streamed."""
-        pacer = getattr(self.context_value, "pacer", None)
-        if pacer is None or self.get_stream_usage(field_details_list, path) is not None:
-            return super().complete_iterable_value(item_type, field_details_list, info, path, items, position_context)
-        return pacer.complete_list(self, item_type, field_details_list, info, path, items, position_context)
+        """A resolver called directly (see the module); its arguments converted once per request."""
+        field, func, takes_self, info_name, _ = call
+        details = field_details_list[0]
+        cached = self._arguments.get(id(details))
+        if cached is None or cached[0] is not details:
+            try:
+                kwargs = self._convert_arguments(call, field_def, details)
+            except Exception:  # graphql-core's path raises it again, located
+                return super().execute_field(parent_type, source, field_details_list, path, position_context)
+            cached = self._arguments[id(details)] = (details, kwargs)
+        return_type = field_def.type
+        info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+        try:
+            kwargs = dict(cached[1])
+            if info_name is not None:
+                assert self.converter is not None
+                kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
+            result = func(source, **kwargs) if takes_self else func(**kwargs)
+            if self.is_awaitable(result):
+                return self.complete_awaitable_value(return_type, field_details_list, info, path, result,
+                                                     position_context)
+            completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
+            if self.is_awaitable(completed):
+                return self._await_completed(completed, return_type, field_details_list, path)
+            return completed
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, return_type, field_details_list, path)
+            return None
+
+    def _convert_arguments(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
+        """A field's arguments as strawberry hands them to the resolver (``paging`` for a
+        :class:`Paged` field), without ``info``."""
+        field, _, _, _, paged = call
+        node = details.node
+        raw = (get_argument_values(field_def, node, self.variable_values, details.fragment_variable_values,
+                                   self.hide_suggestions)
+               if field_def.args or node.arguments else {})
+        assert self.converter is not None
+        kwargs = convert_arguments(raw, field.arguments, scalar_registry=self.converter.scalar_registry,
+                                   config=self.converter.config, info=None)
+        for extension in field.extensions:
+            kwargs = extension.map_arguments(kwargs)
+        if paged:
+            kwargs["paging"] = paging_of(kwargs)
+        return kwargs
+
+    async def complete_awaitable_value(
+        self, return_type: Any, field_details_list: Any, info: Any, path: Path, result: Any, position_context: Any,
+    ) -> Any:
+        """graphql-core's, without the abort-signal wrapper (one coroutine less per awaited resolver)
+        when the execution has no abort signal."""
+        if self.abort_signal is not None:
+            return await super().complete_awaitable_value(return_type, field_details_list, info, path, result,
+                                                          position_context)
+        try:
+            completed = self.complete_value(return_type, field_details_list, info, path, await result,
+                                            position_context)
+            if self.is_awaitable(completed):
+                completed = await completed
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, return_type, field_details_list, path)
+            completed = None
+        return completed
 
     async def _await_completed(self, completed: Any, return_type: Any, field_details_list: Any, path: Path) -> Any:
         try:

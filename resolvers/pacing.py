@@ -3,10 +3,10 @@ every other request (health probes included) while it is built or encoded.
 
 **Paced list completion.** graphql-core completes a list — a page of 500 messages with all
 their fields — in one synchronous stretch, during which the event loop answers nothing. The
-executor (``resolvers/execution.py``) hands every list to :meth:`Pacer.complete_list`, which
-completes the items the same way but watches the clock: once the running *slice* (a few
-milliseconds, ``XREG_GRAPHQL_PACING_SLICE_MS``) is spent, the rest of the list is completed in a
-task that waits for its next turn. Turns are given out by the loop's :class:`Slicer`, one per
+executor (``resolvers/execution.py``, ``GatewayExecutor.between_chunks``) watches the clock
+after every item of a list when the request has a :class:`Pacer`: once the running *slice* (a
+few milliseconds, ``XREG_GRAPHQL_PACING_SLICE_MS``) is spent, the rest of the list is completed
+in a task that waits for its next turn. Turns are given out by the loop's :class:`Slicer`, one per
 turn of the event loop and in arrival order, so however many requests are at work the loop polls
 its sockets at least every slice or so, and no list waits behind the others for long.
 
@@ -35,10 +35,9 @@ import json
 import time
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-from graphql.pyutils import gather_with_cancel
 from starlette.responses import Response
 
 #: Answers of operations costing at least this much are encoded in a worker thread.
@@ -155,122 +154,6 @@ class Pacer:
     def __init__(self, slice_seconds: float) -> None:
         self.slice_seconds = slice_seconds
         self.hold = Hold()
-
-    def complete_list(self, executor: Any, item_type: Any, field_details_list: Any, info: Any, path: Any,
-                      items: Iterable[Any], position_context: Any) -> Any:
-        """graphql-core's ``complete_iterable_value`` (without ``@stream``), paced: the completed
-        list, or an awaitable of it when it holds awaitables or its items did not fit the slice."""
-        completion = _ListCompletion(executor, item_type, field_details_list, info, path, items, position_context)
-        try:
-            turns = slicer()
-        except RuntimeError:  # no event loop: a synchronous execution has nothing to give turns to
-            turns = None
-        if turns is None or self.slice_seconds <= 0:
-            return completion.all_at_once()
-        try:
-            done = completion.run(turns, self.slice_seconds)
-        except Exception:
-            completion.settle()
-            raise
-        if done:
-            return completion.result()
-        self.hold.take()
-        rest = asyncio.ensure_future(completion.rest(turns, self.slice_seconds))
-        rest.add_done_callback(lambda _: self.hold.give())
-        return completion.after(rest)
-
-
-class _ListCompletion:
-    """One list being completed, item by item (graphql-core's loop, resumable)."""
-
-    def __init__(self, executor: Any, item_type: Any, field_details_list: Any, info: Any, path: Any,
-                 items: Iterable[Any], position_context: Any) -> None:
-        self.executor = executor
-        self.args = (item_type, field_details_list, info)
-        self.path = path
-        self.position_context = position_context
-        self.iterator: Iterator[Any] = iter(items)
-        self.index = 0
-        self.results: list[Any] = []
-        self.awaitable: list[int] = []
-
-    def all_at_once(self) -> Any:
-        try:
-            self.run(None, 0.0)
-        except Exception:
-            self.settle()
-            raise
-        return self.result()
-
-    def run(self, turns: Slicer | None, budget: float, *, progress: bool = False) -> bool:
-        """Complete items until the slice is spent (``False``) or none is left (``True``); with
-        ``progress``, at least one item (the slice was just given)."""
-        executor, results, awaitable = self.executor, self.results, self.awaitable
-        item_type, field_details_list, info = self.args
-        is_awaitable = executor.is_awaitable
-        while True:
-            if turns is not None and not progress and turns.spent(budget):
-                return False
-            progress = False
-            try:
-                item = next(self.iterator)
-            except StopIteration:
-                return True
-            item_path = self.path.add_key(self.index, None)
-            if is_awaitable(item):
-                results.append(executor.complete_awaitable_list_item_value(
-                    item, item_type, field_details_list, info, item_path, self.position_context))
-                awaitable.append(self.index)
-            elif executor.complete_list_item_value(item, results, item_type, field_details_list, info, item_path,
-                                                   self.position_context):
-                awaitable.append(self.index)
-            self.index += 1
-
-    async def rest(self, turns: Slicer, budget: float) -> None:
-        """Complete the remaining items, one slice per turn."""
-        try:
-            while True:
-                await turns.turn()
-                if self.run(turns, budget, progress=True):
-                    return
-        except asyncio.CancelledError:
-            for index in self.awaitable:  # nobody will await them
-                close = getattr(self.results[index], "close", None)
-                if close is not None:
-                    close()
-            raise
-        except Exception:
-            self.settle()
-            raise
-
-    def settle(self) -> None:
-        """Settle the awaitables created so far (and any the items still hold) in the background,
-        as graphql-core does when a list fails part way."""
-        pending = [self.results[i] for i in self.awaitable]
-        pending.extend(item for item in self.iterator if self.executor.is_awaitable(item))
-        if pending:
-            self.executor.settle_in_background(pending)
-
-    def result(self) -> Any:
-        if not self.awaitable:
-            return self.results
-        return self._gathered()
-
-    async def after(self, rest: Awaitable[None]) -> list[Any]:
-        await rest
-        if not self.awaitable:
-            return self.results
-        return await self._gathered()
-
-    async def _gathered(self) -> list[Any]:
-        results, awaitable = self.results, self.awaitable
-        if len(awaitable) == 1:
-            results[awaitable[0]] = await results[awaitable[0]]
-        else:
-            for index, value in zip(awaitable, await gather_with_cancel(*(results[i] for i in awaitable)),
-                                    strict=True):
-                results[index] = value
-        return results
 
 
 #: Lists longer than this are encoded item by item (:func:`encode_paced`).

@@ -57,9 +57,8 @@ def read_field(obj: Any, name: str) -> Any:
     """The default resolver: an entity's attribute fields read its attributes (a message's
     materialised view, any other entity's view), anything else is getattr."""
     entity = getattr(obj, "__dict__", _NO_ATTRIBUTES).get("entity")
-    if type(entity) is SourceEntity:
-        m = entity.materialised
-        return (m.attributes if m is not None else entity.view).get(name)
+    if isinstance(entity, SourceEntity):
+        return entity.attribute(name)
     return getattr(obj, name)
 
 
@@ -524,14 +523,14 @@ class Endpoint(Group):
     @strawberry.field(description="The message groups the endpoint references, in any registry (those that do "
                                   "not resolve are left out and reported in `errors`).")
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
-        refs = self.entity.view.get("messagegroups") or []
+        refs = self.entity.declared("messagegroups") or []
         refs = refs if isinstance(refs, list) else [refs]
         found = await asyncio.gather(*(resolve(info, self.entity, r, ("messagegroups",)) for r in refs))
         return [MessageGroup(entity=e) for e in found if e is not None]
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
     async def willmessage(self, info: Info) -> Message | None:
-        options = self.entity.view.get("protocoloptions")
+        options = self.entity.declared("protocoloptions")
         reference = options.get("willmessage") if isinstance(options, dict) else None
         target = await resolve(info, self.entity, reference, ("messages",)) if reference else None
         node = to_node(target) if target is not None else None

@@ -203,22 +203,29 @@ async def render(
     def views() -> list[dict[str, Any]]:
         out = []
         for rec in records:
-            if rec.kind == "registry":
-                out.append(registry_view(rec, model, base_url, {g: counts.get((rec.key, g), 0) for g in model.groups}))
-            elif rec.kind == "group":
-                gdef = model.group(rec.ctype)
-                names = gdef.resources if gdef else {}
-                out.append(group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"),
-                                                                           0) for r in names}))
-            elif rec.kind == "resource":
-                out.append(resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0),
-                                         include_meta=include_meta))
-            else:
+            if rec.kind == "version":
                 out.append(version_view(rec, defaults.get(Xid.parse(rec.key).resource.key), base_url))
+            else:
+                out.append(view_of(rec, model, base_url, counts, include_meta=include_meta))
         return out
 
     # many views are built in a worker thread, so the event loop (other requests, probes) goes on
     return await asyncio.to_thread(views) if len(records) >= THREAD_VIEWS else views()
+
+
+def view_of(
+    rec: EntityRecord, model: RegistryModel, base_url: str,
+    counts: Mapping[tuple[str, str], int] = MappingProxyType({}), *, include_meta: bool = False,
+) -> dict[str, Any]:
+    """The view of a registry, group or resource record (a version's needs its resource's default
+    version id: :func:`render`); ``counts`` by ``(key, child collection type)``, 0 where missing."""
+    if rec.kind == "registry":
+        return registry_view(rec, model, base_url, {g: counts.get((rec.key, g), 0) for g in model.groups})
+    if rec.kind == "group":
+        gdef = model.group(rec.ctype)
+        names = gdef.resources if gdef else {}
+        return group_view(rec, model, base_url, {r: counts.get((rec.key, f"{rec.ctype}/{r}"), 0) for r in names})
+    return resource_view(rec, base_url, counts.get((rec.key, f"{rec.ctype}/versions"), 0), include_meta=include_meta)
 
 
 def _child_ctypes(model: RegistryModel, rec: EntityRecord) -> list[str]:

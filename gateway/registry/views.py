@@ -97,6 +97,18 @@ def _served_link(view: dict[str, Any], singular: str) -> None:
         view.update(items)
 
 
+def resource_id_attribute(rec: EntityRecord) -> str:
+    """The ``<singular>id`` attribute of a resource record (its ``meta``'s, else from its type)."""
+    return next((k for k in rec.doc.get("meta") or {} if k.endswith("id") and k != "defaultversionid"),
+                f"{rec.ctype.split('/')[-1].rstrip('s')}id")
+
+
+#: What a resource's view shows that its default version's stored attributes do not (or not as
+#: stored): besides its id attribute and its ``<singular>uri`` / ``<singular>url`` link.
+RESOURCE_VIEW_OWN = frozenset({"versionid", "self", "xid", "isdefault", "metaurl", "meta", "versionsurl",
+                               "versionscount", DERIVED})
+
+
 def resource_view(
     rec: EntityRecord, base_url: str, versions_count: int, *, include_meta: bool = False,
 ) -> dict[str, Any]:
@@ -104,8 +116,7 @@ def resource_view(
     meta = rec.doc.get("meta") or {}
     default = dict(rec.doc.get("default") or {})
     default.pop(DERIVED, None)
-    id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)),
-                   f"{rec.ctype.split('/')[-1].rstrip('s')}id")
+    id_attr = resource_id_attribute(rec)
     out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}
     if default:
         out["versionid"] = default.pop("versionid", meta.get("defaultversionid"))

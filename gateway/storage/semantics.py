@@ -58,6 +58,11 @@ class Sort:
     descending: bool = False
 
 
+#: ``json.dumps(..., separators=(",", ":"))`` without building an encoder per call (cursors are
+#: encoded for every row of every page).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 @dataclass(frozen=True)
 class Cursor:
     """A keyset position: the sort value and the entity key of the last row seen."""
@@ -66,7 +71,7 @@ class Cursor:
     value: Any = None
 
     def encode(self) -> str:
-        raw = json.dumps([self.key, self.value], separators=(",", ":")).encode()
+        raw = _COMPACT.encode([self.key, self.value]).encode()
         return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     @classmethod

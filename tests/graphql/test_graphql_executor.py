@@ -96,3 +96,150 @@ async def test_errors_and_nulls_are_the_same_as_strawberrys(query: str):
     assert a.data and a.data["things"][0] is not None  # an error nulls its item only
     assert errors(a) == errors(b)
     assert errors(a)  # every case fails somewhere
+
+
+# -- compiled plans: fragments, aliases, directives, variables, arguments, abstract types --------
+
+PLANNED = """query($n: Int!, $m: Int, $skip: Boolean!, $more: Boolean!, $proto: String, $after: String) {
+  registry { xid
+    endpoints(first: $n, after: $after, filter: {protocol: $proto}) { totalCount pageInfo { endCursor }
+      nodes { ...E alias: name xid @skip(if: $skip) name @include(if: $more)
+        messagegroups { xid ... on MessageGroup { few: messages(first: 1) { totalCount nodes { xid } }
+                                                  more: messages(first: $m) { nodes { ...M } } } } } }
+    lookup(xid: "/messagegroups/IO.AISstream") { __typename xid ... on MessageGroup { name } ... on Endpoint { usage } }
+    messages(first: 3, sort: {attribute: "name", order: DESC}) { edges { cursor node { ...M } } } } }
+fragment E on Endpoint { protocol usage ... on Node { id } }
+fragment M on Message { xid name envelope @include(if: $more) dataschemaformat meta { xid readonly } }"""
+
+
+def _errors(result: Any) -> list:
+    return [(e.message, e.path, [(loc.line, loc.column) for loc in e.locations or []],
+             (e.extensions or {}).get("code")) for e in result.errors or []]
+
+
+@pytest.mark.parametrize("variables", [
+    {"n": 7, "m": 4, "skip": False, "more": True},
+    {"n": 3, "m": None, "skip": True, "more": False, "proto": "MQTT*"},
+    {"n": 2, "m": 2, "skip": False, "more": True, "after": "not a cursor"},  # an error with a path
+    {"n": 2, "m": 100000, "skip": False, "more": False},  # an error in every nested connection
+])
+async def test_planned_selections_are_the_same_as_strawberrys(corpus_db, tmp_path, variables):
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    gateway, plain = build_schema(settings), _plain_schema()
+    async with open_registry(corpus_db) as reg:
+        sources = {REGISTRY_ID: LocalSource(reg)}
+        ours = await gateway.execute(PLANNED, variables, Context(settings, sources, REGISTRY_ID))
+        theirs = await plain.execute(PLANNED, variables, Context(settings, sources, REGISTRY_ID))
+    assert ours.data == theirs.data
+    assert _errors(ours) == _errors(theirs)
+    if variables.get("after") or variables["m"] == 100000:
+        assert ours.errors
+    else:
+        assert not ours.errors and ours.data["registry"]["endpoints"]["nodes"]
+
+
+async def test_arguments_are_converted_per_field_node(corpus_db, tmp_path):
+    """Two aliases of one connection field with different arguments keep their own arguments."""
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    query = "{ registry { a: endpoints(first: 1) { nodes { xid } } b: endpoints(first: 2) { nodes { xid } } } }"
+    async with open_registry(corpus_db) as reg:
+        result = await build_schema(settings).execute(
+            query, context_value=Context(settings, {REGISTRY_ID: LocalSource(reg)}, REGISTRY_ID))
+    assert not result.errors
+    assert [len(result.data["registry"][k]["nodes"]) for k in "ab"] == [1, 2]
+
+
+@strawberry.interface
+class Named:
+    name: str | None
+
+
+@strawberry.type
+class Leaf(Named):
+    name: str | None = None
+    size: int = 0
+
+
+@strawberry.type
+class Other(Named):
+    name: str | None = None
+
+
+@strawberry.type
+class Tree:
+    @strawberry.field
+    def leaves(self, n: int, fail_at: int | None = None) -> list[Leaf]:  # non-null items: an error nulls the list
+        return [Leaf(name=f"l{i}", size=None if i == fail_at else i) for i in range(n)]  # type: ignore[arg-type]
+
+    @strawberry.field
+    async def later(self, info: strawberry.Info, n: int) -> list[Leaf | None]:
+        assert info.path.key == info.field_name or info.path.key  # the info of the field
+        if n < 0:
+            raise ValueError("n must not be negative")
+        # item 4 fails a non-null field: the error nulls that item only
+        return [Leaf(name=f"a{i}", size=None if i == 4 else i) if i % 3 else None  # type: ignore[arg-type]
+                for i in range(n)]
+
+    @strawberry.field
+    def named(self) -> list[Named]:
+        return [Leaf(name="x", size=1), Other(name="y")]
+
+    @strawberry.field
+    def either(self) -> list[Leaf | Other]:
+        return [Other(name="o"), Leaf(name="l", size=2)]
+
+    @strawberry.field
+    def strict(self) -> Leaf:
+        return Leaf(name="s", size=None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("query", [
+    "{ leaves(n: 5) { name size } }",
+    "{ leaves(n: 5, failAt: 3) { name size } other: leaves(n: 2) { size } }",  # null bubbling to the list
+    "{ later(n: 7) { name s: size } }",
+    "{ later(n: -1) { name } leaves(n: 1) { name } }",  # an awaited resolver with arguments fails
+    "{ named { __typename name ... on Leaf { size } } either { ... on Other { name } ... on Leaf { size } } }",
+    "{ strict { name size } }",  # null bubbling to the root
+    "query($n: Int!, $s: Boolean!) { leaves(n: $n) { name size @skip(if: $s) } }",
+])
+async def test_nulls_errors_and_abstract_types_are_the_same_as_strawberrys(query: str, monkeypatch):
+    from resolvers import execution
+
+    monkeypatch.setattr(execution, "LIST_CHUNK", 2)  # lists of several chunks
+    ours = strawberry.Schema(query=Tree, types=[Leaf, Other], execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Tree, types=[Leaf, Other])
+    variables = {"n": 4, "s": True}
+    a, b = await ours.execute(query, variables), await theirs.execute(query, variables)
+    assert a.data == b.data
+    assert _errors(a) == _errors(b)
+
+
+class PausingExecutor(GatewayExecutor):
+    """Yields to the event loop between the chunks of every list (as paced completion would)."""
+
+    pauses = 0
+
+    def between_chunks(self, path: Any, done: int, total: int) -> Any:
+        import asyncio
+
+        assert 0 < done < total
+        PausingExecutor.pauses += 1
+        return asyncio.sleep(0)
+
+
+async def test_a_paused_list_completion_gives_the_same_answer(corpus_db, tmp_path, monkeypatch):
+    from resolvers import execution
+
+    monkeypatch.setattr(execution, "LIST_CHUNK", 3)
+    # not paced by the clock: only this executor's pauses, between chunks of 3
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID, graphql_pacing_slice_ms=0)
+    paused = GatewaySchema(query=Query, mutation=Mutation, types=list(TYPES), extensions=[ReportedErrors],
+                           execution_context_class=PausingExecutor,
+                           config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
+    async with open_registry(corpus_db) as reg:
+        sources = {REGISTRY_ID: LocalSource(reg)}
+        ours = await paused.execute(WIDE, {"n": 12}, Context(settings, sources, REGISTRY_ID))
+        theirs = await _plain_schema().execute(WIDE, {"n": 12}, Context(settings, sources, REGISTRY_ID))
+    assert PausingExecutor.pauses > 4
+    assert ours.data == theirs.data
+    assert _errors(ours) == _errors(theirs)

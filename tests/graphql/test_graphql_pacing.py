@@ -143,7 +143,7 @@ async def test_a_paced_corpus_page_answers_as_in_one_stretch(corpus_db, tmp_path
     assert not one_stretch.errors and not paced.errors
     assert paced.data == one_stretch.data
     assert len(paced.data["registry"]["messages"]["nodes"]) == 300
-    assert unpaced_turns == 0 and paced_turns >= 300
+    assert unpaced_turns == 0 and paced_turns >= 299  # a turn between every two items
 
 
 async def test_a_large_answer_is_encoded_in_slices_exactly_as_json_dumps():
