@@ -390,6 +390,7 @@ class Changeset:
                 if rstate.doc is not None:
                     target = (meta_old or {}).get("defaultversionid")
                 elif (meta_in or {}).get("defaultversionid"):
+                    _check_default_version_id(meta_in or {}, str(Xid.parse(rxid).meta_of()))
                     target = (meta_in or {})["defaultversionid"]
                 elif not versions_in:
                     target = await self._next_version_id(rxid, vctype)

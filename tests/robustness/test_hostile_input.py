@@ -97,6 +97,20 @@ async def test_lone_surrogates_and_wrong_id_types_are_refused(gateway):
     assert await revision(app) == before
 
 
+@pytest.mark.parametrize("method", ["put", "patch"])
+async def test_a_resource_body_whose_meta_names_no_version_id_is_refused(gateway, method):
+    """A new resource whose body's ``meta.defaultversionid`` is not a string is
+    ``invalid_attribute``, not a server error (found by a random schemathesis run)."""
+    app, writer, _ = gateway
+    before = await revision(app)
+    for value in ({"a": False}, [1], 3, True):
+        response = await getattr(writer, method)("/registry/endpoints/e/messages/m", json={
+            "name": "m", "meta": {"defaultversionid": value}})
+        body = assert_problem(response, 400, "invalid_attribute")
+        assert "defaultversionid" in body["title"]
+    assert await revision(app) == before
+
+
 async def test_a_deep_graphql_attribute_literal_is_refused(gateway):
     _, writer, _ = gateway
     literal = "{a: " * (MAX_DEPTH + 5) + "1" + "}" * (MAX_DEPTH + 5)
