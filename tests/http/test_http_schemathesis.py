@@ -29,8 +29,7 @@ MAX_EXAMPLES = int(os.environ.get("XREG_TEST_FUZZ_EXAMPLES", "12"))
 #: CI runs the same examples every time (a repeatable verdict); XREG_TEST_FUZZ_RANDOM=1 explores
 #: new ones — what a random run finds becomes a regression test (tests/http/test_http_writes.py).
 DERANDOMIZE = os.environ.get("XREG_TEST_FUZZ_RANDOM") != "1"
-#: Checked on its own below (reads and deletes): entity bodies still allow requests refused on
-#: grounds the description does not state (references that must exist, rules across entities).
+#: Checked on its own below, where the refusals each operation documents are expected.
 NOT_EXPRESSIBLE = [positive_data_acceptance]
 CONFIG = schemathesis.Config.from_dict(
     {"phases": {"coverage": {"enabled": os.environ.get("XREG_TEST_FUZZ_COVERAGE") == "1"}}})
@@ -76,12 +75,11 @@ def test_api_never_fails_and_rejections_change_nothing(case, server, probe):
 
 # -- schema-valid requests are accepted -----------------------------------------------------------
 #: Positive data only: every request the description allows must be accepted (2xx, or 404 / 409
-#: for ids the registry does not hold / conflicts, as positive_data_acceptance allows).
+#: for ids the registry does not hold / conflicts, as positive_data_acceptance allows) — or refused
+#: with one of the problem types the operation lists under ``x-xregistry-refusals`` (refusals that
+#: depend on what the registry holds, or on rules across attributes the schemas do not state).
 POSITIVE = schemathesis.Config.from_dict(
     {"generation": {"mode": "positive"}, "phases": {"coverage": {"enabled": False}}})
-#: Refusals the description states but JSON Schema cannot decide from one request: they depend on
-#: what the registry holds (documented on the operations). Matched on the problem's title.
-STATE_DEPENDENT = ("the last version of a resource cannot be deleted", "The specified epoch value")
 
 
 @pytest.fixture(scope="module")
@@ -92,16 +90,29 @@ def positive_api(server):
 positive_schema = schemathesis.pytest.from_fixture("positive_api")
 
 
-@positive_schema.include(method=["GET", "DELETE"]).parametrize()
+def documented_refusal(case, response: httpx.Response) -> bool:
+    """Whether ``response`` is a 400 the operation documents as a refusal of valid requests: its
+    problem type, or ``invalid_attribute`` of an attribute it names."""
+    if response.status_code != 400:
+        return False
+    problem, operation = response.json(), case.operation.definition.raw
+    if problem["type"].endswith("#invalid_attribute"):
+        return problem.get("args", {}).get("name") in operation.get("x-xregistry-refused-attributes", ())
+    return problem["type"] in operation.get("x-xregistry-refusals", ())
+
+
+@positive_schema.parametrize()
 @settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=DERANDOMIZE,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])
-def test_schema_valid_requests_are_accepted(case, server):
+def test_schema_valid_requests_are_accepted(case, server, probe):
     # ?page takes only tokens the server made (Link headers): opaque to a generator; filter and
     # sort expressions have a grammar JSON Schema cannot state (tests/unit/test_filters.py).
     for name in ("page", "filter", "sort"):
         (case.query or {}).pop(name, None)
+    before = revision(probe)
     response = case.call(base_url=f"{server.url}/registry", headers=bearer(WRITE_KEY), timeout=30)
-    if response.status_code == 400 and response.json().get("title", "").startswith(STATE_DEPENDENT):
+    if documented_refusal(case, response):
+        assert revision(probe) == before, f"{case.method} {case.formatted_path} was refused but wrote"
         return
     case.validate_response(response, headers=bearer(WRITE_KEY), checks=[positive_data_acceptance])
