@@ -439,7 +439,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
             out[f"VersionsRequest_{g}_{r}"] = {**_id_map(f"Version_{g}_{r}"), "minProperties": 1}
             out[f"Meta_{g}_{r}"] = object_schema(
                 {**common, **_defs(META_ATTRIBUTES), **rdef.metaattributes}, extensible=open_,
-                server_set=_SERVER_SET | ids | {"xref", "defaultversionid"})
+                server_set=_SERVER_SET | ids | {"xref", "defaultversionid"}, rules=_COMMON_RULES)
             out[f"Resource_{g}_{r}"] = {**object_schema(
                 version, extensible=open_, server_set=_SERVER_SET | ids, rules=rules,
                 extra={**doc, "versions": _ref(f"Versions_{g}_{r}"), "meta": _ref(f"Meta_{g}_{r}")}), **whole}
