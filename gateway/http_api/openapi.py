@@ -353,7 +353,8 @@ _RESOURCE_RULES: dict[str, dict[str, dict[str, Any]]] = {
 #: ``envelopemetadata``, ``protocol`` with ``protocoloptions``, a data schema with its format) and
 #: exclusions are not stated: ``dependentRequired`` and ``not`` below the document root make
 #: schemathesis' negative generation fail (it cannot spell out their complement), so the server's
-#: refusals of them are documented in the error responses only.
+#: refusals of them are documented as refusals (:data:`REFUSALS`, :data:`REFUSED_ATTRIBUTES`).
+#: The document attributes' exclusion is stated without ``not`` (:func:`_one_document`).
 _RESOURCE_OBJECT_RULES: dict[str, dict[str, Any]] = {}
 
 
