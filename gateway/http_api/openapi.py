@@ -385,6 +385,34 @@ def xid_pattern(model: RegistryModel, target: str | None = None) -> str:
     return "^(?:" + "|".join(shape or "/" for shape in shapes) + ")$"
 
 
+_URI_CHARS = "A-Za-z0-9._~/?#@!$&'()*+,;=\\-"
+#: :data:`_URI_PATTERN` without a leading ``/`` (which makes a reference an XID).
+_URI_NOT_XID = f"(?:[A-Za-z][A-Za-z0-9+.\\-]*:[{_URI_CHARS}]*|[{_URI_CHARS.replace('/', '')}][{_URI_CHARS}]*)?"
+
+
+def _reference_pattern(model: RegistryModel, defn: AttributeDef) -> str | None:
+    """The values of a reference attribute: an ``xid`` is an XID (of its ``target``); a URI with
+    a ``target`` is an XID of it when it starts with ``/``, else any URI (as the server checks)."""
+    if defn.type == "xid":
+        return xid_pattern(model, defn.target)
+    if defn.target and defn.type in ("uri", "urireference", "url"):
+        return f"^(?:{_URI_NOT_XID}|{xid_pattern(model, defn.target)[4:-2]})$"
+    return None
+
+
+def _xid_rules(model: RegistryModel, defs: dict[str, AttributeDef]) -> dict[str, dict[str, Any]]:
+    """The patterns of ``defs``' references and arrays of them (rules of :func:`object_schema`)."""
+    rules: dict[str, dict[str, Any]] = {}
+    for name, defn in defs.items():
+        if (pattern := _reference_pattern(model, defn)) is not None:
+            rules[name] = {"pattern": pattern}
+        elif defn.type == "array" and defn.item is not None:
+            item = AttributeDef.from_json("", {"type": defn.item.type, "target": defn.item.target or defn.target})
+            if (pattern := _reference_pattern(model, item)) is not None:
+                rules[name] = {"items": {"type": "string", "pattern": pattern}}
+    return rules
+
+
 def _one_document(rdef: ResourceDef) -> dict[str, Any]:
     """At most one of ``<RESOURCE>``, ``<RESOURCE>base64``, ``<RESOURCE>url`` (and the older
     ``<RESOURCE>uri``) with a value (``one_resource``; null is absent), as ``dependentSchemas``."""
@@ -416,7 +444,8 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
     for g, gdef in model.groups.items():
         out[f"Group_{g}"] = object_schema(
             {**common, **gdef.attributes}, extensible=open_, server_set=_SERVER_SET | {gdef.id_attribute},
-            rules={**_COMMON_RULES, **_GROUP_RULES.get(g, {})}, extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
+            rules={**_COMMON_RULES, **_xid_rules(model, gdef.attributes), **_GROUP_RULES.get(g, {})},
+            extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
         out[f"Map_{g}"] = _id_map(f"Group_{g}")
         out[f"Collections_{g}"] = {"type": "object", "additionalProperties": False,
                                    "properties": {r: _ref(f"Map_{g}_{r}") for r in gdef.resources}}
@@ -429,9 +458,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
                        # base64 by the spec; the server keeps text that is not as it is
                        f"{rdef.singular}base64": {"type": "string", "contentEncoding": "base64"},
                        f"{rdef.singular}url": {"type": "string", "pattern": _URI_PATTERN}}
-            xids = {name: {"pattern": xid_pattern(model, defn.target)} for name, defn in version.items()
-                    if defn.type == "xid"}
-            rules = {**_COMMON_RULES, **xids, **_RESOURCE_RULES.get(r, {})}
+            rules = {**_COMMON_RULES, **_xid_rules(model, version), **_RESOURCE_RULES.get(r, {})}
             whole = {**_one_document(rdef), **_RESOURCE_OBJECT_RULES.get(r, {})}
             out[f"Version_{g}_{r}"] = {**object_schema(version, extensible=open_, server_set=_SERVER_SET | ids,
                                                        extra=doc, rules=rules), **whole}

@@ -114,6 +114,23 @@ async def test_a_resource_body_whose_meta_names_no_version_id_is_refused(gateway
     assert await revision(app) == before
 
 
+async def test_a_null_under_a_name_no_attribute_can_have_is_refused(gateway):
+    """``null`` deletes an attribute, but not one whose name is invalid: that is
+    ``invalid_attribute``, not silently accepted (found by a random schemathesis run)."""
+    app, writer, _ = gateway
+    assert (await writer.put("/registry/schemagroups/g", json={"name": "g"})).status_code == 201
+    before = await revision(app)
+    for method, url, body in (("PUT", "/registry/schemagroups/new", {"": None}),
+                              ("PATCH", "/registry/schemagroups/g", {"Bad Name": None}),
+                              ("PATCH", "/registry", {"?": None}),
+                              ("PUT", "/registry/schemagroups/g/schemas/s$details",
+                               {"format": "JsonSchema/draft-07", "X": None})):
+        body = assert_problem(await writer.request(method, url, json=body), 400, "invalid_attribute")
+        assert "is not a valid attribute name" in body["detail"]
+    assert await revision(app) == before
+    assert (await writer.patch("/registry/schemagroups/g", json={"name": None})).status_code == 200  # still deletes
+
+
 async def test_a_deep_graphql_attribute_literal_is_refused(gateway):
     _, writer, _ = gateway
     literal = "{a: " * (MAX_DEPTH + 5) + "1" + "}" * (MAX_DEPTH + 5)
