@@ -527,8 +527,6 @@ def _attribute_names(*defs: dict[str, Any]) -> list[str]:
     return sorted({n for d in defs for n in d if n != "*"})
 
 
-#: ``xRegistry-*`` headers every document response carries (besides ``xRegistry-<RESOURCE>id``).
-_ALWAYS_SENT = frozenset({"versionid", "self", "xid", "epoch", "isdefault"})
 _SCALARS = frozenset({"string", "boolean", "integer", "uinteger", "decimal", "timestamp", "uri", "urireference",
                       "url", "uritemplate", "xid", "xidtype"})
 
@@ -540,8 +538,9 @@ def _document_headers(rdef: ResourceDef, common: dict[str, dict[str, Any]]) -> d
     names.update({n: d.type for n, d in rdef.attributes.items()})
     names[rdef.id_attribute] = "string"
     skip = {"*", rdef.singular, f"{rdef.singular}base64", "contenttype"}
-    return {f"xRegistry-{name}": {"description": f"`{name}`, percent-encoded.", "schema": {"type": "string"},
-                                  **({"required": True} if name in _ALWAYS_SENT | {rdef.id_attribute} else {})}
+    # none is required: a ``?doc`` answer is the entity as JSON, without them
+    return {f"xRegistry-{name}": {"description": f"`{name}`, percent-encoded (not with `?doc`).",
+                                  "schema": {"type": "string"}}
             for name, kind in sorted(names.items()) if name not in skip and kind in _SCALARS}
 
 
