@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from strawberry.dataloader import DataLoader
 
@@ -27,9 +28,11 @@ Key = tuple[str, "int | None", str]
 class EntityBatcher:
     """Batched, cached entity loads of one request."""
 
-    def __init__(self, sources: Mapping[str, RegistrySource]) -> None:
+    def __init__(self, sources: Mapping[str, RegistrySource],
+                 loader: Callable[..., DataLoader[Any, Any]] = DataLoader) -> None:
+        """``loader`` makes the DataLoader (a subclass that schedules its batches otherwise)."""
         self.sources = sources
-        self.loader: DataLoader[Key, Entity | None] = DataLoader(
+        self.loader: DataLoader[Key, Entity | None] = loader(
             self._load, cache_key_fn=lambda k: (k[0], k[1], k[2].lower()))
 
     async def load(self, registry: str, xid: str, as_of: int | None = None) -> Entity | None:

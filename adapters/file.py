@@ -5,7 +5,10 @@ The document is read (JSON or YAML; by URL: JSON), normalised to 1.0-rc4 like an
 directory — so it is queried by the same engine as the local registry (filters, sorts, keyset
 pages, history-free reads): a :class:`FileSource` holds a :class:`~adapters.local.LocalSource`
 over that copy and hands it every read; it has no writes (``action_not_supported``).
-A document that declares a ``model`` extends the gateway's model with its group types.
+A document that carries ``modelsource`` (as ``/export`` writes it) runs on that model, as the local
+registry would: it is checked and installed before the entities (an invalid one fails the load),
+and its groups and resources are served through the generic GraphQL types. A document that only
+declares a ``model`` extends the gateway's built-in model with its group types.
 
 :meth:`FileSource.refresh` loads the document again when it changed (the file's modification
 time; a URL is fetched anew); the previous copy serves until the new one is complete, and is

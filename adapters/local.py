@@ -10,6 +10,7 @@ their resources costs the same number of store calls as a page of 10.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
-from gateway.registry.reads import NOTHING, Materialised, Selection, count, render, select, store_sort
+from gateway.registry.reads import NOTHING, THREAD_VIEWS, Materialised, Selection, count, render, select, store_sort
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import meta_view
 from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
@@ -113,7 +114,12 @@ class LocalSource(RegistrySource):
                 else:
                     rows, has_next = rows[: listing.limit], True
         items = await self._entities([rec for rec, _ in rows], listing.as_of)
-        cursors = [cursor_for(rec, sort).encode() for rec, sort in rows]
+
+        def encoded() -> builtins.list[str]:
+            return [cursor_for(rec, sort).encode() for rec, sort in rows]
+
+        # a large page's cursors (like its views) are made in a worker thread: the event loop goes on
+        cursors = await asyncio.to_thread(encoded) if len(rows) >= THREAD_VIEWS else encoded()
         return SourcePage(items, cursors, has_next=has_next, has_prev=has_prev)
 
     async def count(self, listing: Listing, parent: str | None = None) -> int:
@@ -191,13 +197,17 @@ class LocalSource(RegistrySource):
             return []
         views = await render(self.store, self.model, records, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False)
-        out = []
-        for rec, view in zip(records, views, strict=False):
-            meta = view.pop("meta", None) if rec.kind == "resource" else None
-            materialised = self._materialisation(rec, view) if rec.ctype in self.messages else None
-            out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
-                              revision=rec.revision, materialised=materialised))
-        return out
+
+        def entities() -> builtins.list[Entity]:
+            out = []
+            for rec, view in zip(records, views, strict=False):
+                meta = view.pop("meta", None) if rec.kind == "resource" else None
+                materialised = self._materialisation(rec, view) if rec.ctype in self.messages else None
+                out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, meta, partial=True,
+                                  revision=rec.revision, materialised=materialised))
+            return out
+
+        return await asyncio.to_thread(entities) if len(records) >= THREAD_VIEWS else entities()
 
     def _materialisation(self, rec: EntityRecord, view: dict[str, Any]) -> Materialisation | None:
         """A stored message's materialisation, as the sources show it."""

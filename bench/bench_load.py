@@ -1,14 +1,18 @@
-"""Load benchmark: many concurrent heavy GraphQL queries against one gateway process, with
-admission control off (the baseline) and on (the defaults), in one run.
+"""Load benchmark: many concurrent heavy GraphQL queries against one gateway process, in one run
+for each mode: admission control off and lists completed in one stretch (the baseline), admission
+on with lists in one stretch and 4 GraphQL executions at once (``unpaced``: admission alone, as
+before pacing), and the defaults (admission on, 2 at once, lists and large answers completed and
+encoded in slices: ``resolvers/pacing.py``).
 
 The gateway serves the 117-feed corpus from `xreg-gateway serve` in a process of its own on
 127.0.0.1. This process fires ``--clients`` heavy queries at once (a page of 500 materialised
 messages: about 15,000 in cost, under the default ceiling) while a probe asks ``/healthz``
-every 50 ms from a process of its own. It prints, for each mode: the statuses, p50 / p99 latency of the answered
-queries, whether every 503 carried ``Retry-After``, the server's peak RSS (``VmHWM``) and the
-``/healthz`` latencies under load.
+every 50 ms from a process of its own. It prints, for each mode: the statuses, p50 / p99 latency
+of the answered queries, answered queries per second and the server's CPU seconds per answered
+query (throughput), whether every 503 carried ``Retry-After``, the server's peak RSS
+(``VmHWM``) and the ``/healthz`` latencies under load.
 
-Usage: python bench/bench_load.py [--clients 200] [--modes off,on]
+Usage: python bench/bench_load.py [--clients 200] [--modes off,unpaced,on]
 """
 
 from __future__ import annotations
@@ -51,7 +55,7 @@ with open(out, "a") as f:
         except OSError:
             took = float("inf")
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-        f.write(f"{took}\\n")
+        f.write(f"{time.time()} {took}\\n")
         f.flush()
         time.sleep(every)
 """
@@ -70,6 +74,23 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+#: Environment of the gateway in each mode.
+MODES = {
+    "off": {"XREG_ADMISSION_ENABLED": "false", "XREG_GRAPHQL_PACING_SLICE_MS": "0"},
+    # admission as it was before lists were paced: 4 GraphQL executions at once
+    "unpaced": {"XREG_ADMISSION_ENABLED": "true", "XREG_GRAPHQL_PACING_SLICE_MS": "0",
+                "XREG_ADMISSION_GRAPHQL_CONCURRENCY": "4"},
+    "on": {"XREG_ADMISSION_ENABLED": "true"},
+}
+TITLES = {"off": "admission off", "unpaced": "unpaced, 4 at once", "on": "defaults (paced)"}
+
+
 def pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -77,10 +98,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run_mode(data_dir: Path, admission: bool, clients: int) -> dict[str, Any]:
+async def run_mode(data_dir: Path, mode: str, clients: int) -> dict[str, Any]:
     port = free_port()
-    env = {**os.environ, "XREG_DATA_DIR": str(data_dir), "XREG_ADMISSION_ENABLED": str(admission).lower(),
-           "XREG_LOG_LEVEL": "warning"}
+    env = {**os.environ, "XREG_DATA_DIR": str(data_dir), **MODES[mode], "XREG_LOG_LEVEL": "warning"}
     server = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -109,12 +129,16 @@ async def run_mode(data_dir: Path, admission: bool, clients: int) -> dict[str, A
                 return response.status_code, time.perf_counter() - started, "retry-after" in response.headers
 
             await asyncio.sleep(0.5)
-            started = time.perf_counter()
+            started, cpu_before, burst_at = time.perf_counter(), cpu_seconds(server.pid), time.time()
             results = await asyncio.gather(*(query() for _ in range(clients)))
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, cpu_seconds(server.pid) - cpu_before
             prober.terminate()
             prober.wait(30)
-            probes = [float(x) for x in probe_log.read_text().split()]
+            lines = [line.split() for line in probe_log.read_text().splitlines()]
+            probes = [float(took) for _, took in lines]
+            if os.environ.get("BENCH_PROBE_LOG"):
+                for at, took in lines:
+                    print(f"probe {float(at) - burst_at:+.3f} s {1000 * float(took):.1f} ms", file=sys.stderr)
     finally:
         rss_peak = peak_rss_mb(server.pid)
         server.terminate()
@@ -122,34 +146,36 @@ async def run_mode(data_dir: Path, admission: bool, clients: int) -> dict[str, A
     ok = [t for status, t, _ in results if status == 200]
     busy = [(t, retry) for status, t, retry in results if status == 503]
     return {
-        "mode": "admission on" if admission else "admission off", "clients": clients, "wall (s)": elapsed,
+        "mode": TITLES[mode], "clients": clients, "wall (s)": elapsed,
         "200": len(ok), "503": len(busy), "other (dropped: 0)": sum(1 for s, _, _ in results if s not in (200, 503)),
         "503 with Retry-After": sum(1 for _, r in busy if r),
         "p50 answered (s)": pct(ok, 0.5), "p99 answered (s)": pct(ok, 0.99),
+        "answered / s": len(ok) / elapsed, "CPU s / answered": cpu / len(ok) if ok else float("nan"),
         "p50 503 (s)": pct([t for t, _ in busy], 0.5),
         "RSS idle (MB)": rss_idle, "RSS peak (MB)": rss_peak,
         "healthz p50 (ms)": 1000 * pct(probes, 0.5), "healthz p99 (ms)": 1000 * pct(probes, 0.99),
         "healthz max (ms)": 1000 * max(probes, default=float("nan")), "healthz probes": len(probes),
+        "healthz > 100 ms": sum(1 for t in probes if t > 0.1),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=200)
-    parser.add_argument("--modes", default="off,on", help="admission modes to run, in order (off,on)")
+    parser.add_argument("--modes", default="off,unpaced,on", help="modes to run, in order (off,unpaced,on)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="xreg-bench-load-") as tmp:
         data = Path(tmp)
         subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(CORPUS)], cwd=REPO, check=True,
                        env={**os.environ, "XREG_DATA_DIR": str(data)}, stdout=subprocess.DEVNULL)
-        modes = [m.strip() == "on" for m in args.modes.split(",")]
-        rows = [asyncio.run(run_mode(data, admission, args.clients)) for admission in modes]
+        modes = [m.strip() for m in args.modes.split(",")]
+        rows = [asyncio.run(run_mode(data, mode, args.clients)) for mode in modes]
     keys = list(rows[0])
     print(f"heavy query: a page of 500 materialised messages, {args.clients} at once; "
           f"/healthz every {PROBE_EVERY * 1000:.0f} ms")
     for key in keys:
         cells = [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in rows]
-        print(f"{key:<24}" + "".join(f"{c:>18}" for c in cells))
+        print(f"{key:<24}" + "".join(f"{c:>20}" for c in cells))
 
 
 if __name__ == "__main__":

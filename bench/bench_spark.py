@@ -4,7 +4,9 @@
 Two data sets: the 117-feed corpus (1,538 messages) and generated message groups (100,000
 messages by default). For each, the registry is loaded into a fresh SQLite store, exported as one
 1.0-rc4 document, and served by the gateway app under uvicorn on 127.0.0.1 (``--workers``
-processes). Each figure also shows the CPU time the gateway spent serving it. Spark
+processes). The data source reads these snapshots through the gateway's bulk read
+(``GET /bulk/rows``: Arrow record batches built by the gateway, two key ranges of a partition at a
+time). Each figure also shows the CPU time the gateway spent serving it. Spark
 runs local[2] with a 1 GB driver. Every measurement materialises every column of every row
 (``write.format("noop")``); the figure is the median of ``--repeat`` runs after one warm-up.
 

@@ -115,15 +115,20 @@ class Admission:
         return self.gates[kind].stats.rejected
 
 
+#: Where the bulk reads of the Spark connector live (``gateway/bulk.py``): HTTP reads like the API's.
+BULK_PREFIX = "/bulk"
+
+
 def work_kind(scope: Scope, graphql_path: str, registry_prefix: str) -> str | None:
-    """``graphql`` or ``http`` (the xRegistry API below ``registry_prefix``) for the requests that
-    admission control and rate limits govern; ``None`` for the rest (probes, GraphiQL, ``OPTIONS``)."""
+    """``graphql`` or ``http`` (the xRegistry API below ``registry_prefix``, and the bulk reads
+    below :data:`BULK_PREFIX`) for the requests that admission control and rate limits govern;
+    ``None`` for the rest (probes, GraphiQL, ``OPTIONS``)."""
     if scope["type"] != "http" or scope.get("method") == "OPTIONS":
         return None
     path = scope.get("path", "")
     if path == graphql_path:
         return "graphql"
-    if path == registry_prefix or path.startswith(registry_prefix + "/"):
+    if path == registry_prefix or path.startswith((registry_prefix + "/", BULK_PREFIX + "/")):
         return "http"
     return None
 

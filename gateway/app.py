@@ -29,6 +29,7 @@ from adapters.local import LocalSource
 from gateway import gc_tuning, metrics, readiness, tracing
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
+from gateway.bulk import build_routes as bulk_routes
 from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
 from gateway.http_api import build_routes as xregistry_routes
@@ -132,13 +133,13 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             metrics.worker_exiting()
 
     routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
-              *xregistry_routes(settings), *graphql_routes(settings)]
+              *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes()]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
     # the request id and metrics see every answer, refusals included; an over-long target or
     # header section is refused before anything else reads it.
     middleware = [
-        *cors_middleware(settings, registry.model), Middleware(ObserveMiddleware),
+        *cors_middleware(settings, registry), Middleware(ObserveMiddleware),
         Middleware(RequestLimitsMiddleware, settings=settings), Middleware(CallerMiddleware),
         Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)]

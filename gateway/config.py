@@ -290,10 +290,14 @@ class Settings(BaseSettings):
     graphql_max_page_size: int = Field(500, ge=1, description="Largest first/last a connection accepts.")
     graphql_max_cost: int = Field(
         50_000, ge=1, description="Highest estimated cost of one operation (fields × page sizes, resolvers/cost.py).")
+    graphql_pacing_slice_ms: float = Field(
+        4.0, ge=0, description="Longest stretch (ms) a GraphQL list completion holds the event loop before it lets "
+                               "other work run (resolvers/pacing.py; 0: lists complete in one stretch).")
 
     # -- overload: admission control and rate limiting --------------------------------------------
     admission_enabled: bool = Field(True, description="Bound the GraphQL operations and API requests at work.")
-    admission_graphql_concurrency: int = Field(4, ge=1, description="GraphQL requests at work at once.")
+    admission_graphql_concurrency: int = Field(
+        2, ge=1, description="GraphQL requests at work at once (their work is CPU-bound: about one per core).")
     admission_http_concurrency: int = Field(16, ge=1, description="xRegistry HTTP API requests at work at once.")
     admission_queue_size: int = Field(
         64, ge=0, description="Requests of each kind that may wait for a slot; more are refused at once (503).")

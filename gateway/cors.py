@@ -9,7 +9,7 @@ another origin gets 400 without the header, so the browser blocks the call. Othe
 
 Allowed request headers are ``cors_allow_headers`` (``Authorization``, ``Content-Type``, the
 headers Apollo Client and urql send, …) plus the ``xRegistry-*`` attribute headers of the
-model's document resources; exposed response headers are the gateway's own (``ETag``,
+current model's document resources; exposed response headers are the gateway's own (``ETag``,
 ``X-Request-Id``, ``Link``, ``Location``, ``RateLimit-*``, ``Retry-After``, ``xRegistry-*``)
 plus ``cors_expose_headers``. Headers of map attributes (``xRegistry-labels.<key>``) cannot be
 listed in advance and stay hidden from cross-origin scripts.
@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.config import Settings
 from gateway.model.registry_model import RegistryModel
+from gateway.registry.service import MODEL_MAX_AGE, LocalRegistry
 from gateway.registry.validation import entity_definitions
 
 #: Response headers a cross-origin script may read, besides the model's ``xRegistry-*`` ones.
@@ -57,29 +58,47 @@ def paths_of(settings: Settings) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 class PathCORS:
-    """ASGI middleware: CORS (Starlette's) for the paths of :func:`paths_of`, nothing elsewhere."""
+    """ASGI middleware: CORS (Starlette's) for the paths of :func:`paths_of`, nothing elsewhere.
 
-    def __init__(self, app: ASGIApp, settings: Settings, model: RegistryModel) -> None:
+    The ``xRegistry-*`` headers follow the registry's current model: a model installed through
+    ``modelsource`` (here or by another process, taken up within
+    :data:`~gateway.registry.service.MODEL_MAX_AGE`) brings its headers without a restart."""
+
+    def __init__(self, app: ASGIApp, settings: Settings, registry: LocalRegistry) -> None:
         self.app = app
+        self.settings = settings
+        self.registry = registry
         self.exact, self.prefixes = paths_of(settings)
-        headers = attribute_header_names(model)
-        self.cors = CORSMiddleware(
-            app, allow_origins=settings.cors_origins, allow_methods=settings.cors_allow_methods,
-            allow_headers=[*settings.cors_allow_headers, *headers],
-            allow_credentials=settings.cors_allow_credentials,
-            expose_headers=list(dict.fromkeys([*EXPOSED, *headers, *settings.cors_expose_headers])),
-            max_age=settings.cors_max_age)
+        self._model: RegistryModel | None = None
+        self._cors: CORSMiddleware | None = None
+
+    def cors_for(self, model: RegistryModel) -> CORSMiddleware:
+        """Starlette's CORS middleware with ``model``'s headers (built again when the model changes)."""
+        if self._cors is None or model is not self._model:
+            settings, headers = self.settings, attribute_header_names(model)
+            self._cors = CORSMiddleware(
+                self.app, allow_origins=settings.cors_origins, allow_methods=settings.cors_allow_methods,
+                allow_headers=[*settings.cors_allow_headers, *headers],
+                allow_credentials=settings.cors_allow_credentials,
+                expose_headers=list(dict.fromkeys([*EXPOSED, *headers, *settings.cors_expose_headers])),
+                max_age=settings.cors_max_age)
+            self._model = model
+        return self._cors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "") if scope["type"] == "http" else None
         if path is not None and (path in self.exact or path.startswith(self.prefixes)):
-            await self.cors(scope, receive, send)
+            try:
+                model = await self.registry.sync_model(max_age=MODEL_MAX_AGE)
+            except Exception:  # the store is unreachable: the request itself reports it, with CORS headers
+                model = self.registry.model
+            await self.cors_for(model)(scope, receive, send)
         else:
             await self.app(scope, receive, send)
 
 
-def cors_middleware(settings: Settings, model: RegistryModel) -> list[Middleware]:
+def cors_middleware(settings: Settings, registry: LocalRegistry) -> list[Middleware]:
     """The CORS middleware of the application (none when ``cors_origins`` is empty)."""
     if not settings.cors_origins:
         return []
-    return [Middleware(PathCORS, settings=settings, model=model)]
+    return [Middleware(PathCORS, settings=settings, registry=registry)]

@@ -18,6 +18,7 @@ from gateway.auth import Authenticator, Principal
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from resolvers.loaders import Loaders
+from resolvers.pacing import Pacer
 
 
 def sources_of(app: Any) -> dict[str, RegistrySource]:
@@ -57,13 +58,16 @@ class Context:
     #: The reference rules (default: the sources' own base URLs).
     rules: References | None = None
     loaders: Loaders = field(init=False)
+    #: How the request's lists are completed without starving the event loop (``resolvers/pacing.py``).
+    pacer: Pacer = field(init=False)
     #: Errors reported by resolvers that still returned data (see :meth:`report`).
     reported: list[GraphQLError] = field(default_factory=list)
     #: The operation's estimated cost (``resolvers/cost.py``), once its document is validated.
     cost: int = 0
 
     def __post_init__(self) -> None:
-        self.loaders = Loaders(self.sources, lambda: self.references)
+        self.pacer = Pacer(self.settings.graphql_pacing_slice_ms / 1000)
+        self.loaders = Loaders(self.sources, lambda: self.references, self.pacer.hold)
 
     @cached_property
     def references(self) -> References:

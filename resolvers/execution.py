@@ -10,6 +10,9 @@ executor decides once per field definition whether it can skip all that (a *plan
 calls the value's reader directly and serialises a scalar result in place. Everything else —
 fields with arguments, ``info``, extensions or awaiting resolvers, and every error or null in
 a non-null position — takes graphql-core's own path, so results and errors are the same.
+
+Lists are completed by the request's pacer (``resolvers/pacing.py``): in slices of a few
+milliseconds, so that a long page does not keep the event loop from everything else.
 """
 
 from __future__ import annotations
@@ -99,6 +102,16 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
             return None
+
+    def complete_iterable_value(
+        self, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, position_context: Any,
+    ) -> Any:
+        """A list's items, completed by the request's pacer (``resolvers/pacing.py``) unless
+        the context has none or the list is streamed."""
+        pacer = getattr(self.context_value, "pacer", None)
+        if pacer is None or self.get_stream_usage(field_details_list, path) is not None:
+            return super().complete_iterable_value(item_type, field_details_list, info, path, items, position_context)
+        return pacer.complete_list(self, item_type, field_details_list, info, path, items, position_context)
 
     async def _await_completed(self, completed: Any, return_type: Any, field_details_list: Any, path: Path) -> Any:
         try:

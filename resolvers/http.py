@@ -229,7 +229,7 @@ def graphql_endpoint(
                 await persisted.keep(document.register, document.text, shared)
         status = 200 if media == JSON or ran else _request_error_status(body)
         response = await json_response(body, status, media_type=content_type(media),
-                                       large=context.cost >= LARGE_COST)
+                                       large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
         if not get:
             response.headers["Cache-Control"] = http_cache.NO_STORE
         elif status == 200 and ran and not result.errors:

@@ -6,6 +6,10 @@ one :meth:`~adapters.base.RegistrySource.list_children` per registry and listing
 (collection counts) with one :meth:`~adapters.base.RegistrySource.complete` per registry. So the number
 of source (and store) calls grows with the depth of a query, not with the size of its pages.
 
+A paced list completion (``resolvers/pacing.py``) lets the event loop run in the middle of a
+level; while it does, the request's :class:`~resolvers.pacing.Hold` is taken and the loaders
+(:class:`HeldLoader`) keep their batches open, so that a level's loads still go out together.
+
 Every message handed out is materialised (:meth:`Loaders.settle`): a chain that leaves its
 registry is completed here through the reference rules, the chains of a page advancing
 together, one batch per registry per step (``adapters.effective``).
@@ -18,12 +22,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from strawberry.dataloader import DataLoader
+from strawberry.dataloader import Batch, DataLoader, dispatch_batch, should_create_new_batch
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
 from adapters.effective import MESSAGE_TYPES, complete, needs_completion
 from adapters.references import References
+from resolvers.pacing import Hold
 
 #: ``(registry, as_of, XID as written)``; matched case-insensitively
 EntityKey = tuple[str, "int | None", str]
@@ -31,18 +36,60 @@ EntityKey = tuple[str, "int | None", str]
 ChildrenKey = tuple[str, str, Listing]
 
 
+class HeldLoader(DataLoader[Any, Any]):
+    """strawberry's DataLoader, whose batches are not sent while ``hold`` is taken.
+
+    A batch is scheduled as strawberry schedules it (a callback of the next loop turn starts a
+    task that sends it); the task first waits for the hold to be released, and the batch takes
+    more loads meanwhile. Without a taken hold nothing changes: the wait returns at once.
+    """
+
+    def __init__(self, load_fn: Any, hold: Hold, **options: Any) -> None:
+        super().__init__(load_fn, **options)
+        self.hold = hold
+
+    def load(self, key: Any) -> Any:
+        if self.cache:
+            cached = self.cache_map.get(key)
+            if cached is not None and not cached.cancelled():
+                return cached
+        future = self.loop.create_future()
+        if self.cache:
+            self.cache_map.set(key, future)
+        batch = self.batch
+        if batch is None or not batch.tasks or should_create_new_batch(self, batch):
+            batch = self.batch = Batch()
+            self.loop.call_soon(self._schedule, batch)
+        batch.add_task(key, future)
+        return future
+
+    def _schedule(self, batch: Batch[Any, Any]) -> None:
+        task = batch._dispatch_task = asyncio.ensure_future(self._dispatch(batch))
+        task.add_done_callback(lambda _: setattr(batch, "_dispatch_task", None))
+
+    async def _dispatch(self, batch: Batch[Any, Any]) -> None:
+        await self.hold.released()
+        await dispatch_batch(self, batch)
+
+
 class Loaders:
     """The loaders of one request. A registry that fails (a remote that is down) fails only the
-    loads addressed to it."""
+    loads addressed to it. ``hold`` keeps their batches open while it is taken."""
 
-    def __init__(self, sources: Mapping[str, RegistrySource], references: Callable[[], References]) -> None:
+    def __init__(self, sources: Mapping[str, RegistrySource], references: Callable[[], References],
+                 hold: Hold | None = None) -> None:
         self.sources = sources
         self.references = references
         self._completed: dict[tuple, asyncio.Future[Entity]] = {}
-        self.batcher = EntityBatcher(sources)
+        hold = hold or Hold()
+
+        def loader(load_fn: Any, **options: Any) -> HeldLoader:
+            return HeldLoader(load_fn, hold, **options)
+
+        self.batcher = EntityBatcher(sources, loader)
         self.entities: DataLoader[EntityKey, Entity | None] = self.batcher.loader
-        self.children: DataLoader[ChildrenKey, SourcePage] = DataLoader(self._children)
-        self.views: DataLoader[Entity, dict] = DataLoader(
+        self.children: DataLoader[ChildrenKey, SourcePage] = loader(self._children)
+        self.views: DataLoader[Entity, dict] = loader(
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
 
     async def entity(self, registry: str, xid: str, as_of: int | None) -> Entity | None:

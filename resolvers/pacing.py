@@ -1,35 +1,337 @@
-"""CPU-heavy GraphQL work kept off the event loop, so one large answer does not hold up every
-other request (health probes included) while it is encoded.
+"""CPU-heavy GraphQL work kept from starving the event loop, so one large answer does not hold up
+every other request (health probes included) while it is built or encoded.
 
-:func:`json_response` encodes the answer of a costly operation (at least :data:`LARGE_COST`,
-``resolvers/cost.py``) in a worker thread; cheap answers are encoded at once (a thread hop would
-cost them more than it saves). The store decodes large pages and the registry builds many views
-in worker threads the same way (``gateway/storage/sqlite.py``, ``gateway/registry/reads.py``).
-``bench/bench_load.py`` measures what this buys: ``/healthz`` latency while heavy pages run.
+**Paced list completion.** graphql-core completes a list — a page of 500 messages with all
+their fields — in one synchronous stretch, during which the event loop answers nothing. The
+executor (``resolvers/execution.py``) hands every list to :meth:`Pacer.complete_list`, which
+completes the items the same way but watches the clock: once the running *slice* (a few
+milliseconds, ``XREG_GRAPHQL_PACING_SLICE_MS``) is spent, the rest of the list is completed in a
+task that waits for its next turn. Turns are given out by the loop's :class:`Slicer`, one per
+turn of the event loop and in arrival order, so however many requests are at work the loop polls
+its sockets at least every slice or so, and no list waits behind the others for long.
 
-Completing long lists in steps (yielding between items) was tried and left out: every yield
-lets the per-request loaders dispatch a partial batch, so a page's nested loads would cost one
-store call per step instead of one per level of the query.
+**Batches stay whole.** The per-request loaders (``resolvers/loaders.py``) gather every load
+issued while the executor works synchronously into one batch, sent when the loop gets back to
+them. A paced list hands the loop back in the middle of that work, which would send a partial
+batch (and its nested loads would cost one store call per slice instead of one per level of the
+query). So a request's paced completions take its :class:`Hold` while they wait for their turns,
+and its loaders send no batch while the hold is taken; it is given back when the last of them has
+completed its items, and the held batches go out together with the loads the completed items
+issue next, as if the list had been completed in one stretch.
+
+**Paced encoding.** :func:`json_response` encodes the answer of a costly operation (at least
+:data:`LARGE_COST`, ``resolvers/cost.py``) in slices too (:func:`encode_paced`: long lists item
+by item); cheap answers are encoded at once. The store decodes large pages and the registry
+builds many views in worker threads instead (``gateway/storage/sqlite.py``,
+``gateway/registry/reads.py``, ``adapters/local.py``). ``bench/bench_loop_lag.py`` measures the
+event loop's longest turns under heavy queries, ``bench/bench_load.py`` the ``/healthz``
+latency.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
+import weakref
+from collections import deque
+from collections.abc import Awaitable, Iterable, Iterator
 from typing import Any
 
+from graphql.pyutils import gather_with_cancel
 from starlette.responses import Response
 
 #: Answers of operations costing at least this much are encoded in a worker thread.
 LARGE_COST = 2000
 
 
+class Slicer:
+    """The turns of one event loop's paced work: at most about one slice of it per loop turn.
+
+    A slice starts at the first paced check after the loop has polled its sockets (or when a
+    waiter gets its turn) and is spent after ``budget`` seconds. Work that finds it spent waits
+    in line (:meth:`turn`); the line gets one turn per loop turn, first come first served.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        #: When the running slice began (``time.perf_counter``).
+        self.started = 0.0
+        #: Set while a slice runs in this loop turn (cleared by a callback of the next turn).
+        self._marked = False
+        self._line: deque[asyncio.Future[None]] = deque()
+        self._granting = False
+        #: Turns given so far (what tests count instead of timing).
+        self.turns = 0
+
+    def spent(self, budget: float) -> bool:
+        """Whether the running slice has used ``budget`` seconds (starts one when none runs)."""
+        now = time.perf_counter()
+        if not self._marked:
+            self._begin(now)
+            return False
+        return now - self.started >= budget
+
+    def _begin(self, now: float) -> None:
+        self.started = now
+        if not self._marked:
+            self._marked = True
+            self.loop.call_soon(self._unmark)  # runs in the next loop turn, after the sockets are polled
+
+    def _unmark(self) -> None:
+        self._marked = False
+
+    async def turn(self) -> None:
+        """Wait in line for a slice of its own; returns in a later loop turn."""
+        waiter: asyncio.Future[None] = self.loop.create_future()
+        self._line.append(waiter)
+        if not self._granting:
+            self._granting = True
+            self.loop.call_soon(self._grant)
+        await waiter
+        self.turns += 1
+        self._begin(time.perf_counter())
+
+    def _grant(self) -> None:
+        while self._line:
+            waiter = self._line.popleft()
+            if not waiter.done():  # a cancelled waiter gives its turn away
+                waiter.set_result(None)
+                break
+        if self._line:
+            self.loop.call_soon(self._grant)
+        else:
+            self._granting = False
+
+
+_SLICERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Slicer] = weakref.WeakKeyDictionary()
+
+
+def slicer() -> Slicer:
+    """The running event loop's :class:`Slicer`."""
+    loop = asyncio.get_running_loop()
+    found = _SLICERS.get(loop)
+    if found is None:
+        found = _SLICERS[loop] = Slicer(loop)
+    return found
+
+
+class Hold:
+    """A request's hold on its loaders' batches: taken while a paced completion waits for turns."""
+
+    def __init__(self) -> None:
+        self.taken = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def take(self) -> None:
+        self.taken += 1
+
+    def give(self) -> None:
+        self.taken -= 1
+        if not self.taken and self._waiters:
+            # one loop turn later: the completed items' awaitables are started first, so the
+            # loads they issue join the held batches (as they would after one long stretch)
+            asyncio.get_running_loop().call_soon(self._release)
+
+    def _release(self) -> None:
+        if self.taken:
+            return
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def released(self) -> None:
+        """Return once the hold is not taken (at once when it is not)."""
+        while self.taken:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+
+class Pacer:
+    """The pacing of one request: its :class:`Hold` and the length of a slice (0: not paced)."""
+
+    def __init__(self, slice_seconds: float) -> None:
+        self.slice_seconds = slice_seconds
+        self.hold = Hold()
+
+    def complete_list(self, executor: Any, item_type: Any, field_details_list: Any, info: Any, path: Any,
+                      items: Iterable[Any], position_context: Any) -> Any:
+        """graphql-core's ``complete_iterable_value`` (without ``@stream``), paced: the completed
+        list, or an awaitable of it when it holds awaitables or its items did not fit the slice."""
+        completion = _ListCompletion(executor, item_type, field_details_list, info, path, items, position_context)
+        try:
+            turns = slicer()
+        except RuntimeError:  # no event loop: a synchronous execution has nothing to give turns to
+            turns = None
+        if turns is None or self.slice_seconds <= 0:
+            return completion.all_at_once()
+        try:
+            done = completion.run(turns, self.slice_seconds)
+        except Exception:
+            completion.settle()
+            raise
+        if done:
+            return completion.result()
+        self.hold.take()
+        rest = asyncio.ensure_future(completion.rest(turns, self.slice_seconds))
+        rest.add_done_callback(lambda _: self.hold.give())
+        return completion.after(rest)
+
+
+class _ListCompletion:
+    """One list being completed, item by item (graphql-core's loop, resumable)."""
+
+    def __init__(self, executor: Any, item_type: Any, field_details_list: Any, info: Any, path: Any,
+                 items: Iterable[Any], position_context: Any) -> None:
+        self.executor = executor
+        self.args = (item_type, field_details_list, info)
+        self.path = path
+        self.position_context = position_context
+        self.iterator: Iterator[Any] = iter(items)
+        self.index = 0
+        self.results: list[Any] = []
+        self.awaitable: list[int] = []
+
+    def all_at_once(self) -> Any:
+        try:
+            self.run(None, 0.0)
+        except Exception:
+            self.settle()
+            raise
+        return self.result()
+
+    def run(self, turns: Slicer | None, budget: float, *, progress: bool = False) -> bool:
+        """Complete items until the slice is spent (``False``) or none is left (``True``); with
+        ``progress``, at least one item (the slice was just given)."""
+        executor, results, awaitable = self.executor, self.results, self.awaitable
+        item_type, field_details_list, info = self.args
+        is_awaitable = executor.is_awaitable
+        while True:
+            if turns is not None and not progress and turns.spent(budget):
+                return False
+            progress = False
+            try:
+                item = next(self.iterator)
+            except StopIteration:
+                return True
+            item_path = self.path.add_key(self.index, None)
+            if is_awaitable(item):
+                results.append(executor.complete_awaitable_list_item_value(
+                    item, item_type, field_details_list, info, item_path, self.position_context))
+                awaitable.append(self.index)
+            elif executor.complete_list_item_value(item, results, item_type, field_details_list, info, item_path,
+                                                   self.position_context):
+                awaitable.append(self.index)
+            self.index += 1
+
+    async def rest(self, turns: Slicer, budget: float) -> None:
+        """Complete the remaining items, one slice per turn."""
+        try:
+            while True:
+                await turns.turn()
+                if self.run(turns, budget, progress=True):
+                    return
+        except asyncio.CancelledError:
+            for index in self.awaitable:  # nobody will await them
+                close = getattr(self.results[index], "close", None)
+                if close is not None:
+                    close()
+            raise
+        except Exception:
+            self.settle()
+            raise
+
+    def settle(self) -> None:
+        """Settle the awaitables created so far (and any the items still hold) in the background,
+        as graphql-core does when a list fails part way."""
+        pending = [self.results[i] for i in self.awaitable]
+        pending.extend(item for item in self.iterator if self.executor.is_awaitable(item))
+        if pending:
+            self.executor.settle_in_background(pending)
+
+    def result(self) -> Any:
+        if not self.awaitable:
+            return self.results
+        return self._gathered()
+
+    async def after(self, rest: Awaitable[None]) -> list[Any]:
+        await rest
+        if not self.awaitable:
+            return self.results
+        return await self._gathered()
+
+    async def _gathered(self) -> list[Any]:
+        results, awaitable = self.results, self.awaitable
+        if len(awaitable) == 1:
+            results[awaitable[0]] = await results[awaitable[0]]
+        else:
+            for index, value in zip(awaitable, await gather_with_cancel(*(results[i] for i in awaitable)),
+                                    strict=True):
+                results[index] = value
+        return results
+
+
+#: Lists longer than this are encoded item by item (:func:`encode_paced`).
+SPLIT_LIST = 16
+#: How deep :func:`encode_paced` looks for long lists (an answer's pages are a few levels down).
+SPLIT_DEPTH = 8
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def _encode(body: Any) -> bytes:
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    return _dumps(body).encode("utf-8")
+
+
+def _pieces(value: Any, depth: int = 0) -> Iterator[str]:
+    """``value`` as JSON text in pieces: the objects and lists of its first levels piece by piece,
+    the items of a long list each in one call of the C encoder, everything else at once."""
+    if depth < SPLIT_DEPTH and isinstance(value, dict) and value:
+        for i, (key, item) in enumerate(value.items()):
+            yield ("," if i else "{") + _dumps(key) + ":"
+            yield from _pieces(item, depth + 1)
+        yield "}"
+    elif depth < SPLIT_DEPTH and isinstance(value, list) and value:
+        long = len(value) > SPLIT_LIST
+        for i, item in enumerate(value):
+            yield "," if i else "["
+            if long:
+                yield _dumps(item)
+            else:
+                yield from _pieces(item, depth + 1)
+        yield "]"
+    else:
+        yield _dumps(value)
+
+
+async def encode_paced(body: Any, slice_seconds: float) -> bytes:
+    """``body`` as JSON (exactly :func:`json.dumps`'s compact form), encoded on the event loop in
+    slices with turns in between (:class:`Slicer`), so a large answer holds up nothing for long.
+
+    A worker thread would not do: the C encoder holds the interpreter lock for the whole call, a
+    megabyte answer tens of milliseconds during which no other thread (the event loop's) runs."""
+    turns = slicer()
+    out: list[str] = []
+    for piece in _pieces(body):
+        out.append(piece)
+        if turns.spent(slice_seconds):
+            await turns.turn()
+    return "".join(out).encode("utf-8")
 
 
 async def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
-                        *, media_type: str = "application/json", large: bool = False) -> Response:
-    """A JSON response; ``large`` bodies are encoded in a worker thread."""
-    content = await asyncio.to_thread(_encode, body) if large else _encode(body)
+                        *, media_type: str = "application/json", large: bool = False,
+                        slice_seconds: float = 0.0) -> Response:
+    """A JSON response; a ``large`` body is encoded in slices of ``slice_seconds`` on the event
+    loop (:func:`encode_paced`), or in a worker thread when slices are off (0)."""
+    if not large:
+        content = _encode(body)
+    elif slice_seconds > 0:
+        content = await encode_paced(body, slice_seconds)
+    else:
+        content = await asyncio.to_thread(_encode, body)
     return Response(content, status, headers, media_type=media_type)

@@ -16,6 +16,7 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from gateway.config import Settings
+from resolvers.current_model import CurrentModel
 from resolvers.errors import is_internal
 from resolvers.execution import GatewayExecutor
 from resolvers.limits import Limits, QueryLimits
@@ -43,7 +44,7 @@ def _schema(limits: QueryLimits | None) -> GatewaySchema:
     introspection = limits.introspection if limits else True
     return GatewaySchema(
         query=Query, mutation=Mutation, types=list(TYPES),
-        extensions=[ObservedOperations, *([lambda: Limits(limits)] if limits else []), ReportedErrors],
+        extensions=[ObservedOperations, *([lambda: Limits(limits)] if limits else []), CurrentModel, ReportedErrors],
         execution_context_class=GatewayExecutor,
         config=StrawberryConfig(disable_field_suggestions=not introspection, scalar_map=SCALARS,
                                 default_resolver=read_field),

@@ -20,6 +20,9 @@ from gateway.model.registry_model import COMMON_ATTRIBUTES, RegistryModel
 #: Registry attributes only an explicit path inlines.
 CONFIG_ATTRIBUTES = ("model", "capabilities", "modelsource")
 
+#: Registry metadata of core/spec.md's ``available`` capability that this registry does not offer.
+UNAVAILABLE = ("capabilitiesoffered",)
+
 #: A level of the model: ("registry",), ("group", g), ("resource", g, r), ("version", g, r), ("meta",).
 Level = tuple[str, ...]
 
@@ -84,6 +87,10 @@ def parse_inline(values: Iterable[str], model: RegistryModel, level: Level, subj
                 node["*"] = True
                 break
             names = inlineable(model, here)
+            if part in UNAVAILABLE and here == ("registry",):
+                # core/spec.md "available Capability": "Attempts to access unavailable metadata
+                # MUST generate an error ([not_available](#not_available))."
+                raise XRegistryError("not_available", part, detail=f"this registry does not offer {part}")
             if part not in names:
                 if part in _attributes(model, here):
                     raise XRegistryError("inline_noninlineable", subject, name=part, value=value)

@@ -30,6 +30,7 @@ from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.targets import Target, parse_target
+from gateway.registry.service import MODEL_MAX_AGE
 from gateway.request_context import current, new_request_id
 
 log = logging.getLogger("xreg.http")
@@ -37,8 +38,6 @@ log = logging.getLogger("xreg.http")
 Handler = Callable[[Call], Awaitable[Response]]
 #: The header naming the registry instance every response comes from (its revisions are its own).
 INSTANCE_HEADER = "xRegistry-instanceid"
-#: Seconds a request may run on the model as last read (another process may have changed it).
-MODEL_MAX_AGE = 1.0
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,

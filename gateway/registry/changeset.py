@@ -373,8 +373,9 @@ class Changeset:
         meta_old = (rstate.doc or {}).get("meta")
         xref = (meta_in or {}).get("xref", (meta_old or {}).get("xref") if patch else None)
         default_attrs = _strip(body, RESOURCE_VIEW_ATTRIBUTES | {rdef.id_attribute})
-        if body.get("epoch") is not None:  # a resource's own epoch is its default version's
-            default_attrs["epoch"] = body["epoch"]
+        for name in ("epoch", "createdat", "modifiedat"):  # a resource's own are its default version's
+            if body.get(name) is not None:
+                default_attrs[name] = body[name]
 
         if xref:
             if default_attrs.keys() - {"versionid", "epoch"} or versions_in:
@@ -613,7 +614,11 @@ class Changeset:
             _check_default_version_id(meta_req, rxid)
             explicit = meta_req.get("defaultversionid")
             if "defaultversionsticky" in meta_req:
-                sticky = bool(meta_req["defaultversionsticky"])
+                given = meta_req["defaultversionsticky"]
+                if given is not None and not isinstance(given, bool):  # core/spec.md: a Boolean
+                    raise XRegistryError("invalid_attribute", mxid, path="defaultversionsticky",
+                                         name="defaultversionsticky", detail="must be a boolean")
+                sticky = bool(given)
             elif patch and "defaultversionid" in meta_req:  # patched id alone: sticky unless null
                 sticky = explicit is not None
             else:

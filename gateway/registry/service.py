@@ -13,6 +13,7 @@ by :meth:`LocalRegistry.build_document`; the registry as one document (export) i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import time
@@ -30,7 +31,7 @@ from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from gateway.storage import create_store
-from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store
+from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store, upkeep
 from gateway.xid import Xid
 
 T = TypeVar("T")
@@ -68,6 +69,12 @@ class WritePolicy:
     def delay(self, attempt: int) -> float:
         """The back-off before attempt ``attempt + 1`` (jittered, doubling)."""
         return self.uniform(0.0, self.base_delay * 2**attempt)
+
+
+#: Seconds a read may run on the model as last read: another process or replica may have changed
+#: it (the xRegistry HTTP API, GraphQL operations and CORS call :meth:`LocalRegistry.sync_model`
+#: with it).
+MODEL_MAX_AGE = 1.0
 
 
 class LocalRegistry:
@@ -128,7 +135,9 @@ class LocalRegistry:
         if max_age is not None and self._model_key is not None and now - self._model_synced < max_age:
             return self.model
         self._model_synced = now
-        root = await self.store.get("/")
+        # a timed check is upkeep, not a read of the request that happens to make it (uncounted)
+        with upkeep() if max_age is not None else contextlib.nullcontext():
+            root = await self.store.get("/")
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
         key = json.dumps(source, sort_keys=True)
         if key != self._model_key:

@@ -144,14 +144,32 @@ class Change:
         return "deleted" if self.record.deleted else "upserted"
 
 
+#: Set while a caller reads for its own upkeep rather than for the request it serves (the local
+#: registry checking its model at most once a second): those calls are not counted in
+#: :class:`StoreStats`, whose counts per request then do not depend on timing.
+_UPKEEP: ContextVar[bool] = ContextVar("xreg_store_upkeep", default=False)
+
+
+@contextlib.contextmanager
+def upkeep() -> Iterator[None]:
+    """Store calls made inside are upkeep (not counted in :class:`StoreStats`; this task only)."""
+    token = _UPKEEP.set(True)
+    try:
+        yield
+    finally:
+        _UPKEEP.reset(token)
+
+
 @dataclass
 class StoreStats:
-    """Counters a store keeps, read by tests and benchmarks (calls per method)."""
+    """Counters a store keeps, read by tests and benchmarks (calls per method; :func:`upkeep`
+    calls excluded)."""
 
     calls: dict[str, int] = field(default_factory=dict)
 
     def hit(self, name: str) -> None:
-        self.calls[name] = self.calls.get(name, 0) + 1
+        if not _UPKEEP.get():
+            self.calls[name] = self.calls.get(name, 0) + 1
 
     @property
     def total(self) -> int:

@@ -1,4 +1,6 @@
-"""Per-request DataLoaders: the store calls of a query do not grow with its page sizes."""
+"""Per-request DataLoaders: the store calls of a query do not grow with its page sizes, whether
+its lists are completed in one stretch or paced item by item (``resolvers/pacing.py``: the
+request's loaders hold their batches while a paced list hands the event loop back)."""
 
 from __future__ import annotations
 
@@ -33,10 +35,23 @@ def _count(data: dict, key: str) -> int:
     return 0
 
 
-@pytest.fixture
-async def uncapped(corpus_db: Path, tmp_path: Path):
+#: Lists completed in one stretch, or paced with a slice so short that every item of every list
+#: waits for a turn of its own (the most a query's batches can be interrupted).
+PACING = {"lists in one stretch": 0.0, "lists paced item by item": 1e-6}
+
+
+@pytest.fixture(params=list(PACING))
+async def uncapped(request: pytest.FixtureRequest, corpus_db: Path, tmp_path: Path):
     """The corpus app with a cost ceiling above the deep query's estimate (about 360,000)."""
-    async with open_registry(corpus_db) as reg, serve_asgi(reg, make_settings(tmp_path, graphql_max_cost=10**7)) as gql:
+    settings = make_settings(tmp_path, graphql_max_cost=10**7, graphql_pacing_slice_ms=PACING[request.param])
+    async with open_registry(corpus_db) as reg, serve_asgi(reg, settings) as gql:
+        yield gql
+
+
+@pytest.fixture(params=list(PACING))
+async def corpus_paced_or_not(request: pytest.FixtureRequest, corpus_db: Path, tmp_path: Path):
+    async with open_registry(corpus_db) as reg, \
+            serve_asgi(reg, make_settings(tmp_path, graphql_pacing_slice_ms=PACING[request.param])) as gql:
         yield gql
 
 
@@ -49,9 +64,25 @@ async def test_endpoint_page_with_groups_and_messages_costs_the_same_for_10_and_
     assert sum(large.values()) <= 15, large  # about one per level of the query
 
 
-async def test_message_search_with_schemas_costs_the_same_for_10_and_100(corpus):
-    small, _ = await calls_of(corpus, MESSAGES_WITH_SCHEMAS, 10)
-    large, data = await calls_of(corpus, MESSAGES_WITH_SCHEMAS, 100)
+async def test_message_search_with_schemas_costs_the_same_for_10_and_100(corpus_paced_or_not):
+    small, _ = await calls_of(corpus_paced_or_not, MESSAGES_WITH_SCHEMAS, 10)
+    large, data = await calls_of(corpus_paced_or_not, MESSAGES_WITH_SCHEMAS, 100)
     nodes = data["registry"]["messages"]["nodes"]
     assert len(nodes) == 100 and all(n["dataschema"]["schema"]["versions"]["nodes"] for n in nodes)
     assert large == small, (small, large)
+
+
+async def test_pacing_costs_no_store_call_more(corpus_db: Path, tmp_path: Path):
+    """Paced item by item, the deep page needs at most the calls it needs in one stretch (a held
+    batch may take in loads of the next level too), and the same data."""
+    calls, data = [], []
+    for slice_ms in PACING.values():
+        settings = make_settings(tmp_path, graphql_max_cost=10**7, graphql_pacing_slice_ms=slice_ms)
+        async with open_registry(corpus_db) as reg, serve_asgi(reg, settings) as gql:
+            found, answer = await calls_of(gql, ENDPOINTS_DEEP, 100)
+            calls.append(found)
+            data.append(answer)
+    one_stretch, paced = calls
+    assert data[0] == data[1]
+    assert sum(paced.values()) <= sum(one_stretch.values()), (one_stretch, paced)
+    assert all(paced.get(call, 0) <= n for call, n in one_stretch.items()), (one_stretch, paced)

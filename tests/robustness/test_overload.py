@@ -175,6 +175,16 @@ async def test_http_requests_are_counted_per_caller_with_ratelimit_headers(tmp_p
         assert app.state.rate_limiter.limited("anonymous") == 1
 
 
+async def test_bulk_reads_are_counted_like_http_reads(tmp_path: Path):
+    async with running(limited(tmp_path, rate_limit_read_burst=3)) as app, asgi_client(app, READ_KEY) as reader:
+        got = [await reader.get("/bulk/rows", params={"registry": "local", "entity": "messages"})
+               for _ in range(4)]
+        assert [r.status_code for r in got[:3]] == [400] * 3  # answered (asOf missing), and charged
+        assert [r.headers["ratelimit-remaining"] for r in got[:3]] == ["2", "1", "0"]
+        assert_problem_429(got[3])
+        assert app.state.rate_limiter.limited("read") == 1
+
+
 def assert_problem_429(response):
     assert response.status_code == 429, response.text
     assert int(response.headers["retry-after"]) >= 1

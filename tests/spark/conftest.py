@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import pyarrow as pa
 import pytest
 
 pytest.importorskip("pyspark")
@@ -37,13 +38,19 @@ CORPUS_COUNTS = {"endpoints": 415, "messagegroups": 545, "messages": 1538, "sche
 
 
 class RequestLog:
-    """ASGI middleware that records every ``/graphql`` request body and response body."""
+    """ASGI middleware that records every ``/graphql`` request body and response body, and
+    the rows the bulk read (``/bulk/rows``) returned."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.entries: list[tuple[dict[str, Any], dict[str, Any]]] = []
+        #: ``(query string, rows returned)`` of every bulk read answered with rows.
+        self.bulk: list[tuple[str, int]] = []
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] == "/bulk/rows":
+            await self._bulk(scope, receive, send)
+            return
         if scope["type"] != "http" or scope["path"] != "/graphql":
             await self.app(scope, receive, send)
             return
@@ -65,9 +72,28 @@ class RequestLog:
         except ValueError:
             pass
 
+    async def _bulk(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body, status = bytearray(), [0]
+
+        async def snd(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body":
+                body.extend(message.get("body", b""))
+            await send(message)
+
+        await self.app(scope, receive, snd)
+        if status[0] == 200:
+            self.bulk.append((scope["query_string"].decode(), pa.ipc.open_stream(bytes(body)).read_all().num_rows))
+
+    def bulk_rows(self) -> int:
+        """Rows the bulk read returned since the log was cleared."""
+        return sum(rows for _, rows in list(self.bulk))
+
     def clear(self) -> None:
         """Forget what was recorded so far."""
         self.entries.clear()
+        self.bulk.clear()
 
     def returned(self, operation: str, segment: str) -> int:
         """How many entity views (``json``) the gateway returned to ``query <operation>``
@@ -91,6 +117,8 @@ class Gateway:
     url: str
     log: RequestLog
     corpus_revision: int
+    #: The gateway's settings (another app on them is another worker of the same deployment).
+    settings: Settings
     token: str = TOKEN
     http: httpx.Client = field(default=None)  # type: ignore[assignment]
 
@@ -147,7 +175,7 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     http = httpx.Client(timeout=30, headers={"authorization": f"Bearer {TOKEN}"})
     with serve(log) as base:
         try:
-            yield Gateway(f"{base}/graphql", log, revision, http=http)
+            yield Gateway(f"{base}/graphql", log, revision, settings, http=http)
         finally:
             http.close()
 

@@ -4,9 +4,11 @@ they are pinned down as pure functions."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from gateway.storage.base import Conflict, CurrentState, Write, plan_commit, retention_horizon
+from gateway.storage.base import Conflict, CurrentState, StoreStats, Write, plan_commit, retention_horizon, upkeep
 
 
 def w(xid: str, doc: dict | None = None, expect: object = ...) -> Write:
@@ -62,3 +64,27 @@ def test_retention_horizon(keep_revisions: int | None, keep_seconds: float | Non
                            expected: int) -> None:
     assert retention_horizon(10, 4, keep_revisions=keep_revisions, keep_seconds=keep_seconds,
                              newest_before_cutoff=newest_before) == expected
+
+
+def test_upkeep_calls_are_not_counted_and_only_in_their_own_task() -> None:
+    """A store call made under ``upkeep()`` (the model check) is left out of the per-method counts;
+    a call of another task at the same time is counted."""
+    stats = StoreStats()
+
+    async def upkeeping(started: asyncio.Event, go: asyncio.Event) -> None:
+        with upkeep():
+            started.set()
+            await go.wait()
+            stats.hit("get_many")
+
+    async def main() -> None:
+        started, go = asyncio.Event(), asyncio.Event()
+        task = asyncio.create_task(upkeeping(started, go))
+        await started.wait()
+        stats.hit("list")  # another task, while the first one is in upkeep
+        go.set()
+        await task
+        stats.hit("get_many")
+
+    asyncio.run(main())
+    assert stats.calls == {"list": 1, "get_many": 1} and stats.total == 2

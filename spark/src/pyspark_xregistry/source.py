@@ -26,13 +26,14 @@ import queue
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast, overload
+from typing import Any, Protocol, TypeVar, cast, overload
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, In, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from pyspark_xregistry.bulk import ROWS_PER_REQUEST, BulkClient, KeyRange, key_ranges, ordered_parallel
 from pyspark_xregistry.client import (
     CheckpointMismatch,
     ClientConfig,
@@ -199,6 +200,14 @@ class SnapshotPartition(InputPartition):
         self.chunks = tuple(chunks)
 
 
+class BulkPartition(InputPartition):
+    """Key ranges of rows read with the gateway's bulk read, all at their registry's pinned revision."""
+
+    def __init__(self, ranges: list[KeyRange]) -> None:
+        super().__init__(tuple(ranges))
+        self.ranges = tuple(ranges)
+
+
 class ChangesPartition(InputPartition):
     """The change feed of one registry between two revisions."""
 
@@ -224,11 +233,19 @@ def chunk_groups(
     return out
 
 
-def split_contiguous(chunks: Sequence[Chunk], n: int) -> list[list[Chunk]]:
+class _Weighed(Protocol):
+    @property
+    def weight(self) -> int: ...
+
+
+W = TypeVar("W", bound=_Weighed)
+
+
+def split_contiguous(chunks: Sequence[W], n: int) -> list[list[W]]:
     """``chunks`` cut into at most ``n`` runs of consecutive chunks of about equal weight."""
     n = max(1, min(n, len(chunks)))
     total = sum(max(c.weight, 1) for c in chunks)
-    bins: list[list[Chunk]] = [[] for _ in range(n)]
+    bins: list[list[W]] = [[] for _ in range(n)]
     acc = 0
     for c in chunks:
         weight = max(c.weight, 1)
@@ -371,6 +388,8 @@ class XRegistryReader(DataSourceReader):
                       for registry in selected for gtype in self.plan.gtypes]
         total = sum(ref.children for *_, refs in listed for ref in refs)
         n = opts.partitions or max(1, math.ceil(total / ROWS_PER_PARTITION))
+        if self.bulk:
+            return self._bulk_partitions(listed, pins, states, total, n)
         # one request reads about a page of rows, and every partition gets a few of them
         per_chunk = max(1, min(opts.page_size, math.ceil(total / n)))
         chunks = [c for registry, gtype, refs in listed
@@ -378,6 +397,28 @@ class XRegistryReader(DataSourceReader):
         if not chunks:
             return [SnapshotPartition([])]
         return [SnapshotPartition(run) for run in split_contiguous(chunks, n)]
+
+    @property
+    def bulk(self) -> bool:
+        """Whether the read goes through the gateway's bulk read: a snapshot without pushed
+        filters, whose schema is the fixed one or some of its columns (see the module doc)."""
+        fixed = {f.name: f.dataType for f in schema_for(self.options.entity).fields}
+        return (self.options.since is None and not self.pushed
+                and all(fixed.get(f.name) == f.dataType for f in self.schema.fields))
+
+    def _bulk_partitions(self, listed: Sequence[tuple[str, str, Sequence[GroupRef]]], pins: Mapping[str, int],
+                         states: Mapping[str, RegistryState], total: int, n: int) -> list[InputPartition]:
+        """Key ranges of about a request's rows, at least two per partition (read two at a
+        time), cut into ``n`` contiguous partitions of about equal weight."""
+        rows = max(1, min(ROWS_PER_REQUEST, math.ceil(total / (2 * n))))
+        by_registry: dict[str, list[tuple[str, int]]] = {}
+        for registry, gtype, refs in listed:
+            by_registry.setdefault(registry, []).extend((f"/{gtype}/{ref.id}", ref.children) for ref in refs)
+        ranges = [r for registry, groups in by_registry.items()
+                  for r in key_ranges(registry, pins[registry], states[registry].instance, groups, rows)]
+        if not ranges:
+            return [BulkPartition([])]
+        return [BulkPartition(run) for run in split_contiguous(ranges, n)]
 
     def _since(self, registry: str) -> int:
         since = self.options.revision_for(self.options.since, registry)
@@ -388,6 +429,9 @@ class XRegistryReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows, as Arrow record batches of the requested schema."""
         pa_schema = to_arrow_schema(self.schema, timezone="UTC")
+        if isinstance(partition, BulkPartition):
+            yield from self._bulk(partition, pa_schema)
+            return
         converters = [(f.name, converter(f.dataType)) for f in self.schema.fields]
         rows: list[dict[str, Any]] = []
         with GatewayClient(self.options.client_config()) as gw:
@@ -400,6 +444,12 @@ class XRegistryReader(DataSourceReader):
                     rows = []
         if rows:
             yield _batch(rows, converters, pa_schema)
+
+    def _bulk(self, partition: BulkPartition, pa_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+        names = pa_schema.names
+        with BulkClient(self.options.client_config(), self.options.entity) as bulk:
+            for batch in ordered_parallel(partition.ranges, bulk.read):
+                yield pa.RecordBatch.from_arrays([batch.column(name) for name in names], schema=pa_schema)
 
     def _matches(self, row: Mapping[str, Any]) -> bool:
         return all(row.get(column) in values for column, values in self.pushed.items())
