@@ -38,6 +38,7 @@ from gateway.logs import redact_url
 from gateway.observe import ObserveMiddleware
 from gateway.ratelimit import RateLimiter, RateLimitMiddleware
 from gateway.registry.service import LocalRegistry
+from gateway.request_limits import RequestLimitsMiddleware
 from resolvers import build_routes as graphql_routes
 
 log = logging.getLogger("xreg.gateway")
@@ -135,9 +136,11 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
               *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes()]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
-    # the request id and metrics see every answer, refusals included.
+    # the request id and metrics see every answer, refusals included; an over-long target or
+    # header section is refused before anything else reads it.
     middleware = [
-        *cors_middleware(settings, registry), Middleware(ObserveMiddleware), Middleware(CallerMiddleware),
+        *cors_middleware(settings, registry), Middleware(ObserveMiddleware),
+        Middleware(RequestLimitsMiddleware, settings=settings), Middleware(CallerMiddleware),
         Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)]
     app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,

@@ -244,6 +244,10 @@ class Settings(BaseSettings):
     # -- HTTP -----------------------------------------------------------------------------------
     registry_prefix: str = Field("/registry", description="Path prefix of the xRegistry HTTP API.")
     max_body_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="Largest accepted request body.")
+    max_url_bytes: int = Field(8192, ge=256, description="Longest accepted request target (path and query), in bytes.")
+    max_header_bytes: int = Field(16384, ge=1024,
+                                  description="Largest accepted header section (names and values), in bytes.")
+    max_header_count: int = Field(100, ge=16, description="Most header fields a request may carry.")
     page_size_default: int = Field(100, ge=1,
                                    description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")

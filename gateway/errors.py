@@ -103,9 +103,11 @@ HTTP_ERRORS: dict[str, tuple[int, str]] = {
 GATEWAY_ERROR_BASE = "https://xregistry.io/gateway/errors#"
 GATEWAY_ERRORS: dict[str, tuple[int, str]] = {
     'instance_mismatch': (409, 'The checkpoint (<checkpoint>) does not belong to registry "<registry>" (instance <instanceid>): <error_detail>.'),
+    'header_fields_too_large': (431, 'The header fields of the request for "<subject>" exceed the limit of <limit>: <error_detail>.'),
     'payload_too_large': (413, 'The request body for "<subject>" is larger than the limit of <limit> bytes.'),
     'too_many_requests': (429, 'The caller\'s requests for "<subject>" exceed its rate limit; retry in <retry_after> s.'),
     'unresolved_reference': (404, 'The reference "<reference>" of "<subject>" in registry "<registry>" cannot be resolved: <error_detail>.'),
+    'uri_too_long': (414, 'The request target "<subject>" is longer than the limit of <limit> bytes: <error_detail>.'),
     'unsupported_media_type': (415, 'For "<subject>", the request body\'s media type (<media_type>) is not supported: <error_detail>.'),
 }
 

@@ -7,14 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 from gateway.config import Settings
+from gateway.errors import XRegistryError
 from gateway.http_api.flags import IGNORES, SPEC_VERSIONS
 from gateway.http_api.inline import Level, inlineable
+from gateway.model.modelsource import REGISTRY_KEYS
 from gateway.model.registry_model import (
     COMMON_ATTRIBUTES,
     META_ATTRIBUTES,
     VERSION_ATTRIBUTES,
     AttributeDef,
     RegistryModel,
+    ResourceDef,
 )
 from gateway.registry.ids import MAX_ID_LENGTH
 from gateway.registry.validation import NAME_OPT_VERSION, NAME_VERSION, NON_EMPTY, USAGE_VALUES
@@ -58,6 +61,49 @@ _FLAG_HELP = {
 
 _READ = ["inline", "doc", "binary", "specversion"]
 _WRITE = ["inline", "doc", "binary", "specversion", "ignore"]
+
+
+def _types(*names: str) -> list[str]:
+    return [XRegistryError(name).type_uri for name in names]
+
+
+#: Refusals (400) a request valid by this description may still get, per kind of operation: they
+#: depend on what the registry holds — an ``epoch`` that is no longer current, a version named by
+#: ``setdefaultversionid`` / ``defaultversionid`` / ``ancestorid`` that does not exist, an id that
+#: differs only in case from an existing one (``bad_request``), a required attribute the entity
+#: lacks after a merge or that a group / resource created on the way lacks, documents that break
+#: the resource's format or compatibility rule, a model the existing entities do not fit — or on
+#: rules across attributes and entities that JSON Schema here does not state (message/spec.md's
+#: pairs such as ``envelope`` with ``envelopemetadata``, ancestor chains). Listed per operation
+#: under ``x-xregistry-refusals`` (the problem ``type`` URIs) and in its 400 response.
+REFUSALS: dict[str, list[str]] = {
+    "write": _types("mismatched_epoch", "required_attribute_missing", "unknown_id", "bad_request",
+                    "bad_defaultversionid", "readonly", "ancestor_circular_reference", "multiple_roots",
+                    "mismatched_version_attribute", "format_violation", "compatibility_violation",
+                    "too_many_versions", "defaultversionid_request", "setdefaultversionsticky_false"),
+    "model": _types("model_compliance_error", "model_error", "mismatched_epoch", "required_attribute_missing",
+                    "unknown_id", "bad_request", "bad_defaultversionid", "ancestor_circular_reference",
+                    "multiple_roots", "mismatched_version_attribute", "format_violation", "compatibility_violation"),
+    "delete": _types("mismatched_epoch", "bad_request", "readonly", "unknown_id"),
+    "read": _types("cannot_doc_xref"),
+}
+#: ``invalid_attribute`` refusals a valid request may still get, by attribute (``args.name``):
+#: rules across attributes or against the group (gateway/registry/validation.py), listed per
+#: write operation under ``x-xregistry-refused-attributes``.
+REFUSED_ATTRIBUTES: dict[str, str] = {
+    "deprecated.removal": "not sooner than `deprecated.effective`",
+    "envelope": "a message's must be its group's envelope",
+    "protocol": "a message's must be its group's protocol",
+    "envelopemetadata": "only together with an envelope",
+    "envelopeoptions.format": "not with `mode` `binary`",
+    "dataschemauri": "not with `dataschema`; the self URL of `dataschemaxid` when both are given",
+    "protocoloptions.key_base64": "not with `key`",
+    "protocoloptions.status": "not with `method`",
+    "basemessageuri": "a base chain that would be circular",
+}
+_REFUSAL_HELP = ("Refused (problem document, core/spec.md \"Error Processing\"). Besides requests this description "
+                 "does not allow, a valid one may be refused with these types, which depend on what the registry "
+                 "holds or on rules across attributes: ")
 
 
 # -- request bodies, derived from the model ---------------------------------------------------
@@ -161,19 +207,34 @@ def _json(schema: str) -> dict[str, Any]:
     return {JSON: {"schema": {"$ref": f"#/components/schemas/{schema}"}}}
 
 
+def _refusal_help(refusals: str) -> str:
+    text = _REFUSAL_HELP + ", ".join(f"`{t.rpartition('#')[2]}`" for t in REFUSALS[refusals]) + "."
+    if refusals in ("write", "model"):
+        text += " And `invalid_attribute` for: " + "; ".join(
+            f"`{name}` ({rule})" for name, rule in sorted(REFUSED_ATTRIBUTES.items())) + "."
+    return text
+
+
 def _op(summary: str, flags: list[str], ok: dict[str, Any], *, body: str | None = None,
-        document: bool = False) -> dict[str, Any]:
+        document: bool = False, refusals: str = "read") -> dict[str, Any]:
+    types = REFUSALS[refusals]
     op: dict[str, Any] = {
         "summary": summary,
         "parameters": [_param(f) for f in flags],
-        "responses": {**ok, "4XX": {"description": "Problem", "content": _json("Problem")},
-                      "503": {"description": "Busy", "content": _json("Problem")}},
+        "responses": {**ok,
+                      "400": {"description": _refusal_help(refusals), "content": _json("Problem")},
+                      "4XX": {"description": "Problem", "content": _json("Problem")},
+                      "503": {"description": "Busy (`server_busy`, with `Retry-After`)", "content": _json("Problem")}},
+        "x-xregistry-refusals": types,
     }
+    if refusals in ("write", "model"):
+        op["x-xregistry-refused-attributes"] = sorted(REFUSED_ATTRIBUTES)
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json(body)}
     if document:
-        op["requestBody"] = {"required": False, "content": {
-            JSON: {"schema": {}}, "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}
+        op["description"] = _DOCUMENT_WRITE
+        op["requestBody"] = {"required": False, "description": "The document: any bytes, in any media type.",
+                             "content": {"*/*": {"schema": {}}}}
     return op
 
 
@@ -182,35 +243,57 @@ def _ok(status: str, schema: str, description: str = "OK") -> dict[str, Any]:
 
 
 _DELETED = {"204": {"description": "Deleted"}}
-_DOC_OK = {"200": {"description": "The document", "content": {"*/*": {"schema": {}}}},
-           "201": {"description": "Created", "content": {"*/*": {"schema": {}}}},
-           "303": {"description": "The document is elsewhere (Location)"}}
+_DOCUMENT_WRITE = (
+    "The body is the document itself, stored as its bytes with `Content-Type` as its `contenttype` (no "
+    "`Content-Type`: none); an empty body is an empty document. Other attributes come from `xRegistry-<name>` "
+    "headers (percent-encoded; `xRegistry-<map>.<key>` for map entries; `null` deletes), merged into what the "
+    "entity holds: `xRegistry-format` is needed where a new schema is created.")
+_DOCUMENT_BODY = ("The document's bytes as stored, `Content-Type` its `contenttype` — absent with the body empty "
+                  "when it has none, so no media type is promised (with `?doc`: the entity as JSON). ")
+_DOC_HEADERS = {
+    "Content-Disposition": {"description": "The resource's id.", "schema": {"type": "string"}},
+    "Content-Location": {"description": "The default version's URL (a resource).", "schema": {"type": "string"}},
+}
+_LOCATION = {"description": "The URL of the entity written.", "required": True, "schema": {"type": "string"}}
 
 
-def _entity_ops(kind: str, name: str, body: str, *, document: bool = False, versions: str = "",
+def _doc_ok(attribute_headers: dict[str, Any]) -> dict[str, Any]:
+    """The responses of a document view: the bytes, or ``303`` to a ``<RESOURCE>url``; the
+    attributes as ``xRegistry-*`` headers (``attribute_headers``)."""
+    headers = {**attribute_headers, **_DOC_HEADERS}
+    return {"200": {"description": _DOCUMENT_BODY, "headers": headers},
+            "201": {"description": "Created. " + _DOCUMENT_BODY, "headers": {**headers, "Location": _LOCATION}},
+            "303": {"description": "The document is elsewhere: `Location` is its `<RESOURCE>url`.",
+                    "headers": {**headers, "Location": {**_LOCATION, "description": "The document's URL."}}}}
+
+
+def _entity_ops(kind: str, name: str, body: str, *, document: dict[str, Any] | None = None, versions: str = "",
                 collections: str = "") -> dict[str, Any]:
-    """Operations on one entity path (group, resource, version); ``document``: the document view."""
+    """Operations on one entity path (group, resource, version); ``document``: the document view,
+    with the ``xRegistry-*`` headers of its responses."""
     created = {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}
-    if document:
-        ops = {"get": _op(f"The {name} document", _READ, _DOC_OK),
-               "put": _op(f"Create or replace the {name} document", _WRITE, _DOC_OK, document=True)}
+    if document is not None:
+        doc_ok = _doc_ok(document)
+        ops = {"get": _op(f"The {name} document", _READ, doc_ok),
+               "put": _op(f"Create or replace the {name} document", _WRITE, doc_ok, document=True, refusals="write")}
         if kind == "resource":
-            ops["post"] = _op(f"Add a version to the {name} (document)", _WRITE + ["setdefaultversionid"], _DOC_OK,
-                              document=True)
+            ops["post"] = _op(f"Add a version to the {name} (document)", _WRITE + ["setdefaultversionid"], doc_ok,
+                              document=True, refusals="write")
     else:
         write = _WRITE + (["setdefaultversionid"] if kind in ("resource", "version") else [])
         ops = {"get": _op(f"Get a {name}", _READ + ["filter"], _ok("200", "Entity")),
-               "put": _op(f"Create or replace a {name}", write, created, body=body),
-               "patch": _op(f"Create or patch a {name}", write, created, body=body)}
+               "put": _op(f"Create or replace a {name}", write, created, body=body, refusals="write"),
+               "patch": _op(f"Create or patch a {name}", write, created, body=body, refusals="write")}
         if kind == "group":
             ops["post"] = _op(f"Create or update resources of the {name}", _WRITE, _ok("200", "Collections"),
-                              body=collections)
+                              body=collections, refusals="write")
         if kind == "resource":
-            ops["post"] = _op(f"Create or update one version of the {name}", write, created, body=versions)
+            ops["post"] = _op(f"Create or update one version of the {name}", write, created, body=versions,
+                              refusals="write")
             ops["post"]["parameters"] = [_SET_DEFAULT_OR_REQUEST if p == _param("setdefaultversionid") else p
                                          for p in ops["post"]["parameters"]]
     ops["delete"] = _op(f"Delete a {name}", ["epoch"] + (["setdefaultversionid"] if kind == "version" else []),
-                        _DELETED)
+                        _DELETED, refusals="delete")
     return ops
 
 
@@ -218,9 +301,9 @@ def _collection_ops(name: str, body: str, *, versions: bool = False) -> dict[str
     extra = ["setdefaultversionid"] if versions else []
     return {
         "get": _op(f"List {name}", _READ + ["filter", "sort", "limit", "page"], _ok("200", "Map")),
-        "patch": _op(f"Create or patch {name}", _WRITE + extra, _ok("200", "Map"), body=body),
-        "post": _op(f"Create or update {name}", _WRITE + extra, _ok("200", "Map"), body=body),
-        "delete": {**_op(f"Delete {name} (all, or those the body names)", extra, _DELETED),
+        "patch": _op(f"Create or patch {name}", _WRITE + extra, _ok("200", "Map"), body=body, refusals="write"),
+        "post": _op(f"Create or update {name}", _WRITE + extra, _ok("200", "Map"), body=body, refusals="write"),
+        "delete": {**_op(f"Delete {name} (all, or those the body names)", extra, _DELETED, refusals="delete"),
                    "requestBody": {"required": False, "content": _json("Ids")}},
     }
 
@@ -243,26 +326,104 @@ def _defs(raw: dict[str, dict[str, Any]]) -> dict[str, AttributeDef]:
     return {n: AttributeDef.from_json(n, d) for n, d in raw.items()}
 
 
+#: Python's ``\s`` (what the server's patterns use) spelled out: ECMA-262's ``\s`` is another set.
+_PY_SPACE = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace())
+
+
+def _ecma(pattern: str) -> str:
+    """A pattern of the server (Python ``re``) as JSON Schema matches it alike."""
+    return pattern.replace("\\s", _PY_SPACE)
+
+
 #: Domain rules of gateway/registry/validation.py that JSON Schema can state, by level.
 _COMMON_RULES: dict[str, dict[str, Any]] = {name: {"minLength": 1} for name in NON_EMPTY}
-_MESSAGE_FORMS: dict[str, dict[str, Any]] = {"envelope": {"pattern": f"^{NAME_VERSION}$"},
-                                            "protocol": {"pattern": f"^{NAME_OPT_VERSION}$"}}
+_MESSAGE_FORMS: dict[str, dict[str, Any]] = {"envelope": {"pattern": _ecma(f"^{NAME_VERSION}$")},
+                                            "protocol": {"pattern": _ecma(f"^{NAME_OPT_VERSION}$")}}
 _GROUP_RULES: dict[str, dict[str, dict[str, Any]]] = {
     "messagegroups": _MESSAGE_FORMS,
-    "endpoints": {"envelope": {"pattern": f"^{NAME_OPT_VERSION}$"}, "protocol": {"minLength": 1},
+    "endpoints": {"envelope": {"pattern": _ecma(f"^{NAME_OPT_VERSION}$")}, "protocol": {"minLength": 1},
                   "channel": {"minLength": 1},
                   # usage: required, at least one value; one value is always accepted
                   "usage": {"required": True, "minItems": 1, "maxItems": 1, "items": {"enum": list(USAGE_VALUES)}}},
 }
 _RESOURCE_RULES: dict[str, dict[str, dict[str, Any]]] = {
-    "messages": {**_MESSAGE_FORMS, "dataschemaformat": {"pattern": f"^{NAME_VERSION}$"}},
+    "messages": {**_MESSAGE_FORMS, "dataschemaformat": {"pattern": _ecma(f"^{NAME_VERSION}$")}},
 }
 #: Rules over a whole version object. message/spec.md's pairs (``envelope`` with
 #: ``envelopemetadata``, ``protocol`` with ``protocoloptions``, a data schema with its format) and
 #: exclusions are not stated: ``dependentRequired`` and ``not`` below the document root make
 #: schemathesis' negative generation fail (it cannot spell out their complement), so the server's
-#: refusals of them are documented in the error responses only.
+#: refusals of them are documented as refusals (:data:`REFUSALS`, :data:`REFUSED_ATTRIBUTES`).
+#: The document attributes' exclusion is stated without ``not`` (:func:`_one_document`).
 _RESOURCE_OBJECT_RULES: dict[str, dict[str, Any]] = {}
+
+
+def xid_pattern(model: RegistryModel, target: str | None = None) -> str:
+    """The XIDs the server accepts for an ``xid`` attribute: the shapes of ``model``'s types
+    (core/spec.md "XIDs"), only those of ``target`` when the attribute names one (core/model.md)."""
+    id_ = ID_PATTERN[1:-1]
+    shapes: list[str] = []
+    base, resources, versions = target, True, False
+    if target is not None and target.endswith("[/versions]"):
+        base, versions = target[: -len("[/versions]")], True
+    elif target is not None and target.endswith("/versions"):
+        base, resources, versions = target[: -len("/versions")], False, True
+    segs = [seg for seg in (base or "").split("/") if seg]
+    if target is None:
+        shapes.append("")
+    for g, gdef in model.groups.items():
+        if target is None or segs == [g]:
+            shapes.append(f"/{g}/{id_}")
+        for r in gdef.resources:
+            res = f"/{g}/{id_}/{r}/{id_}"
+            if target is None:
+                shapes += [res, f"{res}/meta", f"{res}/versions/{id_}"]
+            elif segs == [g, r]:
+                shapes += ([res] if resources else []) + ([f"{res}/versions/{id_}"] if versions else [])
+    if target is not None and not segs:
+        shapes.append("")
+    return "^(?:" + "|".join(shape or "/" for shape in shapes) + ")$"
+
+
+_URI_CHARS = "A-Za-z0-9._~/?#@!$&'()*+,;=\\-"
+#: :data:`_URI_PATTERN` without a leading ``/`` (which makes a reference an XID).
+_URI_NOT_XID = f"(?:[A-Za-z][A-Za-z0-9+.\\-]*:[{_URI_CHARS}]*|[{_URI_CHARS.replace('/', '')}][{_URI_CHARS}]*)?"
+
+
+def _reference_pattern(model: RegistryModel, defn: AttributeDef) -> str | None:
+    """The values of a reference attribute: an ``xid`` is an XID (of its ``target``); a URI with
+    a ``target`` is an XID of it when it starts with ``/``, else any URI (as the server checks)."""
+    if defn.type == "xid":
+        return xid_pattern(model, defn.target)
+    if defn.target and defn.type in ("uri", "urireference", "url"):
+        return f"^(?:{_URI_NOT_XID}|{xid_pattern(model, defn.target)[4:-2]})$"
+    return None
+
+
+def _xid_rules(model: RegistryModel, defs: dict[str, AttributeDef]) -> dict[str, dict[str, Any]]:
+    """The patterns of ``defs``' references and arrays of them (rules of :func:`object_schema`)."""
+    rules: dict[str, dict[str, Any]] = {}
+    for name, defn in defs.items():
+        if (pattern := _reference_pattern(model, defn)) is not None:
+            rules[name] = {"pattern": pattern}
+        elif defn.type == "array" and defn.item is not None:
+            item = AttributeDef.from_json("", {"type": defn.item.type, "target": defn.item.target or defn.target})
+            if (pattern := _reference_pattern(model, item)) is not None:
+                rules[name] = {"items": {"type": "string", "pattern": pattern}}
+    return rules
+
+
+def _one_document(rdef: ResourceDef) -> dict[str, Any]:
+    """At most one of ``<RESOURCE>``, ``<RESOURCE>base64``, ``<RESOURCE>url`` (and the older
+    ``<RESOURCE>uri``) with a value (``one_resource``; null is absent), as ``dependentSchemas``."""
+    if not rdef.hasdocument:
+        return {}
+    s = rdef.singular
+    names = [s, f"{s}base64", f"{s}url", f"{s}uri"]
+    null = {"type": "null"}
+    return {"dependentSchemas": {
+        name: {"anyOf": [{"properties": {name: null}}, {"properties": {o: null for o in names if o != name}}]}
+        for name in names}}
 
 
 def body_schemas(model: RegistryModel) -> dict[str, Any]:
@@ -283,7 +444,8 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
     for g, gdef in model.groups.items():
         out[f"Group_{g}"] = object_schema(
             {**common, **gdef.attributes}, extensible=open_, server_set=_SERVER_SET | {gdef.id_attribute},
-            rules={**_COMMON_RULES, **_GROUP_RULES.get(g, {})}, extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
+            rules={**_COMMON_RULES, **_xid_rules(model, gdef.attributes), **_GROUP_RULES.get(g, {})},
+            extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
         out[f"Map_{g}"] = _id_map(f"Group_{g}")
         out[f"Collections_{g}"] = {"type": "object", "additionalProperties": False,
                                    "properties": {r: _ref(f"Map_{g}_{r}") for r in gdef.resources}}
@@ -293,16 +455,19 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
             doc: dict[str, Any] = {}
             if rdef.hasdocument:
                 doc = {rdef.singular: {},
-                       f"{rdef.singular}base64": {"type": "string", "pattern": "^(?:[A-Za-z0-9+/]{4})*$"},
+                       # base64 by the spec; the server keeps text that is not as it is
+                       f"{rdef.singular}base64": {"type": "string", "contentEncoding": "base64"},
                        f"{rdef.singular}url": {"type": "string", "pattern": _URI_PATTERN}}
-            rules = {**_COMMON_RULES, **_RESOURCE_RULES.get(r, {})}
-            whole = _RESOURCE_OBJECT_RULES.get(r, {})
+            rules = {**_COMMON_RULES, **_xid_rules(model, version), **_RESOURCE_RULES.get(r, {})}
+            whole = {**_one_document(rdef), **_RESOURCE_OBJECT_RULES.get(r, {})}
             out[f"Version_{g}_{r}"] = {**object_schema(version, extensible=open_, server_set=_SERVER_SET | ids,
                                                        extra=doc, rules=rules), **whole}
             out[f"Versions_{g}_{r}"] = _id_map(f"Version_{g}_{r}")
+            # a write to the versions collection names at least one (missing_versions)
+            out[f"VersionsRequest_{g}_{r}"] = {**_id_map(f"Version_{g}_{r}"), "minProperties": 1}
             out[f"Meta_{g}_{r}"] = object_schema(
                 {**common, **_defs(META_ATTRIBUTES), **rdef.metaattributes}, extensible=open_,
-                server_set=_SERVER_SET | ids | {"xref", "defaultversionid"})
+                server_set=_SERVER_SET | ids | {"xref", "defaultversionid"}, rules=_COMMON_RULES)
             out[f"Resource_{g}_{r}"] = {**object_schema(
                 version, extensible=open_, server_set=_SERVER_SET | ids, rules=rules,
                 extra={**doc, "versions": _ref(f"Versions_{g}_{r}"), "meta": _ref(f"Meta_{g}_{r}")}), **whole}
@@ -362,13 +527,32 @@ def _attribute_names(*defs: dict[str, Any]) -> list[str]:
     return sorted({n for d in defs for n in d if n != "*"})
 
 
+_SCALARS = frozenset({"string", "boolean", "integer", "uinteger", "decimal", "timestamp", "uri", "urireference",
+                      "url", "uritemplate", "xid", "xidtype"})
+
+
+def _document_headers(rdef: ResourceDef, common: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The ``xRegistry-<name>`` headers of a document response: the version's scalar attributes
+    (percent-encoded text; maps of scalars come as ``xRegistry-<map>.<key>``, not listed)."""
+    names = {n: d.get("type") for n, d in common.items()}
+    names.update({n: d.type for n, d in rdef.attributes.items()})
+    names[rdef.id_attribute] = "string"
+    skip = {"*", rdef.singular, f"{rdef.singular}base64", "contenttype"}
+    # none is required: a ``?doc`` answer is the entity as JSON, without them
+    return {f"xRegistry-{name}": {"description": f"`{name}`, percent-encoded (not with `?doc`).",
+                                  "schema": {"type": "string"}}
+            for name, kind in sorted(names.items()) if name not in skip and kind in _SCALARS}
+
+
 def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API (paths relative to the API prefix)."""
     root_ops = _with_inline({
         "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
-        "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
-        "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry"),
-        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups"),
+        "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
+                   refusals="model"),
+        "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
+                     refusals="model"),
+        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups", refusals="write"),
     }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes))
     paths: dict[str, Any] = {
         "/": root_ops,
@@ -376,7 +560,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "/model": {"get": _op("The model", ["specversion"], _ok("200", "Entity"))},
         "/modelsource": {
             "get": _op("The model last given (`{}`: the built-in model)", ["specversion"], _ok("200", "Entity")),
-            "put": _op("Replace the model", ["specversion"], _ok("200", "Entity"), body="Entity"),
+            "put": _op("Replace the model", ["specversion"], _ok("200", "Entity"), body="ModelSource",
+                       refusals="model"),
         },
         "/export": _with_inline({"get": _op("The whole registry, document view",
                                             ["inline", "filter", "binary", "specversion"], _ok("200", "Entity"))},
@@ -404,22 +589,26 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             rnames = _attribute_names(COMMON_ATTRIBUTES, VERSION_ATTRIBUTES, rdef.attributes, {gid: None, rid: None})
             paths[f"{g}/{rtype}"] = _with_params(
                 _with_inline(_collection_ops(rtype, f"Map_{gr}"), res_inline, rnames), [_path_param(gid)])
+            doc_headers = _document_headers(rdef, {**COMMON_ATTRIBUTES, **VERSION_ATTRIBUTES}) \
+                if rdef.hasdocument else None
             paths[r] = _with_params(_with_inline(_entity_ops("resource", rdef.singular, f"Resource_{gr}",
-                                                             document=rdef.hasdocument, versions=f"Version_{gr}"),
+                                                             document=doc_headers, versions=f"Version_{gr}"),
                                                  res_inline, rnames), rparams)
             paths[f"{r}/meta"] = _with_params(_with_inline({
                 "get": _op(f"The {rdef.singular}'s meta", _READ + ["filter"], _ok("200", "Entity")),
                 "put": _op("Replace meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
-                           {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}"),
+                           {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}",
+                           refusals="write"),
                 "patch": _op("Patch meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
-                             {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}"),
+                             {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}",
+                             refusals="write"),
             }, inline_values(model, ("meta",)),
                 _attribute_names(COMMON_ATTRIBUTES, META_ATTRIBUTES, rdef.metaattributes, {gid: None, rid: None})),
                 rparams)
             paths[f"{r}/versions"] = _with_params(_with_inline(
-                _collection_ops("versions", f"Versions_{gr}", versions=True), ver_inline, rnames), rparams)
+                _collection_ops("versions", f"VersionsRequest_{gr}", versions=True), ver_inline, rnames), rparams)
             paths[f"{r}/versions/{{versionid}}"] = _with_params(_with_inline(
-                _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}", document=rdef.hasdocument),
+                _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}", document=doc_headers),
                 ver_inline, rnames), vparams)
             if rdef.hasdocument:
                 paths[f"{r}$details"] = _with_params(_with_inline(
@@ -445,13 +634,21 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                            for name, schema in _FLAG_SCHEMAS.items()},
             "schemas": {
                 "Entity": {"type": "object", "additionalProperties": True},
+                # core/model.md: a model document's own keys (what is inside them: model_error)
+                "ModelSource": {"type": "object", "additionalProperties": False,
+                                "properties": {key: {} for key in sorted(REGISTRY_KEYS)}},
                 "Map": {"type": "object", "additionalProperties": {"type": "object", "additionalProperties": True}},
                 "Collections": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/Map"}},
                 **body_schemas(model),
                 "Problem": {
-                    "type": "object", "required": ["type", "title"],
+                    "description": "An error (core/spec.md \"Error Processing\"): `type` is the URI of the "
+                                   "error's definition, `status` its HTTP status, `title` filled from `args`, "
+                                   "`subject` the XID (or path) of the entity being processed, `instance` the "
+                                   "request id.",
+                    "type": "object", "required": ["type", "title", "status"],
                     "properties": {
-                        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+                        "type": {"type": "string", "format": "uri"}, "title": {"type": "string", "minLength": 1},
+                        "status": {"type": "integer", "minimum": 400, "maximum": 599},
                         "detail": {"type": "string"}, "subject": {"type": "string"}, "instance": {"type": "string"},
                         "source": {"type": "string"}, "args": {"type": "object",
                                                                "additionalProperties": {"type": "string"}},

@@ -27,7 +27,13 @@ from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
 from gateway.registry.search import search_text
 from gateway.registry.timestamps import parse_ts, utc_now
-from gateway.registry.validation import registry_definitions, validate_attributes, validate_entity
+from gateway.registry.validation import (
+    ATTRIBUTE_NAME,
+    MAP_KEY,
+    registry_definitions,
+    validate_attributes,
+    validate_entity,
+)
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
 
@@ -391,6 +397,7 @@ class Changeset:
                 if rstate.doc is not None:
                     target = (meta_old or {}).get("defaultversionid")
                 elif (meta_in or {}).get("defaultversionid"):
+                    _check_default_version_id(meta_in or {}, str(Xid.parse(rxid).meta_of()))
                     target = (meta_in or {})["defaultversionid"]
                 elif not versions_in:
                     target = await self._next_version_id(rxid, vctype)
@@ -892,12 +899,19 @@ def _collection_attrs(collections: Iterable[str]) -> set[str]:
     return {f"{c}{suffix}" for c in collections for suffix in ("url", "count")}
 
 
+def _no_name(name: object) -> bool:
+    """Whether ``name`` is no attribute name under any charset (such a null is kept: validation refuses it)."""
+    return not isinstance(name, str) or not (ATTRIBUTE_NAME.fullmatch(name) or MAP_KEY.fullmatch(name))
+
+
 def _merge(base: dict[str, Any], update: dict[str, Any], patch: bool) -> dict[str, Any]:
+    """``update`` over ``base`` (``patch``) or instead of it; null deletes an attribute, but a null
+    under a name no attribute can have is kept for validation to refuse, not silently dropped."""
     if not patch:
-        return {k: v for k, v in update.items() if v is not None}
+        return {k: v for k, v in update.items() if v is not None or _no_name(k)}
     out = dict(base)
     for k, v in update.items():
-        if v is None:
+        if v is None and not _no_name(k):
             out.pop(k, None)
         else:
             out[k] = v

@@ -65,14 +65,17 @@ async def test_deep_bodies_are_refused_over_http(gateway, depth):
 
 @pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 1000, 50_000])
 async def test_deep_graphql_requests_are_400_json_before_authentication(gateway, depth):
-    _, _, anonymous = gateway
+    app, _, anonymous = gateway
     posted = await anonymous.post("/graphql", content='{"query": "{ registry { name } }", "variables": '
                                   + nested(depth) + "}", headers={"Content-Type": "application/json"})
     assert posted.status_code == 400 and posted.headers["content-type"].startswith("application/json")
     assert "nested more than" in posted.text
     if depth <= 1000:  # (a longer URL is refused by the client already)
         got = await anonymous.get("/graphql", params={"query": "{ registry { name } }", "variables": nested(depth)})
-        assert got.status_code == 400 and "nested more than" in got.text
+        if len(got.request.url.raw_path) <= app.state.settings.max_url_bytes:
+            assert got.status_code == 400 and "nested more than" in got.text
+        else:  # a URL that long is refused before it is parsed
+            assert got.status_code == 414 and got.json()["type"].endswith("#uri_too_long")
 
 
 async def test_lone_surrogates_and_wrong_id_types_are_refused(gateway):
@@ -95,6 +98,37 @@ async def test_lone_surrogates_and_wrong_id_types_are_refused(gateway):
         version = await writer.post("/registry/schemagroups/g/schemas/s/versions", json={"x": {"versionid": bad}})
         assert version.status_code == 400, version.text
     assert await revision(app) == before
+
+
+@pytest.mark.parametrize("method", ["put", "patch"])
+async def test_a_resource_body_whose_meta_names_no_version_id_is_refused(gateway, method):
+    """A new resource whose body's ``meta.defaultversionid`` is not a string is
+    ``invalid_attribute``, not a server error (found by a random schemathesis run)."""
+    app, writer, _ = gateway
+    before = await revision(app)
+    for value in ({"a": False}, [1], 3, True):
+        response = await getattr(writer, method)("/registry/endpoints/e/messages/m", json={
+            "name": "m", "meta": {"defaultversionid": value}})
+        body = assert_problem(response, 400, "invalid_attribute")
+        assert "defaultversionid" in body["title"]
+    assert await revision(app) == before
+
+
+async def test_a_null_under_a_name_no_attribute_can_have_is_refused(gateway):
+    """``null`` deletes an attribute, but not one whose name is invalid: that is
+    ``invalid_attribute``, not silently accepted (found by a random schemathesis run)."""
+    app, writer, _ = gateway
+    assert (await writer.put("/registry/schemagroups/g", json={"name": "g"})).status_code == 201
+    before = await revision(app)
+    for method, url, body in (("PUT", "/registry/schemagroups/new", {"": None}),
+                              ("PATCH", "/registry/schemagroups/g", {"Bad Name": None}),
+                              ("PATCH", "/registry", {"?": None}),
+                              ("PUT", "/registry/schemagroups/g/schemas/s$details",
+                               {"format": "JsonSchema/draft-07", "X": None})):
+        body = assert_problem(await writer.request(method, url, json=body), 400, "invalid_attribute")
+        assert "is not a valid attribute name" in body["detail"]
+    assert await revision(app) == before
+    assert (await writer.patch("/registry/schemagroups/g", json={"name": None})).status_code == 200  # still deletes
 
 
 async def test_a_deep_graphql_attribute_literal_is_refused(gateway):

@@ -30,13 +30,15 @@ def bound_socket() -> socket.socket:
 
 
 class LiveServer:
-    """uvicorn serving ``app`` (lifespan included) on a socket of its own; see the module doc."""
+    """uvicorn serving ``app`` (lifespan included) on a socket of its own; see the module doc.
+    ``options``: further ``uvicorn.Config`` options (``gateway.request_limits.server_options``)."""
 
-    def __init__(self, app: Any, *, log_level: str = "warning", sock: socket.socket | None = None) -> None:
+    def __init__(self, app: Any, *, log_level: str = "warning", sock: socket.socket | None = None,
+                 **options: Any) -> None:
         self.sock = sock or bound_socket()
         self.port: int = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on"))
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on", **options))
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task | None = None
 

@@ -26,6 +26,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("gateway.cli", "gateway.auth"): "hash-key needs no app",
     ("gateway.cli", "gateway.documents.normalise"): "only import reads documents",
     ("gateway.cli", "gateway.documents.reader"): "only import reads documents",
+    ("gateway.cli", "gateway.request_limits"): "the server's head limits (uvicorn's protocol) only to serve",
 }
 
 
