@@ -110,9 +110,20 @@ _REFUSAL_HELP = ("Refused (problem document, core/spec.md \"Error Processing\").
 #: Attribute names (core/spec.md "Attributes") and map keys ("Data Types"), as the server checks.
 ATTRIBUTE_NAME_PATTERN = "^[a-z_][a-z0-9_]{0,62}$"
 MAP_KEY_PATTERN = "^[a-z0-9][a-z0-9:\\-_.]{0,62}$"
-#: A URI without percent-encodings, braces or spaces, whose scheme (if any) is valid: a subset
-#: of what the server accepts for ``uri``/``url`` attributes.
-_URI_PATTERN = "^(?:[A-Za-z][A-Za-z0-9+.\\-]*:)?[A-Za-z0-9._~/?#@!$&'()*+,;=\\-]*$"
+#: What the server accepts for ``uri``/``url`` attributes (``gateway/registry/validation.py``):
+#: no control character, space or ``<>"\\^`|{}``, a ``%`` only in a percent-encoding, and a
+#: valid scheme when a ``:`` comes before any ``/``, ``?`` or ``#`` (non-ASCII characters are
+#: kept, as IRIs in real documents carry them).
+_URI_CHAR = '(?:[^\\x00-\\x20\\x7f<>"\\\\^`|{}%]|%[0-9A-Fa-f]{2})'
+_URI_CHAR_NO_DELIM = '(?:[^\\x00-\\x20\\x7f<>"\\\\^`|{}%:/?#]|%[0-9A-Fa-f]{2})'
+_URI_PATTERN = (f"^(?:[A-Za-z][A-Za-z0-9+.\\-]*:{_URI_CHAR}*"
+                f"|{_URI_CHAR_NO_DELIM}*(?:[/?#]{_URI_CHAR}*)?)$")
+#: A URI template: a URI as above where ``{…}`` expressions of the server's grammar may stand
+#: for characters (the server checks the URI with each expression read as one letter).
+_TEMPLATE_EXPR = "\\{[+#./;?&=,!@|]?[A-Za-z0-9_.%]+(?::[0-9]+|\\*)?(?:,[A-Za-z0-9_.%]+(?::[0-9]+|\\*)?)*\\}"
+_URI_TEMPLATE_PATTERN = (f"^(?:(?:[A-Za-z]|{_TEMPLATE_EXPR})(?:[A-Za-z0-9+.\\-]|{_TEMPLATE_EXPR})*:"
+                         f"(?:{_URI_CHAR}|{_TEMPLATE_EXPR})*"
+                         f"|(?:{_URI_CHAR_NO_DELIM}|{_TEMPLATE_EXPR})*(?:[/?#](?:{_URI_CHAR}|{_TEMPLATE_EXPR})*)?)$")
 #: Attributes the server sets itself: readOnly in requests (any value given is checked or ignored).
 _SERVER_SET = {"xid", "self", "shortself", "epoch", "createdat", "modifiedat", "isdefault", "versionid",
                "readonly", "defaultversionurl", "formatvalidated", "formatvalidatedreason",
@@ -127,7 +138,7 @@ _TYPES: dict[str, dict[str, Any]] = {
     "uri": {"type": "string", "pattern": _URI_PATTERN},
     "urireference": {"type": "string", "pattern": _URI_PATTERN},
     "url": {"type": "string", "pattern": _URI_PATTERN},
-    "uritemplate": {"type": "string", "pattern": _URI_PATTERN},
+    "uritemplate": {"type": "string", "pattern": _URI_TEMPLATE_PATTERN},
     "xid": {"type": "string", "pattern": "^/"},
     "xidtype": {"type": "string", "pattern": "^/"},
 }
