@@ -407,13 +407,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 if serialized is not None and serialized is not Undefined:
                     return serialized
             info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
-            if self.is_awaitable(result):
-                return self.complete_awaitable_value(return_type, field_details_list, info, path, result,
-                                                     position_context)
-            completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
-            if self.is_awaitable(completed):
-                return self._await_completed(completed, return_type, field_details_list, path)
-            return completed
+            return self._complete_result(return_type, field_details_list, info, path, result, position_context)
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
             return None
@@ -440,16 +434,22 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 assert self.converter is not None
                 kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
             result = func(source, **kwargs) if takes_self else func(**kwargs)
-            if self.is_awaitable(result):
-                return self.complete_awaitable_value(return_type, field_details_list, info, path, result,
-                                                     position_context)
-            completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
-            if self.is_awaitable(completed):
-                return self._await_completed(completed, return_type, field_details_list, path)
-            return completed
+            return self._complete_result(return_type, field_details_list, info, path, result, position_context)
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
             return None
+
+    def _complete_result(
+        self, return_type: Any, field_details_list: Any, info: Any, path: Path, result: Any, position_context: Any,
+    ) -> Any:
+        """A resolved value completed by graphql-core (an awaitable one awaited first); errors
+        are the caller's to locate."""
+        if self.is_awaitable(result):
+            return self.complete_awaitable_value(return_type, field_details_list, info, path, result, position_context)
+        completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
+        if self.is_awaitable(completed):
+            return self._await_completed(completed, return_type, field_details_list, path)
+        return completed
 
     def _convert_arguments(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
         """A field's arguments as strawberry hands them to the resolver (``paging`` for a
