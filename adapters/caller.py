@@ -11,6 +11,7 @@ import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 _credentials: ContextVar[str | None] = ContextVar("xreg_caller_credentials", default=None)
@@ -41,6 +42,5 @@ class CallerMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        header = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"authorization"), None)
-        with acting_for(header):
+        with acting_for(Headers(scope=scope).get("authorization")):
             await self.app(scope, receive, send)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
 from gateway.registry.ids import id_problem
@@ -379,18 +379,11 @@ class Settings(BaseSettings):
             self.trusted_documents = Path(self.config).parent / path  # like registries' paths
         return self
 
-    @field_validator("rate_limit_url")
+    @field_validator("rate_limit_url", "cache_url")
     @classmethod
-    def _check_rate_limit_url(cls, value: str) -> str:
+    def _check_shared_url(cls, value: str, info: ValidationInfo) -> str:
         if value != "memory://" and urlsplit(value).scheme not in ("redis", "rediss"):
-            raise ValueError("rate_limit_url must be memory:// or redis://host:port/db (rediss:// for TLS)")
-        return value
-
-    @field_validator("cache_url")
-    @classmethod
-    def _check_cache_url(cls, value: str) -> str:
-        if value != "memory://" and urlsplit(value).scheme not in ("redis", "rediss"):
-            raise ValueError("cache_url must be memory:// or redis://host:port/db (rediss:// for TLS)")
+            raise ValueError(f"{info.field_name} must be memory:// or redis://host:port/db (rediss:// for TLS)")
         return value
 
     @model_validator(mode="before")

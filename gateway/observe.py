@@ -18,7 +18,7 @@ import logging
 import time
 from typing import Any
 
-from starlette.datastructures import MutableHeaders
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gateway import metrics, tracing
@@ -59,7 +59,7 @@ class ObserveMiddleware:
             return
         started = time.perf_counter()
         headers = scope.get("headers", ())
-        incoming = next((v.decode("latin-1") for k, v in headers if k == b"x-request-id"), None)
+        incoming = Headers(raw=headers).get("x-request-id")
         record = RequestRecord(request_id_from(incoming))
         scope.setdefault("state", {})
         method = scope.get("method", "GET")

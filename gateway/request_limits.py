@@ -27,7 +27,8 @@ from uvicorn.protocols.http.h11_impl import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE, H
 
 from gateway.config import Settings
 from gateway.errors import XRegistryError
-from gateway.request_context import current_request_id
+from gateway.http_api.responses import problem_body, problem_response
+from gateway.request_context import current_request_id, new_request_id
 
 #: How much of an over-long target a problem repeats as its subject.
 SUBJECT_CHARS = 128
@@ -42,8 +43,6 @@ def _subject(target: str) -> str:
     return target if len(target) <= SUBJECT_CHARS else target[:SUBJECT_CHARS] + "..."
 
 
-def _problem_bytes(err: XRegistryError, instance: str | None = None) -> bytes:
-    return json.dumps({**err.to_problem(instance), "status": err.status}, ensure_ascii=False).encode("utf-8")
 
 
 def head_violation(scope: Scope, settings: Settings) -> XRegistryError | None:
@@ -79,11 +78,7 @@ class RequestLimitsMiddleware:
         if err is None:
             await self.app(scope, receive, send)
             return
-        content = _problem_bytes(err, current_request_id())
-        await send({"type": "http.response.start", "status": err.status,
-                    "headers": [(b"content-type", b"application/json; charset=utf-8"),
-                                (b"content-length", b"%d" % len(content))]})
-        await send({"type": "http.response.body", "body": content})
+        await problem_response(err, current_request_id() or new_request_id())(scope, receive, send)
 
 
 def head_limit(settings: Settings) -> int:
@@ -129,7 +124,7 @@ class LimitedH11Protocol(H11Protocol):
         self._refuse(XRegistryError("bad_request", "/", detail=msg))
 
     def _refuse(self, err: XRegistryError) -> None:
-        content = _problem_bytes(err)
+        content = json.dumps(problem_body(err, ""), ensure_ascii=False).encode("utf-8")  # no request yet
         phrase = {400: b"Bad Request", 414: b"URI Too Long", 431: b"Request Header Fields Too Large"}[err.status]
         self.transport.write(b"HTTP/1.1 %d %s\r\ncontent-type: application/json; charset=utf-8\r\n"
                              b"content-length: %d\r\nconnection: close\r\n\r\n%s"
