@@ -37,13 +37,14 @@ from typing import Any, cast
 from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, GraphQLStreamDirective, is_leaf_type
 from graphql.execution.executor import to_nodes
 from graphql.execution.values import get_argument_values
-from graphql.pyutils import Path, Undefined, gather_with_cancel
+from graphql.pyutils import Path, Undefined
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.arguments import convert_arguments
 from strawberry.types.field import StrawberryField
 
 from resolvers.connections import Paged, paging_of
+from resolvers.gathering import gather
 from resolvers.pacing import Pacer, Slicer, slicer
 
 #: ``read(source)`` of a field, its return type, and the leaf type to serialise a value to
@@ -241,7 +242,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             field = awaitable_fields[0]
             results[field] = await results[field]
         else:
-            awaited = await gather_with_cancel(*(results[field] for field in awaitable_fields))
+            awaited = await gather(*(results[field] for field in awaitable_fields))
             results.update(zip(awaitable_fields, awaited, strict=True))
         return results
 
@@ -367,7 +368,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             index = awaitable_indices[0]
             completed[index] = await completed[index]
         else:
-            awaited = await gather_with_cancel(*(completed[index] for index in awaitable_indices))
+            awaited = await gather(*(completed[index] for index in awaitable_indices))
             for index, value in zip(awaitable_indices, awaited, strict=True):
                 completed[index] = value
         return completed

@@ -28,6 +28,7 @@ from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
 from adapters.effective import MESSAGE_TYPES, complete, needs_completion
 from adapters.references import References
+from resolvers.gathering import gather
 from resolvers.pacing import Hold
 
 #: ``(registry, as_of, XID as written)``; matched case-insensitively
@@ -100,13 +101,13 @@ class Loaders:
     async def many(self, registry: str, xids: list[str], as_of: int | None) -> list[Entity | None]:
         """Several entities by XID, in order, materialised."""
         found = await self.entities.load_many([(registry, as_of, x) for x in xids])
-        return list(await asyncio.gather(*(self._settled(e) if e is not None else _none() for e in found)))
+        return await gather(*(self._settled(e) if e is not None else _none() for e in found))
 
     async def settle(self, entities: list[Entity]) -> list[Entity]:
         """``entities`` with the materialisation of their messages completed across registries."""
         if not any(needs_completion(e) for e in entities):
             return entities
-        return list(await asyncio.gather(*(self._settled(e) for e in entities)))
+        return await gather(*(self._settled(e) for e in entities))
 
     async def _settled(self, entity: Entity) -> Entity:
         if not needs_completion(entity):

@@ -3,7 +3,6 @@ and collections across all registries."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import strawberry
@@ -17,6 +16,7 @@ from resolvers.checks import Checks
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
+from resolvers.gathering import gather
 from resolvers.ids import parse_global_id
 from resolvers.types import (
     Endpoint,
@@ -49,7 +49,7 @@ class Query(Checks):
                 info.context.report(exc, info)
                 return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
 
-        found = await asyncio.gather(*(one(rid) for rid in info.context.sources))
+        found = await gather(*(one(rid) for rid in info.context.sources))
         return [r for r in found if r is not None]
 
     @strawberry.field(description="One registry (default: the gateway's own), optionally as it was at "
