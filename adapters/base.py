@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import abc
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -172,10 +172,37 @@ class SourcePage:
     """A page of entities with one opaque cursor each; ``total`` when the source knew it for free."""
 
     items: list[Entity]
-    cursors: list[str]
+    cursors: Sequence[str]
     has_next: bool = False
     has_prev: bool = False
     total: int | None = None
+
+
+class LazyCursors(Sequence[str]):
+    """The cursors of a page, each encoded when it is first read (most pages are read without
+    them, or only their first and last)."""
+
+    __slots__ = ("_done", "_encode", "_keys")
+
+    def __init__(self, keys: Sequence[Any], encode: Callable[[Any], str]) -> None:
+        self._keys, self._encode = keys, encode
+        self._done: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._keys)))]
+        if index < 0:
+            index += len(self._keys)
+        cursor = self._done.get(index)
+        if cursor is None:
+            cursor = self._done[index] = self._encode(self._keys[index])
+        return cursor
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(len(self._keys)))
 
 
 @dataclass(frozen=True)

@@ -34,16 +34,30 @@ class EntityBatcher:
         self.sources = sources
         self.loader: DataLoader[Key, Entity | None] = loader(
             self._load, cache_key_fn=lambda k: (k[0], k[1], k[2].lower()))
+        #: entities read otherwise (pages), by ``(registry, as_of, lower-case XID)``
+        self.primed: dict[Key, Entity] = {}
 
     async def load(self, registry: str, xid: str, as_of: int | None = None) -> Entity | None:
         """One entity (``None``: it does not exist); :class:`~adapters.base.SourceUnavailable`
         when its registry cannot be read."""
-        return await self.loader.load((registry, as_of, xid))
+        found = self.primed.get((registry, as_of, xid.lower()))
+        return found if found is not None else await self.loader.load((registry, as_of, xid))
+
+    async def load_many(self, keys: list[Key]) -> list[Entity | None]:
+        """Several entities by ``(registry, as_of, XID)``, in order, in one batch."""
+        primed = self.primed
+        found: list[Entity | None] = [primed.get((r, a, x.lower())) for r, a, x in keys]
+        missing = [k for k, e in zip(keys, found, strict=True) if e is None]
+        if not missing:
+            return found
+        loaded = iter(await self.loader.load_many(missing))
+        return [e if e is not None else next(loaded) for e in found]
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read otherwise (a page), so that loading them again is free."""
+        primed = self.primed
         for e in entities:
-            self.loader.prime((e.registry, e.as_of, e.xid), e)
+            primed.setdefault((e.registry, e.as_of, e.xid.lower()), e)
 
     async def _load(self, keys: list[Key]) -> list[Entity | BaseException | None]:
         groups: dict[tuple[str, int | None], list[str]] = defaultdict(list)

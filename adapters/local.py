@@ -12,10 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-from adapters.base import ChangeItem, Entity, Listing, Materialisation, RegistrySource, SourcePage, WriteOutcome
+from adapters.base import (
+    ChangeItem,
+    Entity,
+    LazyCursors,
+    Listing,
+    Materialisation,
+    RegistrySource,
+    SourcePage,
+    WriteOutcome,
+)
 from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
@@ -49,6 +59,28 @@ _LAZY = frozenset({"group", "resource"})
 _VIEW, _META, _MATERIALISED = (Entity.__dict__[n] for n in ("view", "meta", "materialised"))  # the slots
 
 
+@functools.cache
+def _resource_own(id_attribute: str) -> frozenset[str]:
+    """What a resource's view shows other than its default version's stored attributes."""
+    singular = id_attribute[:-2]
+    return RESOURCE_VIEW_OWN | {id_attribute, f"{singular}uri", f"{singular}url"}
+
+
+_GROUP_OWN: dict[str, tuple[RegistryModel, frozenset[str]]] = {}
+
+
+def _group_own(model: RegistryModel, ctype: str) -> frozenset[str]:
+    """What a group's view shows other than its stored attributes (under ``model``)."""
+    cached = _GROUP_OWN.get(ctype)
+    if cached is not None and cached[0] is model:
+        return cached[1]
+    gdef = model.group(ctype)
+    own = frozenset({gdef.id_attribute if gdef else f"{ctype.rstrip('s')}id", "self", "xid",
+                     *(f"{r}{s}" for r in (gdef.resources if gdef else {}) for s in ("url", "count"))})
+    _GROUP_OWN[ctype] = (model, own)
+    return own
+
+
 class StoredEntity(Entity):
     """A stored group or resource whose view, ``meta`` view and materialisation are built when
     first read, as :meth:`LocalSource._entities` builds them eagerly for other records. Most fields
@@ -56,7 +88,8 @@ class StoredEntity(Entity):
     from the stored record when the view would show them as stored, and build the views otherwise.
     (A :func:`dataclasses.replace` of one is a plain, built :class:`Entity`.)"""
 
-    __slots__ = ("_model", "_plain", "_record", "_source")
+    __slots__ = ("_message", "_model", "_plain", "_record", "_source")
+    _message: bool
     _model: RegistryModel
     _plain: tuple[frozenset[str], dict[str, Any], dict[str, Any] | None] | None
     _record: EntityRecord
@@ -66,13 +99,15 @@ class StoredEntity(Entity):
         return Entity(*args, **kwargs)
 
     @classmethod
-    def of(cls, source: LocalSource, rec: EntityRecord, as_of: int | None) -> StoredEntity:
-        """The entity of a stored group or resource record."""
+    def of(cls, source: LocalSource, rec: EntityRecord, as_of: int | None, messages: Materialised) -> StoredEntity:
+        """The entity of a stored group or resource record (``messages``: the source's
+        :attr:`~LocalSource.messages`)."""
         obj = object.__new__(cls)
         put = object.__setattr__
         for name, value in (("registry", source.id), ("xid", rec.xid), ("kind", rec.kind), ("ctype", rec.ctype),
                             ("as_of", as_of), ("partial", True), ("revision", rec.revision), ("_record", rec),
-                            ("_source", source), ("_model", source.model), ("_plain", None)):
+                            ("_source", source), ("_model", source.model), ("_plain", None),
+                            ("_message", rec.ctype in messages)):
             put(obj, name, value)
         return obj
 
@@ -83,7 +118,7 @@ class StoredEntity(Entity):
             rec, source = self._record, self._source
             view = view_of(rec, self._model, source.base_url, include_meta=True)
             meta = view.pop("meta", None) if rec.kind == "resource" else None
-            materialised = source._materialisation(rec, view) if rec.ctype in source.messages else None
+            materialised = source._materialisation(rec, view) if self._message else None
             _VIEW.__set__(self, view)
             _META.__set__(self, meta)
             _MATERIALISED.__set__(self, materialised)
@@ -108,16 +143,12 @@ class StoredEntity(Entity):
         if plain is None:
             rec = self._record
             if rec.kind == "resource":
-                id_attr = resource_id_attribute(rec)
-                singular = id_attr[:-2]
-                own = RESOURCE_VIEW_OWN | {id_attr, f"{singular}uri", f"{singular}url"}
+                own = _resource_own(resource_id_attribute(rec))
                 stored = rec.doc.get("default") or {}
             else:
-                gdef = self._model.group(rec.ctype)
-                own = frozenset({gdef.id_attribute if gdef else f"{rec.ctype.rstrip('s')}id", "self", "xid",
-                                 *(f"{r}{s}" for r in (gdef.resources if gdef else {}) for s in ("url", "count"))})
+                own = _group_own(self._model, rec.ctype)
                 stored = rec.doc
-            derived = derived_of(rec.kind, rec.doc) if rec.ctype in self._source.messages else None
+            derived = derived_of(rec.kind, rec.doc) if self._message else None
             plain = (own, stored, derived["attributes"] if derived else None)
             object.__setattr__(self, "_plain", plain)
         return plain
@@ -136,7 +167,7 @@ class StoredEntity(Entity):
 
     def pending_chain(self) -> bool | None:
         rec = self._record
-        derived = derived_of(rec.kind, rec.doc) if rec.ctype in self._source.messages else None
+        derived = derived_of(rec.kind, rec.doc) if self._message else None
         if not derived:
             return None
         unresolved = derived.get("unresolved")
@@ -225,11 +256,7 @@ class LocalSource(RegistrySource):
                     rows, has_next = rows[: listing.limit], True
         items = await self._entities([rec for rec, _ in rows], listing.as_of)
 
-        def encoded() -> builtins.list[str]:
-            return [cursor_for(rec, sort).encode() for rec, sort in rows]
-
-        # a large page's cursors (like its views) are made in a worker thread: the event loop goes on
-        cursors = await asyncio.to_thread(encoded) if len(rows) >= THREAD_VIEWS else encoded()
+        cursors = LazyCursors(rows, lambda row: cursor_for(row[0], row[1]).encode())
         return SourcePage(items, cursors, has_next=has_next, has_prev=has_prev)
 
     async def count(self, listing: Listing, parent: str | None = None) -> int:
@@ -259,7 +286,7 @@ class LocalSource(RegistrySource):
         out = {}
         for key, (rows, has_next, has_prev) in cut.items():
             items = [next(rendered) for _ in rows]
-            out[key] = SourcePage(items, [cursor_for(r, sort).encode() for r in rows], has_next, has_prev,
+            out[key] = SourcePage(items, LazyCursors(rows, lambda r: cursor_for(r, sort).encode()), has_next, has_prev,
                                   total=len(by_parent[key]))
         return out
 
@@ -310,15 +337,17 @@ class LocalSource(RegistrySource):
         views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False) if eager else []
 
+        messages = self.messages
+
         def entities() -> builtins.list[Entity]:
             out: builtins.list[Entity] = []
             rendered = iter(views)
             for rec in records:
                 if rec.kind in _LAZY:
-                    out.append(StoredEntity.of(self, rec, as_of))
+                    out.append(StoredEntity.of(self, rec, as_of, messages))
                     continue
                 view = next(rendered)
-                materialised = self._materialisation(rec, view) if rec.ctype in self.messages else None
+                materialised = self._materialisation(rec, view) if rec.ctype in messages else None
                 out.append(Entity(self.id, rec.xid, rec.kind, rec.ctype, view, as_of, None, partial=True,
                                   revision=rec.revision, materialised=materialised))
             return out

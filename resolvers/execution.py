@@ -45,7 +45,9 @@ from strawberry.types.field import StrawberryField
 
 from resolvers.connections import Paged, paging_of
 from resolvers.gathering import gather
+from resolvers.loaders import Loaders
 from resolvers.pacing import Pacer, Slicer, slicer
+from resolvers.types import attribute_reader, read_field
 
 #: ``read(source)`` of a field, its return type, and the leaf type to serialise a value to
 #: (``None``: not a scalar or enum).
@@ -62,6 +64,8 @@ _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
 #: (anything else takes graphql-core's path).
 _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
+#: Built-in scalars that serialise a value of this Python type as it is (``serialize`` not called).
+_SERIALIZED_AS_IS: dict[str, type] = {"String": str, "ID": str, "Boolean": bool}
 
 
 def _never(value: Any, info: Any) -> bool:
@@ -96,7 +100,8 @@ def _plan(field_def: GraphQLField) -> Plan | None:
         if not getattr(field_def.resolve, "_is_default", False):
             return None
         default, name = field.default_resolver, field.python_name
-        read = lambda source: default(source, name)  # noqa: E731
+        read = (attribute_reader(field.origin, name) if default is read_field
+                else lambda source: default(source, name))
     else:
         if (resolver.is_async or resolver.arguments or resolver.self_parameter is None
                 or any(p is not None and p is not resolver.self_parameter
@@ -164,11 +169,20 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         #: the request's pacing (``resolvers/pacing.py``): its pacer and the loop's turns, or ``None``
         self._pacing = _pacing_of(self.context_value)
 
+    def build_response(self, data: dict[str, Any] | None) -> Any:
+        """graphql-core's, and then the request's loaders are released (:meth:`Loaders.release`)."""
+        response = super().build_response(data)
+        loaders = getattr(self.context_value, "loaders", None)
+        if isinstance(loaders, Loaders) and not __import__("os").environ.get("NOREL"):
+            loaders.release()
+        return response
+
     # -- selection sets -----------------------------------------------------------------------
 
     def _selection_plan(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[tuple[str, Any, Any]]:
         """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
-        ``(read, serialize, nullable, field definition)`` for a leaf read, else ``None``."""
+        ``(read, serialize, nullable, field definition, the Python type serialised as it is)`` for a
+        leaf read, else ``None``."""
         cached = self._selection_plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
             return cached[2]
@@ -179,7 +193,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             leaf = None
             if field_plan is not None and field_plan[2] is not None:
                 read, return_type, named = field_plan
-                leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def)
+                leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def,
+                        _SERIALIZED_AS_IS.get(named.name))
             plan.append((response_name, field_details_list, leaf))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
@@ -197,7 +212,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         try:
             for response_name, field_details_list, leaf in self._selection_plan(parent_type, grouped_field_set):
                 if leaf is not None:  # read and serialise in place; anything unusual goes the long way
-                    read, serialize, nullable, field_def = leaf
+                    read, serialize, nullable, field_def, as_is = leaf
                     try:
                         value = read(source_value)
                     except Exception:  # graphql-core's path raises it again, located
@@ -207,6 +222,9 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                             if nullable:
                                 results[response_name] = None
                                 continue
+                        elif value.__class__ is as_is:
+                            results[response_name] = value
+                            continue
                         elif value.__class__ in plain:
                             try:
                                 serialized = serialize(value)

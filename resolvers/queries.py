@@ -73,7 +73,7 @@ class Query(Checks):
             raise UserInputError(f"at most {bound} ids at once, not {len(ids)}")
         parsed = [parse_global_id(i) for i in ids]
         known = [(r, x) for r, x in parsed if r in info.context.sources]
-        found = await info.context.loaders.entities.load_many([(r, None, x) for r, x in known])
+        found = await info.context.loaders.batcher.load_many([(r, None, x) for r, x in known])
         settled = iter(await info.context.loaders.settle([e for e in found if e is not None]))
         entities = iter([next(settled) if e is not None else None for e in found])
         out = []

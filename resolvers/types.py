@@ -10,6 +10,7 @@ entity was read at, so a registry read ``asOf`` a revision stays at that revisio
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from enum import Enum
@@ -61,6 +62,18 @@ def read_field(obj: Any, name: str) -> Any:
     if isinstance(entity, SourceEntity):
         return entity.attribute(name)
     return getattr(obj, name)
+
+
+def attribute_reader(origin: type | None, name: str) -> Callable[[Any], Any]:
+    """:func:`read_field` of the attribute ``name`` for objects of ``origin``, specialised: an
+    object type wrapping an ``entity`` reads the entity's attribute directly."""
+    if origin is not None and dataclasses.is_dataclass(origin) and any(
+            f.name == "entity" for f in dataclasses.fields(origin)):
+        def read(obj: Any) -> Any:
+            entity = obj.entity
+            return entity.attribute(name) if isinstance(entity, SourceEntity) else getattr(obj, name)
+        return read
+    return lambda obj: read_field(obj, name)
 
 
 _FIELD_NAMES: dict[type, frozenset[str]] = {}
