@@ -50,7 +50,7 @@ class Edge(Generic[T]):
 @strawberry.type(description="A page of a collection.")
 class Connection(Generic[T]):
     nodes: list[T] = strawberry.field(description="The page's nodes.")
-    cursors: Private[list[str]]
+    cursors: Private[Sequence[str]]
     has_next: Private[bool]
     has_prev: Private[bool]
     total: Private[int | None]

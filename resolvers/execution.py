@@ -100,7 +100,8 @@ def _plan(field_def: GraphQLField) -> Plan | None:
         if not getattr(field_def.resolve, "_is_default", False):
             return None
         default, name = field.default_resolver, field.python_name
-        read = (attribute_reader(field.origin, name) if default is read_field
+        read = (attribute_reader(field.origin if isinstance(field.origin, type) else None, name)
+                if default is read_field
                 else lambda source: default(source, name))
     else:
         if (resolver.is_async or resolver.arguments or resolver.self_parameter is None
@@ -173,7 +174,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         """graphql-core's, and then the request's loaders are released (:meth:`Loaders.release`)."""
         response = super().build_response(data)
         loaders = getattr(self.context_value, "loaders", None)
-        if isinstance(loaders, Loaders) and not __import__("os").environ.get("NOREL"):
+        if isinstance(loaders, Loaders):
             loaders.release()
         return response
 

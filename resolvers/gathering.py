@@ -99,12 +99,12 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
                 _throw_all(running, exc, state)
                 raise
             for index in [i for i, (_, _, b) in running.items() if _ready(b)]:
-                coro, context, blocker = running.pop(index)
-                if coro is None:
+                waiting, context, blocker = running.pop(index)
+                if waiting is None:
                     results[index] = blocker.result()
                 else:
                     assert context is not None
-                    _step(index, coro, context, None, results, running, state)
+                    _step(index, waiting, context, None, results, running, state)
     except BaseException:
         _close_all(running)
         raise
