@@ -99,14 +99,15 @@ class StoredEntity(Entity):
         return Entity(*args, **kwargs)
 
     @classmethod
-    def of(cls, source: LocalSource, rec: EntityRecord, as_of: int | None, messages: Materialised) -> StoredEntity:
-        """The entity of a stored group or resource record (``messages``: the source's
-        :attr:`~LocalSource.messages`)."""
+    def of(cls, source: LocalSource, rec: EntityRecord, as_of: int | None, model: RegistryModel,
+           messages: Materialised) -> StoredEntity:
+        """The entity of a stored group or resource record (``model`` and ``messages``: the
+        source's :attr:`~LocalSource.model` and :attr:`~LocalSource.messages`)."""
         obj = object.__new__(cls)
         put = object.__setattr__
         for name, value in (("registry", source.id), ("xid", rec.xid), ("kind", rec.kind), ("ctype", rec.ctype),
                             ("as_of", as_of), ("partial", True), ("revision", rec.revision), ("_record", rec),
-                            ("_source", source), ("_model", source.model), ("_plain", None),
+                            ("_source", source), ("_model", model), ("_plain", None),
                             ("_message", rec.ctype in messages)):
             put(obj, name, value)
         return obj
@@ -337,14 +338,14 @@ class LocalSource(RegistrySource):
         views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False) if eager else []
 
-        messages = self.messages
+        model, messages = self.model, self.messages
 
         def entities() -> builtins.list[Entity]:
             out: builtins.list[Entity] = []
             rendered = iter(views)
             for rec in records:
                 if rec.kind in _LAZY:
-                    out.append(StoredEntity.of(self, rec, as_of, messages))
+                    out.append(StoredEntity.of(self, rec, as_of, model, messages))
                     continue
                 view = next(rendered)
                 materialised = self._materialisation(rec, view) if rec.ctype in messages else None

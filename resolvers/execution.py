@@ -34,7 +34,15 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, cast
 
-from graphql import GraphQLField, GraphQLNonNull, GraphQLObjectType, GraphQLStreamDirective, is_leaf_type
+from graphql import (
+    GraphQLField,
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLObjectType,
+    GraphQLScalarType,
+    GraphQLStreamDirective,
+    is_leaf_type,
+)
 from graphql.execution.executor import to_nodes
 from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path, Undefined
@@ -64,6 +72,8 @@ _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
 #: (anything else takes graphql-core's path).
 _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
+#: Python types of completed values (never awaitable: no ``is_awaitable`` asked).
+_COMPLETED = frozenset({dict, list, str, int, bool, float, type(None)})
 #: Built-in scalars that serialise a value of this Python type as it is (``serialize`` not called).
 _SERIALIZED_AS_IS: dict[str, type] = {"String": str, "ID": str, "Boolean": bool}
 
@@ -246,7 +256,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                 Path(path, response_name, parent_type.name), position_context)
                 if result is not Undefined:
                     results[response_name] = result
-                    if is_awaitable(result):
+                    if result.__class__ not in _COMPLETED and is_awaitable(result):
                         awaitable_fields.append(response_name)
         except Exception:
             if awaitable_fields:
@@ -264,6 +274,23 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             awaited = await gather(*(results[field] for field in awaitable_fields))
             results.update(zip(awaitable_fields, awaited, strict=True))
         return results
+
+    def complete_value(
+        self, return_type: Any, field_details_list: Any, info: Any, path: Path, result: Any, position_context: Any,
+    ) -> Any:
+        """graphql-core's, straight to the completion of a (non-null) object, list or plain string
+        or boolean; anything else (nulls, errors, abstract types) takes graphql-core's path."""
+        if result is not None and position_context is None:
+            type_ = return_type.of_type if return_type.__class__ is GraphQLNonNull else return_type
+            kind = type_.__class__
+            if kind is GraphQLObjectType and not isinstance(result, Exception):
+                return self.complete_object_value(type_, field_details_list, info, path, result, None)
+            if kind is GraphQLList:
+                if result.__class__ is list:
+                    return self.complete_iterable_value(type_.of_type, field_details_list, info, path, result, None)
+            elif kind is GraphQLScalarType and result.__class__ is _SERIALIZED_AS_IS.get(type_.name):
+                return result
+        return super().complete_value(return_type, field_details_list, info, path, result, position_context)
 
     def complete_object_value(
         self, return_type: GraphQLObjectType, field_details_list: Any, info: Any, path: Path, result: Any,
@@ -331,18 +358,21 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         total = len(items)
         index = start
         chunk = LIST_CHUNK if self._pacing is None else 1
+        of_type: type | None = None  # the class of the items found to be of ``object_type``
         while index < total:
             stop = min(total, index + chunk)
             for item in items[index:stop]:
                 item_path = path.add_key(index, None)
-                if selection is not None and item is not None and is_type_of(item, info) is True:
+                if selection is not None and item is not None and (
+                        item.__class__ is of_type or is_type_of(item, info) is True):
+                    of_type = item.__class__  # the gateway never casts (``strawberry.cast``): the class decides
                     try:
                         value = self.execute_fields(object_type, item, item_path, selection, None)
                     except Exception as raw_error:
                         self.handle_field_error(raw_error, item_type, field_details_list, item_path)
                         value = None
                     else:
-                        if is_awaitable(value):
+                        if value.__class__ is not dict and is_awaitable(value):
                             value = self._await_completed(value, item_type, field_details_list, item_path)
                             awaitable_indices.append(index)
                     completed.append(value)

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from strawberry.dataloader import Batch, DataLoader, dispatch_batch, should_create_new_batch
+from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch, should_create_new_batch
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
@@ -61,7 +61,9 @@ class HeldLoader(DataLoader[Any, Any]):
         if batch is None or not batch.tasks or should_create_new_batch(self, batch):
             batch = self.batch = Batch()
             self.loop.call_soon(self._schedule, batch)
-        batch.add_task(key, future)
+        # not ``batch.add_task``: its done callback per future (cancelling the dispatch once every
+        # future is cancelled) costs a scheduled call per load; the dispatch skips a cancelled batch
+        batch.tasks.append(LoaderTask(key, future))
         return future
 
     def _schedule(self, batch: Batch[Any, Any]) -> None:
