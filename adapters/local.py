@@ -47,7 +47,6 @@ from gateway.registry.service import LocalRegistry
 from gateway.registry.views import RESOURCE_VIEW_OWN, meta_view, resource_id_attribute
 from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
 from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
-from gateway.xid import Xid
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
@@ -277,7 +276,7 @@ class LocalSource(RegistrySource):
                         materialised=self._materialised(listing), search=listing.search)
         by_parent: dict[str, list[EntityRecord]] = {k: [] for k in keys}
         for rec in (await select(self.store, sel)).items:
-            owned = by_parent.get(Xid.parse(rec.key).parent.key)
+            owned = by_parent.get(rec.key.rsplit("/", 2)[0])  # the parent's key: the XID less its last 2 segments
             if owned is not None:
                 owned.append(rec)
         sort = store_sort(ctype, listing.sort, self._materialised(listing))

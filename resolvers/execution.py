@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any, cast
 
 from graphql import (
@@ -315,7 +316,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                    position_context)
         completed: list[Any] = []
         awaitable_indices: list[int] = []
-        if items and self._pacing is not None:  # a list may begin in a spent slice
+        if items and self._pacing is not None and self._slice_spent():  # a list may begin in a spent slice
             pause = self.between_chunks(path, 0, len(items))
             if pause is not None:
                 return asyncio.ensure_future(self._resume_items(
@@ -327,6 +328,13 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if awaitable_indices:
                 self.settle_in_background([completed[i] for i in awaitable_indices])
             raise
+
+    def _slice_spent(self) -> bool:
+        """Whether the running slice of paced work may be spent (:meth:`between_chunks` decides;
+        without a running slice it starts one)."""
+        assert self._pacing is not None
+        pacer, turns = self._pacing
+        return not turns.marked or perf_counter() - turns.started >= pacer.slice_seconds
 
     def between_chunks(self, path: Path, done: int, total: int) -> Any:
         """Called between two chunks of a list's items (``done`` of ``total`` completed): an
@@ -357,11 +365,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             selection = None if new_defer_usages else grouped_field_set
         total = len(items)
         index = start
-        chunk = LIST_CHUNK if self._pacing is None else 1
+        paced = self._pacing is not None
+        if paced:  # the slice's clock is read after every item (``_slice_spent``, inlined)
+            turns, budget = self._pacing[1], self._pacing[0].slice_seconds  # type: ignore[index]
         of_type: type | None = None  # the class of the items found to be of ``object_type``
         while index < total:
-            stop = min(total, index + chunk)
+            stop = min(total, index + LIST_CHUNK)
             for item in items[index:stop]:
+                if paced and index > start and (not turns.marked or perf_counter() - turns.started >= budget):
+                    break  # the slice may be spent: :meth:`between_chunks` decides
                 item_path = path.add_key(index, None)
                 if selection is not None and item is not None and (
                         item.__class__ is of_type or is_type_of(item, info) is True):
@@ -384,7 +396,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                    None):
                     awaitable_indices.append(index)
                 index += 1
-            if index < total:
+            if index < total and (not paced or self._slice_spent()):
                 pause = self.between_chunks(path, index, total)
                 if pause is not None:  # a task: it runs (and gives a pacing hold back) whoever awaits it
                     return asyncio.ensure_future(self._resume_items(

@@ -57,7 +57,7 @@ class Slicer:
         #: When the running slice began (``time.perf_counter``).
         self.started = 0.0
         #: Set while a slice runs in this loop turn (cleared by a callback of the next turn).
-        self._marked = False
+        self.marked = False
         self._line: deque[asyncio.Future[None]] = deque()
         self._granting = False
         #: Turns given so far (what tests count instead of timing).
@@ -66,19 +66,19 @@ class Slicer:
     def spent(self, budget: float) -> bool:
         """Whether the running slice has used ``budget`` seconds (starts one when none runs)."""
         now = time.perf_counter()
-        if not self._marked:
+        if not self.marked:
             self._begin(now)
             return False
         return now - self.started >= budget
 
     def _begin(self, now: float) -> None:
         self.started = now
-        if not self._marked:
-            self._marked = True
+        if not self.marked:
+            self.marked = True
             self.loop.call_soon(self._unmark)  # runs in the next loop turn, after the sockets are polled
 
     def _unmark(self) -> None:
-        self._marked = False
+        self.marked = False
 
     async def turn(self) -> None:
         """Wait in line for a slice of its own; returns in a later loop turn."""
