@@ -26,6 +26,7 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import Awaitable, Coroutine, Generator
+from types import CoroutineType
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -46,12 +47,6 @@ class _State(threading.local):
 
 
 _state = _State()
-
-
-def _ready(blocker: Any) -> bool:
-    if isinstance(blocker, _Blocked):
-        return any(f.done() for f in blocker.futures)
-    return bool(blocker.done())
 
 
 class _Gathering:
@@ -79,13 +74,13 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
     state = _state
     try:
         for index, awaitable in enumerate(awaitables):
-            if asyncio.isfuture(awaitable):
+            if awaitable.__class__ is not CoroutineType and asyncio.isfuture(awaitable):
                 if awaitable.done():
                     results[index] = awaitable.result()
                 else:
                     running[index] = (None, None, awaitable)
                 continue
-            coro = awaitable if asyncio.iscoroutine(awaitable) else _awaiting(awaitable)
+            coro = awaitable if awaitable.__class__ is CoroutineType else _awaiting(awaitable)
             _step(index, coro, contextvars.copy_context(), None, results, running, state)
         while running:
             nested = state.driving
@@ -98,7 +93,16 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
             except BaseException as exc:  # cancelled (or thrown into) while waiting: so are they
                 _throw_all(running, exc, state)
                 raise
-            for index in [i for i, (_, _, b) in running.items() if _ready(b)]:
+            ready = []
+            for index, (_, _, blocker) in running.items():
+                if blocker.__class__ is _Blocked:
+                    for future in blocker.futures:
+                        if future.done():
+                            ready.append(index)
+                            break
+                elif blocker.done():
+                    ready.append(index)
+            for index in ready:
                 waiting, context, blocker = running.pop(index)
                 if waiting is None:
                     results[index] = blocker.result()
@@ -146,8 +150,9 @@ def _resolve(future: asyncio.Future[Any]) -> None:
 
 def _any_done(futures: list[asyncio.Future[Any]]) -> Generator[Any, None, None]:
     """Wait (in the awaiting task) until one of ``futures`` is done."""
-    if any(f.done() for f in futures):
-        return
+    for future in futures:
+        if future.done():
+            return
     waiter = asyncio.get_running_loop().create_future()
 
     def wake(_: Any) -> None:
