@@ -14,7 +14,7 @@ import asyncio
 import builtins
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from adapters.base import (
     ChangeItem,
@@ -126,15 +126,15 @@ class StoredEntity(Entity):
 
     @property
     def view(self) -> dict[str, Any]:
-        return cast(dict[str, Any], self._built(_VIEW))
+        return self._built(_VIEW)
 
     @property
     def meta(self) -> dict[str, Any] | None:
-        return cast("dict[str, Any] | None", self._built(_META))
+        return self._built(_META)
 
     @property
     def materialised(self) -> Materialisation | None:
-        return cast("Materialisation | None", self._built(_MATERIALISED))
+        return self._built(_MATERIALISED)
 
     def _stored(self) -> tuple[frozenset[str], dict[str, Any], dict[str, Any] | None]:
         """The names the view does not show as stored, the stored attributes, and the

@@ -31,6 +31,7 @@ for its turn, holding the request's loaders' batches meanwhile so that they stay
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, cast
@@ -73,6 +74,8 @@ _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
 #: (anything else takes graphql-core's path).
 _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
+#: ``Path(prev, key, typename)`` from a tuple, without the named tuple's Python ``__new__``.
+_path: Callable[[tuple[Any, Any, Any]], Path] = functools.partial(tuple.__new__, Path)
 #: Python types of completed values (never awaitable: no ``is_awaitable`` asked).
 _COMPLETED = frozenset({dict, list, str, int, bool, float, type(None)})
 #: Built-in scalars that serialise a value of this Python type as it is (``serialize`` not called).
@@ -222,7 +225,10 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         awaitable_fields: list[str] = []
         plain = _PLAIN
         try:
-            for response_name, field_details_list, leaf in self._selection_plan(parent_type, grouped_field_set):
+            cached = self._selection_plans.get(id(grouped_field_set))  # ``_selection_plan``, inlined
+            selection_plan = (cached[2] if cached is not None and cached[0] is grouped_field_set
+                              and cached[1] is parent_type else self._selection_plan(parent_type, grouped_field_set))
+            for response_name, field_details_list, leaf in selection_plan:
                 if leaf is not None:  # read and serialise in place; anything unusual goes the long way
                     read, serialize, nullable, field_def, as_is = leaf
                     try:
@@ -245,7 +251,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                             if serialized is not None and serialized is not Undefined:
                                 results[response_name] = serialized
                                 continue
-                    field_path = Path(path, response_name, parent_type.name)
+                    field_path = _path((path, response_name, parent_type.name))
                     if value is _FAILED:
                         result = self.execute_field(parent_type, source_value, field_details_list, field_path,
                                                     position_context)
@@ -254,7 +260,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                      position_context)
                 else:
                     result = self.execute_field(parent_type, source_value, field_details_list,
-                                                Path(path, response_name, parent_type.name), position_context)
+                                                _path((path, response_name, parent_type.name)), position_context)
                 if result is not Undefined:
                     results[response_name] = result
                     if result.__class__ not in _COMPLETED and is_awaitable(result):
@@ -374,7 +380,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             for item in items[index:stop]:
                 if paced and index > start and (not turns.marked or perf_counter() - turns.started >= budget):
                     break  # the slice may be spent: :meth:`between_chunks` decides
-                item_path = path.add_key(index, None)
+                item_path = _path((path, index, None))
                 if selection is not None and item is not None and (
                         item.__class__ is of_type or is_type_of(item, info) is True):
                     of_type = item.__class__  # the gateway never casts (``strawberry.cast``): the class decides
@@ -461,7 +467,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         result: Any, position_context: Any,
     ) -> Any:
         """Complete the value a planned field read (graphql-core's completion, errors located)."""
-        _, return_type, leaf = cast(Plan, plan_of(field_def))
+        _, return_type, leaf = plan_of(field_def)  # type: ignore[misc]  # a planned field
         try:
             if leaf is not None and result is not None and not isinstance(result, Exception) \
                     and not self.is_awaitable(result):
@@ -506,10 +512,10 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
     ) -> Any:
         """A resolved value completed by graphql-core (an awaitable one awaited first); errors
         are the caller's to locate."""
-        if self.is_awaitable(result):
+        if result.__class__ not in _COMPLETED and self.is_awaitable(result):
             return self.complete_awaitable_value(return_type, field_details_list, info, path, result, position_context)
         completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
-        if self.is_awaitable(completed):
+        if completed.__class__ not in _COMPLETED and self.is_awaitable(completed):
             return self._await_completed(completed, return_type, field_details_list, path)
         return completed
 
