@@ -53,6 +53,7 @@ from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.arguments import convert_arguments
 from strawberry.types.field import StrawberryField
 
+from adapters.base import Entity as SourceEntity
 from resolvers.connections import Paged, paging_of
 from resolvers.gathering import gather
 from resolvers.loaders import Loaders
@@ -76,6 +77,7 @@ _PLAIN = frozenset({str, int, float, bool, dict, list})
 _FAILED = object()
 #: ``Path(prev, key, typename)`` from a tuple, without the named tuple's Python ``__new__``.
 _path: Callable[[tuple[Any, Any, Any]], Path] = functools.partial(tuple.__new__, Path)
+_NO_DICT: dict[str, Any] = {}
 #: Python types of completed values (never awaitable: no ``is_awaitable`` asked).
 _COMPLETED = frozenset({dict, list, str, int, bool, float, type(None)})
 #: Built-in scalars that serialise a value of this Python type as it is (``serialize`` not called).
@@ -196,8 +198,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def _selection_plan(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[tuple[str, Any, Any]]:
         """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
-        ``(read, serialize, nullable, field definition, the Python type serialised as it is)`` for a
-        leaf read, else ``None``."""
+        ``(read, serialize, nullable, field definition, the Python type serialised as it is, the
+        entity attribute it reads)`` for a leaf read, else ``None``."""
         cached = self._selection_plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
             return cached[2]
@@ -209,7 +211,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if field_plan is not None and field_plan[2] is not None:
                 read, return_type, named = field_plan
                 leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def,
-                        _SERIALIZED_AS_IS.get(named.name))
+                        _SERIALIZED_AS_IS.get(named.name), getattr(read, "entity_attribute", None))
             plan.append((response_name, field_details_list, leaf))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
@@ -228,11 +230,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             cached = self._selection_plans.get(id(grouped_field_set))  # ``_selection_plan``, inlined
             selection_plan = (cached[2] if cached is not None and cached[0] is grouped_field_set
                               and cached[1] is parent_type else self._selection_plan(parent_type, grouped_field_set))
+            entity = getattr(source_value, "__dict__", _NO_DICT).get("entity")
+            if not isinstance(entity, SourceEntity):
+                entity = None
             for response_name, field_details_list, leaf in selection_plan:
                 if leaf is not None:  # read and serialise in place; anything unusual goes the long way
-                    read, serialize, nullable, field_def, as_is = leaf
-                    try:
-                        value = read(source_value)
+                    read, serialize, nullable, field_def, as_is, attribute = leaf
+                    try:  # an attribute of the object's entity read straight from it
+                        value = entity.attribute(attribute) if attribute is not None and entity is not None \
+                            else read(source_value)
                     except Exception:  # graphql-core's path raises it again, located
                         value = _FAILED
                     else:

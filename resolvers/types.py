@@ -72,6 +72,7 @@ def attribute_reader(origin: type | None, name: str) -> Callable[[Any], Any]:
         def read(obj: Any) -> Any:
             entity = obj.entity
             return entity.attribute(name) if isinstance(entity, SourceEntity) else getattr(obj, name)
+        read.entity_attribute = name  # type: ignore[attr-defined]  # what the executor may read in place
         return read
     return lambda obj: read_field(obj, name)
 
