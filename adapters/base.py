@@ -166,6 +166,15 @@ class Listing:
     #: search refuses the listing (``searchable``).
     search: tuple[str, ...] | None = None
 
+    def __hash__(self) -> int:  # computed once: listings are keys of the loaders' batches
+        found = self.__dict__.get("_hash")
+        if found is None:
+            found = hash((
+                self.ctypes, self.filters, self.sort, self.limit, self.backward, self.after, self.before, self.as_of,
+                self.declared, self.search))
+            object.__setattr__(self, "_hash", found)
+        return found
+
 
 @dataclass
 class SourcePage:

@@ -64,6 +64,8 @@ class Context:
     reported: list[GraphQLError] = field(default_factory=list)
     #: The operation's estimated cost (``resolvers/cost.py``), once its document is validated.
     cost: int = 0
+    #: The connections' listings by their arguments (``resolvers.types.collection``).
+    listings: dict[tuple, tuple] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.settings.graphql_pacing_slice_ms / 1000)

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch, should_create_new_batch
+from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
@@ -45,22 +45,25 @@ class HeldLoader(DataLoader[Any, Any]):
     more loads meanwhile. Without a taken hold nothing changes: the wait returns at once.
     """
 
-    def __init__(self, load_fn: Any, hold: Hold, **options: Any) -> None:
-        super().__init__(load_fn, **options)
+    def __init__(self, load_fn: Any, hold: Hold, cache_key_fn: Any = None) -> None:
+        super().__init__(load_fn, cache_key_fn=cache_key_fn)
         self.hold = hold
+        self._key_of = cache_key_fn
+        self._futures: dict[Any, Any] = self.cache_map.cache_map  # type: ignore[attr-defined]  # DefaultCache's
 
     def load(self, key: Any) -> Any:
-        if self.cache:
-            cached = self.cache_map.get(key)
-            if cached is not None and not cached.cancelled():
-                return cached
-        future = self.loop.create_future()
-        if self.cache:
-            self.cache_map.set(key, future)
+        # strawberry's, with its cache's dictionary read in place (no cache method per load)
+        cache_key = key if self._key_of is None else self._key_of(key)
+        futures = self._futures
+        cached = futures.get(cache_key)
+        if cached is not None and not cached.cancelled():
+            return cached
+        loop = self.loop
+        future = futures[cache_key] = loop.create_future()
         batch = self.batch
-        if batch is None or not batch.tasks or should_create_new_batch(self, batch):
+        if batch is None or not batch.tasks or batch.dispatched:  # no ``max_batch_size``
             batch = self.batch = Batch()
-            self.loop.call_soon(self._schedule, batch)
+            loop.call_soon(self._schedule, batch)
         # not ``batch.add_task``: its done callback per future (cancelling the dispatch once every
         # future is cancelled) costs a scheduled call per load; the dispatch skips a cancelled batch
         batch.tasks.append(LoaderTask(key, future))
