@@ -22,6 +22,12 @@ abstract types, and every error or null in a non-null position — takes graphql
 so results and errors are the same as strawberry's own executor (``tests/graphql/
 test_graphql_executor.py`` compares them).
 
+The awaiting fields of an object and the awaiting items of a list are awaited together by
+:func:`resolvers.gathering.gather` (inside the request's task, no task per awaitable). When the
+response is built, the request's loaders are released (:meth:`~resolvers.loaders.Loaders.release`):
+the loaders and the context refer to each other, and without it every entity of the response
+would be left to the cycle collector.
+
 Long lists are paced (``resolvers/pacing.py``): with the request's :class:`~resolvers.pacing.Pacer`
 on, :meth:`GatewayExecutor.between_chunks` is asked after every item whether the running slice
 of the event loop is spent; when it is, the rest of the list is completed in a task that waits
