@@ -243,3 +243,32 @@ async def test_a_paused_list_completion_gives_the_same_answer(corpus_db, tmp_pat
     assert PausingExecutor.pauses > 4
     assert ours.data == theirs.data
     assert _errors(ours) == _errors(theirs)
+
+
+async def test_a_response_leaves_its_entities_to_reference_counting_not_the_cycle_collector(corpus_db, tmp_path):
+    """The request's loaders and context refer to each other; once the response is built the
+    loaders are released, so the entities, pages and loads of the response are freed at once
+    instead of waiting for (and burdening) the cycle collector."""
+    import gc
+
+    from adapters.base import Entity, SourcePage
+
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    schema = build_schema(settings)
+    async with open_registry(corpus_db) as reg:
+        sources = {REGISTRY_ID: LocalSource(reg)}
+        await schema.execute(WIDE, {"n": 20}, Context(settings, sources, REGISTRY_ID))  # warm caches
+        gc.collect()
+        gc.disable()
+        try:
+            result = await schema.execute(WIDE, {"n": 20}, Context(settings, sources, REGISTRY_ID))
+            assert not result.errors and len(result.data["registry"]["endpoints"]["nodes"]) == 20
+            del result
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            gc.collect()
+            cyclic = [o for o in gc.garbage if isinstance(o, Entity | SourcePage)]
+        finally:
+            gc.set_debug(0)
+            gc.garbage.clear()
+            gc.enable()
+    assert cyclic == []

@@ -1,0 +1,138 @@
+"""resolvers.gathering.gather: asyncio.gather's results and failure semantics, without a task per
+coroutine, and with the loads of a whole tree of gathers batched together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+
+import pytest
+from strawberry.dataloader import DataLoader
+
+from resolvers.gathering import gather
+
+
+async def test_results_come_in_order_from_coroutines_and_futures():
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    done.set_result("ready")
+    later = loop.create_future()
+    loop.call_later(0.01, later.set_result, "later")
+
+    async def value(v, pause):
+        if pause:
+            await asyncio.sleep(0.001)
+        return v
+
+    assert await gather(value(1, True), done, value(2, False), later, value(3, True)) == [1, "ready", 2, "later", 3]
+    assert await gather() == []
+
+
+async def test_coroutines_that_do_not_wait_run_at_once_without_tasks():
+    ran: list[int] = []
+
+    async def quick(n):
+        ran.append(n)
+        return n * 2
+
+    tasks_before = len(asyncio.all_tasks())
+    awaiting = gather(quick(1), quick(2))
+    assert ran == []  # nothing runs before it is awaited
+    assert await awaiting == [2, 4]
+    assert ran == [1, 2]
+    assert len(asyncio.all_tasks()) == tasks_before
+
+
+async def test_a_bare_yield_is_resumed_in_a_later_loop_turn():
+    async def yields():
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return "after two turns"
+
+    assert await gather(yields(), yields()) == ["after two turns", "after two turns"]
+
+
+async def test_the_first_exception_is_raised_and_the_others_are_closed():
+    closed: list[str] = []
+
+    async def waits(name):
+        try:
+            await asyncio.sleep(10)
+        finally:
+            closed.append(name)
+
+    async def fails():
+        await asyncio.sleep(0.001)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        await gather(waits("a"), fails(), waits("b"))
+    assert sorted(closed) == ["a", "b"]
+
+
+async def test_cancelling_the_awaiting_task_cancels_every_waiting_coroutine():
+    seen: list[str] = []
+    started = asyncio.Event()
+
+    async def waits(name):
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            seen.append(name)
+            raise
+
+    async def outer():
+        return await gather(waits("a"), waits("b"))
+
+    task = asyncio.ensure_future(outer())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sorted(seen) == ["a", "b"]
+
+
+async def test_each_coroutine_has_its_own_context():
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    async def sets(value):
+        var.set(value)
+        await asyncio.sleep(0.001)
+        return var.get()
+
+    async def reads():
+        await asyncio.sleep(0.002)
+        return var.get()
+
+    assert await gather(sets("a"), sets("b"), reads()) == ["a", "b", "unset"]
+    assert var.get() == "unset"
+
+
+async def test_nested_gathers_issue_their_next_loads_in_one_batch():
+    """A tree of gathers (a list of objects, each gathering its fields) at different depths: when
+    a batch of loads is answered, every coroutine waiting on it resumes in the same step, so the
+    loads they issue next form one batch again (as many batches as levels, not more)."""
+    batches: list[list[str]] = []
+
+    async def load_fn(keys):
+        batches.append(list(keys))
+        return [k.upper() for k in keys]
+
+    loader = DataLoader(load_fn)
+
+    async def chain(key):  # two loads one after the other
+        first = await loader.load(key)
+        return await loader.load(first + "!")
+
+    async def fields(keys):  # an object whose fields await
+        return await gather(*(chain(k) for k in keys))
+
+    async def deeper(keys):
+        return await gather(fields(keys[:1]), fields(keys[1:]))
+
+    found = await gather(fields(["a", "b"]), deeper(["c", "d"]), chain("e"))
+    assert found == [["A!", "B!"], [["C!"], ["D!"]], "E!"]
+    assert len(batches) == 2
+    assert sorted(batches[0]) == ["a", "b", "c", "d", "e"]
+    assert sorted(batches[1]) == ["A!", "B!", "C!", "D!", "E!"]
