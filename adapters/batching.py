@@ -73,7 +73,11 @@ class EntityBatcher:
             except Exception as exc:
                 return exc
 
-        found = await asyncio.gather(*(one(r, a, xs) for (r, a), xs in groups.items()))
+        if len(groups) == 1:  # one registry (and revision), the usual case: no task to gather
+            ((registry, as_of), xids), = groups.items()
+            found = [await one(registry, as_of, xids)]
+        else:
+            found = await asyncio.gather(*(one(r, a, xs) for (r, a), xs in groups.items()))
         by_group = dict(zip(groups, found, strict=False))
         out: list[Entity | BaseException | None] = []
         for registry, as_of, xid in keys:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch
@@ -40,9 +40,10 @@ ChildrenKey = tuple[str, str, Listing]
 class HeldLoader(DataLoader[Any, Any]):
     """strawberry's DataLoader, whose batches are not sent while ``hold`` is taken.
 
-    A batch is scheduled as strawberry schedules it (a callback of the next loop turn starts a
-    task that sends it); the task first waits for the hold to be released, and the batch takes
-    more loads meanwhile. Without a taken hold nothing changes: the wait returns at once.
+    A batch is sent by a task created with its first load, whose first step runs in the next
+    loop turn (so the loads issued in this one join the batch); the task first waits for the hold
+    to be released, and the batch takes more loads meanwhile. Without a taken hold the wait
+    returns at once.
     """
 
     def __init__(self, load_fn: Any, hold: Hold, cache_key_fn: Any = None) -> None:
@@ -63,7 +64,7 @@ class HeldLoader(DataLoader[Any, Any]):
         batch = self.batch
         if batch is None or not batch.tasks or batch.dispatched:  # no ``max_batch_size``
             batch = self.batch = Batch()
-            loop.call_soon(self._schedule, batch)
+            self._schedule(batch)  # its first step is in the next loop turn: this turn's loads join it
         # not ``batch.add_task``: its done callback per future (cancelling the dispatch once every
         # future is cancelled) costs a scheduled call per load; the dispatch skips a cancelled batch
         batch.tasks.append(LoaderTask(key, future))
@@ -153,8 +154,7 @@ class Loaders:
         groups: dict[str, list[Entity]] = defaultdict(list)
         for e in entities:
             groups[e.registry].append(e)
-        found = await asyncio.gather(*(self.sources[r].complete(es) for r, es in groups.items()),
-                                     return_exceptions=True)
+        found = await gather(*(_outcome(self.sources[r].complete(es)) for r, es in groups.items()))
         by_key: dict[tuple, dict | BaseException] = {}
         for es, vs in zip(groups.values(), found, strict=False):
             for i, e in enumerate(es):
@@ -165,8 +165,8 @@ class Loaders:
         groups: dict[tuple[str, Listing], list[str]] = defaultdict(list)
         for registry, parent, listing in keys:
             groups[(registry, listing)].append(parent)
-        found = await asyncio.gather(*(self.sources[r].list_children(parents, listing)
-                                       for (r, listing), parents in groups.items()), return_exceptions=True)
+        found = await gather(*(_outcome(self.sources[r].list_children(parents, listing))
+                               for (r, listing), parents in groups.items()))
         by_group = dict(zip(groups, found, strict=False))
         pages: list[SourcePage | BaseException] = []
         for r, parent, listing in keys:
@@ -183,3 +183,11 @@ class Loaders:
 
 async def _none() -> None:
     return None
+
+
+async def _outcome(awaitable: Awaitable[Any]) -> Any:
+    """What ``awaitable`` returns, or the exception it raises (one registry's failure)."""
+    try:
+        return await awaitable
+    except Exception as exc:
+        return exc
