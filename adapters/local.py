@@ -103,12 +103,18 @@ class StoredEntity(Entity):
         """The entity of a stored group or resource record (``model`` and ``messages``: the
         source's :attr:`~LocalSource.model` and :attr:`~LocalSource.messages`)."""
         obj = object.__new__(cls)
-        put = object.__setattr__
-        for name, value in (("registry", source.id), ("xid", rec.xid), ("kind", rec.kind), ("ctype", rec.ctype),
-                            ("as_of", as_of), ("partial", True), ("revision", rec.revision), ("_record", rec),
-                            ("_source", source), ("_model", model), ("_plain", None),
-                            ("_message", rec.ctype in messages)):
-            put(obj, name, value)
+        _REGISTRY(obj, source.id)  # the slots' own setters (the frozen class refuses setattr)
+        _XID(obj, rec.xid)
+        _KIND(obj, rec.kind)
+        _CTYPE(obj, rec.ctype)
+        _AS_OF(obj, as_of)
+        _PARTIAL(obj, True)
+        _REVISION(obj, rec.revision)
+        _SET_RECORD(obj, rec)
+        _SET_SOURCE(obj, source)
+        _SET_MODEL(obj, model)
+        _SET_PLAIN(obj, None)
+        _SET_MESSAGE(obj, rec.ctype in messages)
         return obj
 
     def _built(self, slot: Any) -> Any:
@@ -172,6 +178,12 @@ class StoredEntity(Entity):
             return None
         unresolved = derived.get("unresolved")
         return bool(unresolved and unresolved["reason"] == "external")
+
+
+_REGISTRY, _XID, _KIND, _CTYPE, _AS_OF, _PARTIAL, _REVISION = (
+    Entity.__dict__[n].__set__ for n in ("registry", "xid", "kind", "ctype", "as_of", "partial", "revision"))
+_SET_RECORD, _SET_SOURCE, _SET_MODEL, _SET_PLAIN, _SET_MESSAGE = (
+    StoredEntity.__dict__[n].__set__ for n in ("_record", "_source", "_model", "_plain", "_message"))
 
 
 class LocalSource(RegistrySource):
