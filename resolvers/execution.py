@@ -224,8 +224,11 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def execute_fields(
         self, parent_type: GraphQLObjectType, source_value: Any, path: Path | None, grouped_field_set: Any,
-        position_context: Any,
+        position_context: Any, on_error: tuple[Any, Any, Path] | None = None,
     ) -> Any:
+        """graphql-core's, with the selection set's plan; ``on_error``: ``(return type, field
+        group, path)`` where an error raised while awaiting the fields is handled (a list item's)
+        instead of raised."""
         if not self.planned:
             return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
         results: dict[str, Any] = {}
@@ -283,15 +286,23 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             raise
         if not awaitable_fields:
             return results
-        return self._gather_fields(results, awaitable_fields)
+        return self._gather_fields(results, awaitable_fields, on_error)
 
-    async def _gather_fields(self, results: dict[str, Any], awaitable_fields: list[str]) -> dict[str, Any]:
-        if len(awaitable_fields) == 1:
-            field = awaitable_fields[0]
-            results[field] = await results[field]
-        else:
-            awaited = await gather(*(results[field] for field in awaitable_fields))
-            results.update(zip(awaitable_fields, awaited, strict=True))
+    async def _gather_fields(
+        self, results: dict[str, Any], awaitable_fields: list[str], on_error: tuple[Any, Any, Path] | None = None,
+    ) -> dict[str, Any] | None:
+        try:
+            if len(awaitable_fields) == 1:
+                field = awaitable_fields[0]
+                results[field] = await results[field]
+            else:
+                awaited = await gather(*(results[field] for field in awaitable_fields))
+                results.update(zip(awaitable_fields, awaited, strict=True))
+        except Exception as raw_error:
+            if on_error is None:
+                raise
+            self.handle_field_error(raw_error, *on_error)
+            return None
         return results
 
     def complete_value(
@@ -397,13 +408,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                         item.__class__ is of_type or is_type_of(item, info) is True):
                     of_type = item.__class__  # the gateway never casts (``strawberry.cast``): the class decides
                     try:
-                        value = self.execute_fields(object_type, item, item_path, selection, None)
+                        value = self.execute_fields(object_type, item, item_path, selection, None,
+                                                    (item_type, field_details_list, item_path))
                     except Exception as raw_error:
                         self.handle_field_error(raw_error, item_type, field_details_list, item_path)
                         value = None
                     else:
                         if value.__class__ is not dict and is_awaitable(value):
-                            value = self._await_completed(value, item_type, field_details_list, item_path)
+                            if not self.planned:  # graphql-core's awaitable: its errors are handled here
+                                value = self._await_completed(value, item_type, field_details_list, item_path)
                             awaitable_indices.append(index)
                     completed.append(value)
                 elif is_awaitable(item):
