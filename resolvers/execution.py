@@ -84,6 +84,23 @@ _FAILED = object()
 #: ``Path(prev, key, typename)`` from a tuple, without the named tuple's Python ``__new__``.
 _path: Callable[[tuple[Any, Any, Any]], Path] = functools.partial(tuple.__new__, Path)
 _NO_DICT: dict[str, Any] = {}
+_NOTHING = object()
+#: Per list type (by id, kept with it so that the id stays its own): the Python type its items
+#: serialise as they are, or ``_NOTHING``.
+_LIST_AS_IS: dict[int, tuple[Any, Any]] = {}
+
+
+def _list_as_is(type_: Any) -> Any:
+    """For ``[String!]`` and the like: the Python type whose values the items serialise as they
+    are (``_NOTHING``: none; other lists take graphql-core's completion)."""
+    if isinstance(type_, GraphQLNonNull):
+        type_ = type_.of_type
+    if not isinstance(type_, GraphQLList):
+        return _NOTHING
+    item = type_.of_type.of_type if isinstance(type_.of_type, GraphQLNonNull) else type_.of_type
+    return _SERIALIZED_AS_IS.get(item.name, _NOTHING) if isinstance(item, GraphQLScalarType) else _NOTHING
+
+
 #: Python types of completed values (never awaitable: no ``is_awaitable`` asked).
 _COMPLETED = frozenset({dict, list, str, int, bool, float, type(None)})
 #: Built-in scalars that serialise a value of this Python type as it is (``serialize`` not called).
@@ -499,6 +516,13 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 serialized = leaf.serialize(result)
                 if serialized is not None and serialized is not Undefined:
                     return serialized
+            if result.__class__ is list and position_context is None:  # a list of plain strings (``usage``)
+                cached = _LIST_AS_IS.get(id(return_type))
+                if cached is None or cached[0] is not return_type:
+                    cached = _LIST_AS_IS[id(return_type)] = (return_type, _list_as_is(return_type))
+                as_is = cached[1]
+                if as_is is not _NOTHING and all(item.__class__ is as_is for item in result):
+                    return list(result)
             info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
             return self._complete_result(return_type, field_details_list, info, path, result, position_context)
         except Exception as raw_error:
