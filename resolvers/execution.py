@@ -204,6 +204,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any]]]] = {}
         #: converted arguments per field node of this request
         self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
+        #: resolve infos per field group (kept alive with it, so that its id stays unique)
+        self._infos: dict[int, tuple[Any, GraphQLObjectType, type, tuple[Any, ...], tuple[Any, ...]]] = {}
         #: ``@stream`` is known to the schema (not the gateway's): lists take graphql-core's path
         self.stream_directive = GraphQLStreamDirective in self.schema.directives
         #: the request's pacing (``resolvers/pacing.py``): its pacer and the loop's turns, or ``None``
@@ -504,6 +506,19 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             return None
         return self._complete_read(field_def, parent_type, field_details_list, path, result, position_context)
 
+    def _resolve_info(self, field_def: GraphQLField, field_details_list: Any, parent_type: GraphQLObjectType,
+                      path: Path) -> Any:
+        """``build_resolve_info``'s, built once per field group and parent type of the request and
+        copied with each path (every other part is the same)."""
+        cached = self._infos.get(id(field_details_list))
+        if cached is not None and cached[0] is field_details_list and cached[1] is parent_type:
+            return tuple.__new__(cached[2], (*cached[3], path, *cached[4]))
+        info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+        parts = tuple(info)
+        at = info._fields.index("path")
+        self._infos[id(field_details_list)] = (field_details_list, parent_type, type(info), parts[:at], parts[at + 1:])
+        return info
+
     def _complete_read(
         self, field_def: GraphQLField, parent_type: GraphQLObjectType, field_details_list: Any, path: Path,
         result: Any, position_context: Any,
@@ -523,7 +538,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 as_is = cached[1]
                 if as_is is not _NOTHING and all(item.__class__ is as_is for item in result):
                     return list(result)
-            info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+            info = self._resolve_info(field_def, field_details_list, parent_type, path)
             return self._complete_result(return_type, field_details_list, info, path, result, position_context)
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
@@ -544,7 +559,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 return super().execute_field(parent_type, source, field_details_list, path, position_context)
             cached = self._arguments[id(details)] = (details, kwargs)
         return_type = field_def.type
-        info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+        info = self._resolve_info(field_def, field_details_list, parent_type, path)
         try:
             kwargs = dict(cached[1])
             if info_name is not None:
