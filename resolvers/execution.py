@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import operator
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any, cast
@@ -147,7 +148,8 @@ def _plan(field_def: GraphQLField) -> Plan | None:
                 or any(p is not None and p is not resolver.self_parameter
                        for p in resolver.reserved_parameters.values())):
             return None  # it awaits, or takes arguments, info, root or parent
-        read = cast(Callable[[Any], Any], resolver.wrapped_func)
+        path = getattr(resolver.wrapped_func, "reads", None)  # ``resolvers.types.reads``
+        read = operator.attrgetter(path) if path else cast(Callable[[Any], Any], resolver.wrapped_func)
     type_ = field_def.type
     named = type_.of_type if isinstance(type_, GraphQLNonNull) else type_
     return read, type_, named if is_leaf_type(named) else None
@@ -201,7 +203,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self.converter: GraphQLCoreConverter | None = (
             strawberry_schema.schema_converter if strawberry_schema is not None else None)
         #: per selection set (kept alive with its plan, so that its id stays unique) and object type
-        self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any]]]] = {}
+        self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any, Any]]]] = {}
         #: converted arguments per field node of this request
         self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: resolve infos per field group (kept alive with it, so that its id stays unique)
@@ -221,10 +223,13 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
 
     # -- selection sets -----------------------------------------------------------------------
 
-    def _selection_plan(self, parent_type: GraphQLObjectType, grouped_field_set: Any) -> list[tuple[str, Any, Any]]:
-        """``(response key, field group, leaf)`` per field of a selection set; ``leaf`` is
+    def _selection_plan(
+        self, parent_type: GraphQLObjectType, grouped_field_set: Any,
+    ) -> list[tuple[str, Any, Any, Any]]:
+        """``(response key, field group, leaf, other)`` per field of a selection set; ``leaf`` is
         ``(read, serialize, nullable, field definition, the Python type serialised as it is, the
-        entity attribute it reads)`` for a leaf read, else ``None``."""
+        entity attribute it reads)`` for a leaf read, else ``None``; ``other``, for the other
+        fields :meth:`execute_field` plans, ``(field definition, read plan, call)``."""
         cached = self._selection_plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
             return cached[2]
@@ -237,7 +242,13 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 read, return_type, named = field_plan
                 leaf = (read, named.serialize, not isinstance(return_type, GraphQLNonNull), field_def,
                         _SERIALIZED_AS_IS.get(named.name), getattr(read, "entity_attribute", None))
-            plan.append((response_name, field_details_list, leaf))
+            # any other field: how :meth:`execute_field` would take it, decided once here
+            other = None
+            if leaf is None and field_def is not None and self.planned:
+                call = call_of(field_def, self.converter) if field_plan is None and self.converter else None
+                if field_plan is not None or call is not None:
+                    other = (field_def, field_plan, call)
+            plan.append((response_name, field_details_list, leaf, other))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
 
@@ -261,7 +272,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             entity = getattr(source_value, "__dict__", _NO_DICT).get("entity")
             if not isinstance(entity, SourceEntity):
                 entity = None
-            for response_name, field_details_list, leaf in selection_plan:
+            for response_name, field_details_list, leaf, other in selection_plan:
                 if leaf is not None:  # read and serialise in place; anything unusual goes the long way
                     read, serialize, nullable, field_def, as_is, attribute = leaf
                     try:  # an attribute of the object's entity read straight from it
@@ -292,6 +303,21 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                     else:
                         result = self._complete_read(field_def, parent_type, field_details_list, field_path, value,
                                                      position_context)
+                elif other is not None:  # as :meth:`execute_field` would, its decisions taken once
+                    field_def, field_plan, call = other
+                    field_path = _path((path, response_name, parent_type.name))
+                    if call is not None:
+                        result = self._call_field(call, field_def, parent_type, source_value, field_details_list,
+                                                  field_path, position_context)
+                    else:
+                        try:
+                            value = field_plan[0](source_value)
+                        except Exception as raw_error:
+                            self.handle_field_error(raw_error, field_def.type, field_details_list, field_path)
+                            result = None
+                        else:
+                            result = self._complete_read(field_def, parent_type, field_details_list, field_path,
+                                                         value, position_context)
                 else:
                     result = self.execute_field(parent_type, source_value, field_details_list,
                                                 _path((path, response_name, parent_type.name)), position_context)

@@ -64,6 +64,18 @@ def read_field(obj: Any, name: str) -> Any:
     return getattr(obj, name)
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def reads(path: str) -> Callable[[F], F]:
+    """Marks a resolver method that only returns ``self.<path>`` (dotted): the executor reads
+    the path itself (``operator.attrgetter``) instead of calling the method."""
+    def mark(method: F) -> F:
+        method.reads = path  # type: ignore[attr-defined]
+        return method
+    return mark
+
+
 def attribute_reader(origin: type | None, name: str) -> Callable[[Any], Any]:
     """:func:`read_field` of the attribute ``name`` for objects of ``origin``, specialised: an
     object type wrapping an ``entity`` reads the entity's attribute directly."""
@@ -180,10 +192,12 @@ class Node:
         return ID(global_id(self.entity.registry, self.entity.xid))
 
     @strawberry.field(description="The entity's XID inside its registry.")
+    @reads("entity.xid")
     def xid(self) -> str:
         return self.entity.xid
 
     @strawberry.field(description="The id of the registry the entity comes from.")
+    @reads("entity.registry")
     def registryid(self) -> str:
         return self.entity.registry
 
@@ -224,6 +238,7 @@ class Entity(Node):
 
     @strawberry.field(description="The revision that wrote the entity's state (null for a remote registry's "
                                   "entities, which have no revisions).")
+    @reads("entity.revision")
     def revision(self) -> int | None:
         return self.entity.revision
 
