@@ -41,6 +41,7 @@ import functools
 import operator
 from collections.abc import Callable
 from time import perf_counter
+from types import CoroutineType
 from typing import Any, cast
 
 from graphql import (
@@ -323,7 +324,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                 _path((path, response_name, parent_type.name)), position_context)
                 if result is not Undefined:
                     results[response_name] = result
-                    if result.__class__ not in _COMPLETED and is_awaitable(result):
+                    if result.__class__ is CoroutineType or (result.__class__ not in _COMPLETED
+                                                             and is_awaitable(result)):
                         awaitable_fields.append(response_name)
         except Exception:
             if awaitable_fields:
@@ -459,7 +461,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                         self.handle_field_error(raw_error, item_type, field_details_list, item_path)
                         value = None
                     else:
-                        if value.__class__ is not dict and is_awaitable(value):
+                        if value.__class__ is CoroutineType or (value.__class__ is not dict and is_awaitable(value)):
                             if not self.planned:  # graphql-core's awaitable: its errors are handled here
                                 value = self._await_completed(value, item_type, field_details_list, item_path)
                             awaitable_indices.append(index)
@@ -602,10 +604,11 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
     ) -> Any:
         """A resolved value completed by graphql-core (an awaitable one awaited first); errors
         are the caller's to locate."""
-        if result.__class__ not in _COMPLETED and self.is_awaitable(result):
+        if result.__class__ is CoroutineType or (result.__class__ not in _COMPLETED and self.is_awaitable(result)):
             return self.complete_awaitable_value(return_type, field_details_list, info, path, result, position_context)
         completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
-        if completed.__class__ not in _COMPLETED and self.is_awaitable(completed):
+        if completed.__class__ is CoroutineType or (completed.__class__ not in _COMPLETED
+                                                    and self.is_awaitable(completed)):
             return self._await_completed(completed, return_type, field_details_list, path)
         return completed
 
@@ -637,7 +640,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         try:
             completed = self.complete_value(return_type, field_details_list, info, path, await result,
                                             position_context)
-            if self.is_awaitable(completed):
+            if completed.__class__ is CoroutineType or (completed.__class__ not in _COMPLETED
+                                                        and self.is_awaitable(completed)):
                 completed = await completed
         except Exception as raw_error:
             self.handle_field_error(raw_error, return_type, field_details_list, path)
