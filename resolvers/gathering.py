@@ -14,7 +14,8 @@ for the many small awaits of a GraphQL response and better for batching:
   objects whose fields are gathered in turn) hands the futures its coroutines wait for up to the
   outermost one, which waits for any of them with one future. When the loop resolves a loader's
   batch, every coroutine waiting on it resumes in the same step of the awaiting task, so the
-  loads they issue next form one batch again.
+  loads they issue next form one batch again. A loader's futures (:class:`BatchFuture`) wake
+  the waiting gathers once per batch (:func:`batch_done`), not once each.
 
 Each coroutine runs in its own copy of the context (as a task would), so context variables set
 by one are not seen by the others.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import weakref
 from collections.abc import Awaitable, Coroutine, Generator
 from types import CoroutineType
 from typing import Any, TypeVar
@@ -148,23 +150,49 @@ def _resolve(future: asyncio.Future[Any]) -> None:
         future.set_result(None)
 
 
+class BatchFuture(asyncio.Future):
+    """A future resolved together with the others of its batch (a loader's loads), whose
+    resolver calls :func:`batch_done` once it has set them all: a gather waiting on such futures
+    is woken once per batch instead of by a callback per future."""
+
+
+#: per event loop: the gathers waiting on batch futures (woken by :func:`batch_done`)
+_BATCH_WAITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = (
+    weakref.WeakKeyDictionary())
+
+
+def batch_done(loop: asyncio.AbstractEventLoop) -> None:
+    """A batch of :class:`BatchFuture` s of ``loop`` is resolved: wake the gathers waiting on them."""
+    waiters = _BATCH_WAITERS.pop(loop, None)
+    for waiter in waiters or ():
+        if not waiter.done():
+            waiter.set_result(None)
+
+
 def _any_done(futures: list[asyncio.Future[Any]]) -> Generator[Any, None, None]:
     """Wait (in the awaiting task) until one of ``futures`` is done."""
     for future in futures:
         if future.done():
             return
-    waiter = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    waiter = loop.create_future()
 
     def wake(_: Any) -> None:
         if not waiter.done():
             waiter.set_result(None)
 
-    for f in futures:
+    called = [f for f in futures if f.__class__ is not BatchFuture]
+    for f in called:
         f.add_done_callback(wake)
+    if len(called) < len(futures):
+        waiters = _BATCH_WAITERS.get(loop)
+        if waiters is None:
+            waiters = _BATCH_WAITERS[loop] = []
+        waiters.append(waiter)
     try:
         yield from waiter
     finally:
-        for f in futures:
+        for f in called:
             f.remove_done_callback(wake)
 
 

@@ -28,7 +28,7 @@ from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
 from adapters.effective import MESSAGE_TYPES, complete, needs_completion
 from adapters.references import References
-from resolvers.gathering import gather
+from resolvers.gathering import BatchFuture, batch_done, gather
 from resolvers.pacing import Hold
 
 #: ``(registry, as_of, XID as written)``; matched case-insensitively
@@ -60,7 +60,7 @@ class HeldLoader(DataLoader[Any, Any]):
         if cached is not None and not cached.cancelled():
             return cached
         loop = self.loop
-        future = futures[cache_key] = loop.create_future()
+        future = futures[cache_key] = BatchFuture(loop=loop)
         batch = self.batch
         if batch is None or not batch.tasks or batch.dispatched:  # no ``max_batch_size``
             batch = self.batch = Batch()
@@ -75,8 +75,11 @@ class HeldLoader(DataLoader[Any, Any]):
         task.add_done_callback(lambda _: setattr(batch, "_dispatch_task", None))
 
     async def _dispatch(self, batch: Batch[Any, Any]) -> None:
-        await self.hold.released()
-        await dispatch_batch(self, batch)
+        try:
+            await self.hold.released()
+            await dispatch_batch(self, batch)
+        finally:
+            batch_done(self.loop)  # its futures are set: the gathers waiting on them go on
 
 
 class Loaders:

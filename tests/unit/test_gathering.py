@@ -136,3 +136,30 @@ async def test_nested_gathers_issue_their_next_loads_in_one_batch():
     assert len(batches) == 2
     assert sorted(batches[0]) == ["a", "b", "c", "d", "e"]
     assert sorted(batches[1]) == ["A!", "B!", "C!", "D!", "E!"]
+
+
+async def test_gathers_waiting_on_a_batch_are_woken_once_it_is_resolved():
+    """A loader's futures (BatchFuture) wake the gathers waiting on them when the batch is
+    done (batch_done), with other futures' callbacks still heard."""
+    from resolvers.gathering import BatchFuture, batch_done
+
+    loop = asyncio.get_running_loop()
+    batch = [BatchFuture(loop=loop) for _ in range(3)]
+    other = loop.create_future()
+
+    async def awaits(future):
+        return await future
+
+    first = asyncio.ensure_future(_gathered(awaits(batch[0]), awaits(batch[1])))
+    second = asyncio.ensure_future(_gathered(awaits(batch[2]), awaits(other)))
+    await asyncio.sleep(0)
+    other.set_result("other")
+    for i, future in enumerate(batch):
+        future.set_result(i)
+    batch_done(loop)
+    assert await asyncio.wait_for(first, 1) == [0, 1]
+    assert await asyncio.wait_for(second, 1) == [2, "other"]
+
+
+async def _gathered(*coroutines):
+    return await gather(*coroutines)
