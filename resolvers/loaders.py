@@ -125,9 +125,10 @@ class Loaders:
 
     async def settle(self, entities: list[Entity]) -> list[Entity]:
         """``entities`` with the materialisation of their messages completed across registries."""
-        if not any(needs_completion(e) for e in entities):
-            return entities
-        return await gather(*(self._settled(e) for e in entities))
+        for e in entities:
+            if needs_completion(e):
+                return await gather(*(self._settled(e) for e in entities))
+        return entities
 
     async def _settled(self, entity: Entity) -> Entity:
         if not needs_completion(entity):
