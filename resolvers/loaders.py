@@ -93,6 +93,13 @@ class Loaders:
         self.views: DataLoader[Entity, dict] = loader(
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
 
+    def close(self) -> None:
+        """Forget what the request loaded: its entities are freed when the request ends, not by a
+        full garbage collection (the loaders refer to each other, so they live in a cycle)."""
+        self._completed.clear()
+        for loader in (self.entities, self.children, self.views):
+            loader.clear_all()
+
     async def entity(self, registry: str, xid: str, as_of: int | None) -> Entity | None:
         """One entity by XID (``None`` when it does not exist), materialised."""
         entity = await self.batcher.load(registry, xid, as_of)

@@ -371,9 +371,13 @@ def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awa
         started = time.perf_counter()
         try:
             if not tracing.active():
-                return await fn(self, *args, **kwargs)
-            with tracing.span(f"store.{call}", {"db.system.name": type(self).__name__, "xreg.store.call": call}):
-                return await fn(self, *args, **kwargs)
+                result = await fn(self, *args, **kwargs)
+            else:
+                with tracing.span(f"store.{call}", {"db.system.name": type(self).__name__, "xreg.store.call": call}):
+                    result = await fn(self, *args, **kwargs)
+            if call == "commit":  # what health probes answer when the store is busy (Store.probe_revision)
+                self._seen_revision, self._seen_at = result, time.monotonic()
+            return result
         finally:
             histogram.observe(time.perf_counter() - started)
             _in_call.reset(token)
@@ -390,6 +394,17 @@ def _observe_calls(cls: type) -> None:
             setattr(cls, call, _observed(call, fn))
 
 
+#: How long a health probe waits for the store's current revision before it answers the last one read.
+PROBE_WAIT_SECONDS = 0.01
+#: How old that last revision may be; when older, the probe waits for the store.
+PROBE_STALE_SECONDS = 10.0
+
+
+def _consume_error(read: asyncio.Future[int]) -> None:
+    if not read.cancelled():
+        read.exception()
+
+
 class Store(abc.ABC):
     """Async storage of entity states with revisions, history and pushed-down queries.
 
@@ -404,6 +419,10 @@ class Store(abc.ABC):
 
     stats: StoreStats
     _instance: str | None = None
+    #: The last revision this process read, when (``time.monotonic()``), and the probe's read under way.
+    _seen_revision: int | None = None
+    _seen_at: float = 0.0
+    _probe_read: asyncio.Future[int] | None = None
 
     @property
     def instance_id(self) -> str:
@@ -476,17 +495,31 @@ class Store(abc.ABC):
         """The revision of the last commit (0 for an empty store)."""
         self.stats.hit("current_revision")
         async with self._reading():
-            self._seen_revision: int | None = await self._current()
-            return self._seen_revision
+            revision = await self._current()
+            self._seen_revision, self._seen_at = revision, time.monotonic()
+        return revision
 
     async def probe_revision(self) -> int:
-        """For health probes, which must never wait behind the store's work: the current
-        revision when the store is free to answer at once, else the last one this process read."""
-        seen = getattr(self, "_seen_revision", None)
+        """For health probes, which must answer at once however busy the process is: the current
+        revision when the store answers within :data:`PROBE_WAIT_SECONDS`, else the last one this
+        process read or committed. A read of the store (one at a time) is started by every probe; once none has
+        answered for :data:`PROBE_STALE_SECONDS`, the probe waits for the store (its error, if it
+        fails), so a store that stopped answering still fails the liveness probe."""
         reading = self._reading()
-        if seen is not None and isinstance(reading, asyncio.Lock) and reading.locked():
-            return seen
-        return await self.current_revision()
+        fresh = self._seen_revision is not None and time.monotonic() - self._seen_at <= PROBE_STALE_SECONDS
+        if fresh and isinstance(reading, asyncio.Lock) and reading.locked():
+            return self._seen_revision  # type: ignore[return-value]  # a read is under way: it is current
+        read = self._probe_read
+        if read is None or read.done():
+            read = self._probe_read = asyncio.ensure_future(self.current_revision())
+            read.add_done_callback(_consume_error)  # the probe that waits for it raises it
+        if not fresh:
+            return await asyncio.shield(read)
+        try:
+            async with asyncio.timeout(PROBE_WAIT_SECONDS):
+                return await asyncio.shield(read)
+        except TimeoutError:  # the store's thread waits for the interpreter behind the work of others
+            return self._seen_revision  # type: ignore[return-value]
 
     async def oldest_revision(self) -> int:
         """The oldest revision that as-of reads can still reconstruct."""
