@@ -195,7 +195,8 @@ def main() -> None:
         subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(CORPUS)], cwd=REPO, check=True,
                        env={**os.environ, "XREG_DATA_DIR": str(data)}, stdout=subprocess.DEVNULL)
         modes = [m.strip() for m in args.modes.split(",")]
-        rows = [asyncio.run(run_mode(data, mode, args.clients, None if args.trace is None else args.trace / 1000)) for mode in modes]
+        over = None if args.trace is None else args.trace / 1000
+        rows = [asyncio.run(run_mode(data, mode, args.clients, over)) for mode in modes]
     keys = list(rows[0])
     print(f"heavy query: a page of 500 materialised messages, {args.clients} at once; "
           f"/healthz every {PROBE_EVERY * 1000:.0f} ms; load average {load_before:.1f} before, "

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
-def install(out: Any) -> None:  # noqa: C901 - one recorder, its hooks side by side
+def install(out: Any) -> None:
     """Installs the hooks; events are written to the file ``out``."""
     gc_started = [0.0]
 
@@ -140,7 +140,7 @@ def _name(handle: Any) -> str:
 
 
 def main() -> None:
-    out = open(sys.argv[1], "a", buffering=1)  # noqa: SIM115 - open for the process's life
+    out = open(sys.argv[1], "a", buffering=1)
     install(out)
     sys.argv = ["xreg-gateway", *sys.argv[2:]]
     from gateway.cli import main as cli_main
