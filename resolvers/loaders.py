@@ -99,6 +99,7 @@ class Loaders:
         self._completed.clear()
         for loader in (self.entities, self.children, self.views):
             loader.clear_all()
+            loader.batch = None  # the last batch: its loads and their results
 
     async def entity(self, registry: str, xid: str, as_of: int | None) -> Entity | None:
         """One entity by XID (``None`` when it does not exist), materialised."""
