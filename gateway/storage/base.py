@@ -23,6 +23,7 @@ import asyncio
 import builtins
 import contextlib
 import functools
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
@@ -394,6 +395,8 @@ def _observe_calls(cls: type) -> None:
             setattr(cls, call, _observed(call, fn))
 
 
+#: How old the last revision read (or committed) may be for a health probe to answer it at once.
+PROBE_RECENT_SECONDS = 1.0
 #: How long a health probe waits for the store's current revision before it answers the last one read.
 PROBE_WAIT_SECONDS = 0.01
 #: How old that last revision may be; when older, the probe waits for the store.
@@ -500,26 +503,28 @@ class Store(abc.ABC):
         return revision
 
     async def probe_revision(self) -> int:
-        """For health probes, which must answer at once however busy the process is: the current
-        revision when the store answers within :data:`PROBE_WAIT_SECONDS`, else the last one this
-        process read or committed. A read of the store (one at a time) is started by every probe; once none has
-        answered for :data:`PROBE_STALE_SECONDS`, the probe waits for the store (its error, if it
-        fails), so a store that stopped answering still fails the liveness probe."""
-        reading = self._reading()
-        fresh = self._seen_revision is not None and time.monotonic() - self._seen_at <= PROBE_STALE_SECONDS
-        if fresh and isinstance(reading, asyncio.Lock) and reading.locked():
-            return self._seen_revision  # type: ignore[return-value]  # a read is under way: it is current
+        """For health probes, which must answer at once however busy the process is. Every probe
+        starts a read of the store's revision (one at a time) and answers the last revision this
+        process read or committed when that is at most :data:`PROBE_RECENT_SECONDS` old — without
+        waiting, as any wait lets the event loop's other work run first. Older, it waits up to
+        :data:`PROBE_WAIT_SECONDS` for the read; once no read has come back for
+        :data:`PROBE_STALE_SECONDS`, it waits for the store (its error, if it fails), so a store
+        that stopped answering still fails the liveness probe."""
+        seen = self._seen_revision
+        age = time.monotonic() - self._seen_at if seen is not None else math.inf
         read = self._probe_read
         if read is None or read.done():
             read = self._probe_read = asyncio.ensure_future(self.current_revision())
             read.add_done_callback(_consume_error)  # the probe that waits for it raises it
-        if not fresh:
+        if age > PROBE_STALE_SECONDS:
             return await asyncio.shield(read)
+        if age <= PROBE_RECENT_SECONDS:
+            return seen  # type: ignore[return-value]
         try:
             async with asyncio.timeout(PROBE_WAIT_SECONDS):
                 return await asyncio.shield(read)
         except TimeoutError:  # the store's thread waits for the interpreter behind the work of others
-            return self._seen_revision  # type: ignore[return-value]
+            return seen  # type: ignore[return-value]
 
     async def oldest_revision(self) -> int:
         """The oldest revision that as-of reads can still reconstruct."""

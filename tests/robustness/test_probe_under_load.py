@@ -40,7 +40,7 @@ async def test_probe_answers_the_last_revision_while_the_store_is_busy(tmp_path:
     await other.open()
     try:
         assert await served.commit([group("a")]) == 1
-        assert await served.probe_revision() == 1  # the store is free: read at once
+        assert await served.probe_revision() == 1
         assert await other.commit([group("b")]) == 2  # another process writes
         busy = asyncio.ensure_future(served.db.execute(SLOW_SQL))  # the connection's thread is taken
         await asyncio.sleep(0.05)
