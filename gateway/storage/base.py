@@ -367,21 +367,23 @@ def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awa
     @functools.wraps(fn)
     async def observed(self: Store, *args: Any, **kwargs: Any) -> Any:
         if _in_call.get():
-            return await fn(self, *args, **kwargs)
-        token = _in_call.set(True)
-        started = time.perf_counter()
-        try:
-            if not tracing.active():
-                result = await fn(self, *args, **kwargs)
-            else:
-                with tracing.span(f"store.{call}", {"db.system.name": type(self).__name__, "xreg.store.call": call}):
+            result = await fn(self, *args, **kwargs)
+        else:
+            token = _in_call.set(True)
+            started = time.perf_counter()
+            try:
+                if not tracing.active():
                     result = await fn(self, *args, **kwargs)
-            if call == "commit":  # what health probes answer when the store is busy (Store.probe_revision)
-                self._seen_revision, self._seen_at = result, time.monotonic()
-            return result
-        finally:
-            histogram.observe(time.perf_counter() - started)
-            _in_call.reset(token)
+                else:
+                    with tracing.span(f"store.{call}",
+                                      {"db.system.name": type(self).__name__, "xreg.store.call": call}):
+                        result = await fn(self, *args, **kwargs)
+            finally:
+                histogram.observe(time.perf_counter() - started)
+                _in_call.reset(token)
+        if call == "commit":  # what health probes answer while the store is busy (Store.probe_revision)
+            self._seen_revision, self._seen_at = result, time.monotonic()
+        return result
 
     observed.__observed__ = True  # type: ignore[attr-defined]
     return observed
@@ -395,8 +397,6 @@ def _observe_calls(cls: type) -> None:
             setattr(cls, call, _observed(call, fn))
 
 
-#: How old the last revision read (or committed) may be for a health probe to answer it at once.
-PROBE_RECENT_SECONDS = 1.0
 #: How long a health probe waits for the store's current revision before it answers the last one read.
 PROBE_WAIT_SECONDS = 0.01
 #: How old that last revision may be; when older, the probe waits for the store.
@@ -502,14 +502,14 @@ class Store(abc.ABC):
             self._seen_revision, self._seen_at = revision, time.monotonic()
         return revision
 
-    async def probe_revision(self) -> int:
+    async def probe_revision(self, *, busy: bool = False) -> int:
         """For health probes, which must answer at once however busy the process is. Every probe
-        starts a read of the store's revision (one at a time) and answers the last revision this
-        process read or committed when that is at most :data:`PROBE_RECENT_SECONDS` old — without
-        waiting, as any wait lets the event loop's other work run first. Older, it waits up to
-        :data:`PROBE_WAIT_SECONDS` for the read; once no read has come back for
-        :data:`PROBE_STALE_SECONDS`, it waits for the store (its error, if it fails), so a store
-        that stopped answering still fails the liveness probe."""
+        starts a read of the store's revision (one at a time). When the process is ``busy`` (it
+        has requests at work) the probe answers, without waiting, the last revision this process
+        read or committed, as any wait lets the event loop's other work run first; otherwise it
+        waits up to :data:`PROBE_WAIT_SECONDS` for the read, then answers that last revision.
+        Once no read has come back for :data:`PROBE_STALE_SECONDS`, it waits for the store (its
+        error, if it fails), so a store that stopped answering still fails the liveness probe."""
         seen = self._seen_revision
         age = time.monotonic() - self._seen_at if seen is not None else math.inf
         read = self._probe_read
@@ -518,7 +518,7 @@ class Store(abc.ABC):
             read.add_done_callback(_consume_error)  # the probe that waits for it raises it
         if age > PROBE_STALE_SECONDS:
             return await asyncio.shield(read)
-        if age <= PROBE_RECENT_SECONDS:
+        if busy:
             return seen  # type: ignore[return-value]
         try:
             async with asyncio.timeout(PROBE_WAIT_SECONDS):

@@ -73,6 +73,22 @@ async def test_probe_waits_for_a_store_silent_for_too_long(tmp_path: Path, monke
         await served.close()
 
 
+async def test_a_busy_process_probe_never_waits(tmp_path: Path) -> None:
+    """With requests at work (``busy``), the probe answers the last revision known at once — the
+    store is free here, yet the other process's commit shows only in a later probe."""
+    served, other = SQLiteStore(tmp_path / "r.db"), SQLiteStore(tmp_path / "r.db")
+    await served.open()
+    await other.open()
+    try:
+        assert await served.commit([group("a")]) == 1
+        assert await other.commit([group("b")]) == 2
+        assert await served.probe_revision(busy=True) == 1
+        assert await eventually_current(served, 2)
+    finally:
+        await other.close()
+        await served.close()
+
+
 async def test_probe_knows_what_this_process_committed(tmp_path: Path) -> None:
     served = SQLiteStore(tmp_path / "r.db")
     await served.open()
