@@ -11,6 +11,10 @@ Written to LOG, one event a line (wall-clock start, then milliseconds):
   it asked to (the process was not scheduled);
 * ``probe START MS ASGI_MS`` — a ``/healthz`` request from its bytes' arrival (``data_received``)
   to the end of its answer, and the part of it inside the ASGI application.
+
+``STALL_TRACE_HEAP=1`` (diagnosis only: slow, and it keeps the garbage) adds before each full
+collection the objects of each generation by type (``heap``), and after each collection what it
+found unreachable by type (``garbage``, ``gc.DEBUG_SAVEALL``).
 """
 
 from __future__ import annotations
