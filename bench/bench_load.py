@@ -98,10 +98,30 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def run_mode(data_dir: Path, mode: str, clients: int) -> dict[str, Any]:
+def report_stalls(probe_lines: list[list[str]], trace: Path, burst_at: float, over: float) -> None:
+    """Prints, for every probe of ``over`` seconds or more, what the server's trace shows in its time."""
+    events = [line.split(" ", 3) for line in trace.read_text().splitlines()]
+    print(f"trace: {sum(e[0] == 'gc' for e in events)} collections >= 1 ms, "
+          f"{sum(e[0] == 'turn' for e in events)} loop turns >= 10 ms, "
+          f"{sum(e[0] == 'poll' for e in events)} late wake-ups >= 10 ms", file=sys.stderr)
+    for at, took in probe_lines:
+        end, took_s = float(at), float(took)
+        if took_s < over:
+            continue
+        start = end - took_s
+        print(f"probe at {start - burst_at:+.3f} s took {1000 * took_s:.0f} ms:", file=sys.stderr)
+        for kind, began, ms, rest in (e + [""] * (4 - len(e)) for e in events):
+            b, e = float(began), float(began) + float(ms) / 1000
+            if e > start - 0.005 and b < end + 0.005:
+                print(f"    {kind:<5} {b - burst_at:+.3f} s {float(ms):7.1f} ms  {rest}", file=sys.stderr)
+
+
+async def run_mode(data_dir: Path, mode: str, clients: int, trace: float | None = None) -> dict[str, Any]:
     port = free_port()
     env = {**os.environ, "XREG_DATA_DIR": str(data_dir), **MODES[mode], "XREG_LOG_LEVEL": "warning"}
-    server = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)], cwd=REPO, env=env,
+    trace_log = data_dir / f"trace-{port}.txt"
+    command = ([str(REPO / "bench" / "stall_trace.py"), str(trace_log)] if trace is not None else ["-m", "gateway.cli"])
+    server = subprocess.Popen([sys.executable, *command, "serve", "--port", str(port)], cwd=REPO, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -139,6 +159,8 @@ async def run_mode(data_dir: Path, mode: str, clients: int) -> dict[str, Any]:
             if os.environ.get("BENCH_PROBE_LOG"):
                 for at, took in lines:
                     print(f"probe {float(at) - burst_at:+.3f} s {1000 * float(took):.1f} ms", file=sys.stderr)
+            if trace is not None:
+                report_stalls(lines, trace_log, burst_at, trace)
     finally:
         rss_peak = peak_rss_mb(server.pid)
         server.terminate()
@@ -163,16 +185,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--modes", default="off,unpaced,on", help="modes to run, in order (off,unpaced,on)")
+    parser.add_argument("--trace", type=float, metavar="MS", default=None,
+                        help="serve through bench/stall_trace.py and print, for each probe of MS milliseconds or "
+                             "more, the garbage collections, long loop turns and late wake-ups in its time (stderr)")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="xreg-bench-load-") as tmp:
         data = Path(tmp)
         subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(CORPUS)], cwd=REPO, check=True,
                        env={**os.environ, "XREG_DATA_DIR": str(data)}, stdout=subprocess.DEVNULL)
         modes = [m.strip() for m in args.modes.split(",")]
-        rows = [asyncio.run(run_mode(data, mode, args.clients)) for mode in modes]
+        over = None if args.trace is None else args.trace / 1000
+        rows = [asyncio.run(run_mode(data, mode, args.clients, over)) for mode in modes]
     keys = list(rows[0])
     print(f"heavy query: a page of 500 materialised messages, {args.clients} at once; "
-          f"/healthz every {PROBE_EVERY * 1000:.0f} ms")
+          f"/healthz every {PROBE_EVERY * 1000:.0f} ms; load average {load_before:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after, {os.cpu_count()} CPUs")
     for key in keys:
         cells = [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in rows]
         print(f"{key:<24}" + "".join(f"{c:>20}" for c in cells))

@@ -110,6 +110,10 @@ class Admission:
         """The kind of work of a request, or ``None`` when it is never queued."""
         return work_kind(scope, self.graphql_path, self.registry_prefix) if self.enabled else None
 
+    def busy(self) -> bool:
+        """Whether requests are at work or waiting for a slot (what health probes ask)."""
+        return any(gate.active or gate.waiting for gate in self.gates.values())
+
     def rejected(self, kind: str) -> int:
         """Requests of ``kind`` refused so far (``xreg_admission_rejected_total{kind}``)."""
         return self.gates[kind].stats.rejected

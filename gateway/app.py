@@ -56,8 +56,10 @@ async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
 
 
 async def _health(request: Request) -> JSONResponse:
-    registry: LocalRegistry = request.app.state.registry
-    return JSONResponse({"status": "ok", "revision": await registry.store.probe_revision()})
+    state = request.app.state
+    registry: LocalRegistry = state.registry
+    revision = await registry.store.probe_revision(busy=state.admission.busy())  # busy: never waits
+    return JSONResponse({"status": "ok", "revision": revision})
 
 
 async def _ready(request: Request) -> JSONResponse:

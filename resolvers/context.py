@@ -79,6 +79,10 @@ class Context:
         return References(list(self.sources.values()),
                           {s.id: [s.base_url] for s in self.sources.values() if s.base_url})
 
+    def close(self) -> None:
+        """End of the request: what its loaders hold is released at once (:meth:`Loaders.release`)."""
+        self.loaders.release()
+
     def report(self, error: Exception, info: Info) -> None:
         """Add ``error`` to the response's errors at the field ``info`` resolves, which still
         returns its data (a reference that does not resolve, a registry that is down)."""

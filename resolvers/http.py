@@ -208,40 +208,43 @@ def graphql_endpoint(
         context = Context(settings=settings, sources=sources, default_registry=settings.registry_id,
                           principal=principal, auth=request.app.state.auth,
                           rules=references_of(request.app, sources))
-        allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
         try:
-            result = await schema.execute(document.text, params.get("variables"), context,
-                                          operation_name=params.get("operationName"),
-                                          allowed_operation_types=allowed)
-        except InvalidOperationTypeError as exc:
-            allow = "POST" if exc.operation_type is OperationType.MUTATION else "GET, POST"
-            return _problem(media, 405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method),
-                            {"Allow": allow})
-        except CannotGetOperationTypeError as exc:
-            return _problem(media, 400, "BAD_REQUEST", exc.as_http_error_reason())
-        body: dict[str, Any] = {}
-        if result.errors:
-            body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
-        ran = result.data is not None or not result.errors or any(e.path for e in result.errors)
-        if ran:
-            body["data"] = result.data  # absent only when the request failed before execution
-            if document.register is not None:
-                await persisted.keep(document.register, document.text, shared)
-        status = 200 if media == JSON or ran else _request_error_status(body)
-        response = await json_response(body, status, media_type=content_type(media),
-                                       large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
-        if not get:
-            response.headers["Cache-Control"] = http_cache.NO_STORE
-        elif status == 200 and ran and not result.errors:
-            if tags is None:  # registries without revisions: the body is the validator
-                credentials = request.headers.get("authorization")
-                tags = http_cache.validators(
-                    http_cache.entity_tag(salt, "graphql-body", media, hashlib.sha256(response.body).hexdigest(),
-                                          http_cache.caller_key(principal, credentials)),
-                    http_cache.cache_control(settings, private=bool(credentials)), VARY)
-            if http_cache.matches(asked, tags["ETag"], any_tag=True):
-                return http_cache.not_modified(tags)
-            response.headers.update(tags)
-        return response
+            allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
+            try:
+                result = await schema.execute(document.text, params.get("variables"), context,
+                                              operation_name=params.get("operationName"),
+                                              allowed_operation_types=allowed)
+            except InvalidOperationTypeError as exc:
+                allow = "POST" if exc.operation_type is OperationType.MUTATION else "GET, POST"
+                return _problem(media, 405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method),
+                                {"Allow": allow})
+            except CannotGetOperationTypeError as exc:
+                return _problem(media, 400, "BAD_REQUEST", exc.as_http_error_reason())
+            body: dict[str, Any] = {}
+            if result.errors:
+                body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
+            ran = result.data is not None or not result.errors or any(e.path for e in result.errors)
+            if ran:
+                body["data"] = result.data  # absent only when the request failed before execution
+                if document.register is not None:
+                    await persisted.keep(document.register, document.text, shared)
+            status = 200 if media == JSON or ran else _request_error_status(body)
+            response = await json_response(body, status, media_type=content_type(media),
+                                           large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
+            if not get:
+                response.headers["Cache-Control"] = http_cache.NO_STORE
+            elif status == 200 and ran and not result.errors:
+                if tags is None:  # registries without revisions: the body is the validator
+                    credentials = request.headers.get("authorization")
+                    tags = http_cache.validators(
+                        http_cache.entity_tag(salt, "graphql-body", media, hashlib.sha256(response.body).hexdigest(),
+                                              http_cache.caller_key(principal, credentials)),
+                        http_cache.cache_control(settings, private=bool(credentials)), VARY)
+                if http_cache.matches(asked, tags["ETag"], any_tag=True):
+                    return http_cache.not_modified(tags)
+                response.headers.update(tags)
+            return response
+        finally:
+            context.close()  # the request's loaded entities are freed now, not by a full collection
 
     return endpoint

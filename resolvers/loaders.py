@@ -103,7 +103,8 @@ class Loaders:
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
 
     def release(self) -> None:
-        """Forget everything loaded, once the request's response is built. The loaders and the
+        """Forget everything loaded, once the request's response is built (the executor) or the
+        request ends otherwise (the HTTP layer, :meth:`Context.close`). The loaders and the
         request's context refer to each other, so without this the whole response's entities
         would wait for the cycle collector (a full collection, under load) instead of being
         freed at once."""

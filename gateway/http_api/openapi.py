@@ -437,6 +437,14 @@ def _one_document(rdef: ResourceDef) -> dict[str, Any]:
         for name in names}}
 
 
+#: A resource body whose ``versions`` name at least one version: core/spec.md's resource processing
+#: algorithm (step 2) then applies the default version's attributes only to a version the request
+#: names outside ``versions`` (top-level ``versionid`` or ``meta.defaultversionid``) or to the
+#: existing default version; the attributes the model requires are checked there (a
+#: ``required_attribute_missing`` refusal), not asked of every such body.
+_WITH_VERSIONS: dict[str, Any] = {"required": ["versions"], "properties": {"versions": {"minProperties": 1}}}
+
+
 def body_schemas(model: RegistryModel) -> dict[str, Any]:
     """Request body schemas of every level of ``model`` (``Registry``, ``Groups``, ``Group_<g>``, ``Map_<g>``,
     ``Resource_<g>_<r>``, ``Version_<g>_<r>``, ``Meta_<g>_<r>`` and their maps), from its
@@ -479,9 +487,13 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
             out[f"Meta_{g}_{r}"] = object_schema(
                 {**common, **_defs(META_ATTRIBUTES), **rdef.metaattributes}, extensible=open_,
                 server_set=_SERVER_SET | ids | {"xref", "defaultversionid"}, rules=_COMMON_RULES)
-            out[f"Resource_{g}_{r}"] = {**object_schema(
+            resource = object_schema(
                 version, extensible=open_, server_set=_SERVER_SET | ids, rules=rules,
-                extra={**doc, "versions": _ref(f"Versions_{g}_{r}"), "meta": _ref(f"Meta_{g}_{r}")}), **whole}
+                extra={**doc, "versions": _ref(f"Versions_{g}_{r}"), "meta": _ref(f"Meta_{g}_{r}")})
+            required = resource.pop("required", None)
+            if required:  # a new resource's versions may stand in for its default version's attributes
+                resource["anyOf"] = [{"required": required}, _WITH_VERSIONS]
+            out[f"Resource_{g}_{r}"] = {**resource, **whole}
             out[f"Map_{g}_{r}"] = _id_map(f"Resource_{g}_{r}")
     return out
 

@@ -33,6 +33,7 @@ from gateway.registry.validation import (
     registry_definitions,
     validate_attributes,
     validate_entity,
+    validate_values,
 )
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
@@ -412,8 +413,21 @@ class Changeset:
                 # the request addressed the resource: its default version's errors name the resource
                 self._reported_as[str(Xid(gtype, gid, rtype, rid, target)).lower()] = rxid
                 await self._put_version(gtype, gid, rtype, rid, target, default_attrs, rdef, patch=patch)
+            else:
+                # step 2 ignores them (the versions in the request win), but a request is refused
+                # for an invalid value wherever it is
+                self._check_ignored(default_attrs, gtype, rtype, rxid)
         await self._settle_resource(gtype, gid, rtype, rid, rdef, meta_in, patch=patch)
         return rxid
+
+    def _check_ignored(self, attrs: dict[str, Any], gtype: str, rtype: str, rxid: str) -> None:
+        """Check the values of default-version attributes that are not applied (see
+        :func:`~gateway.registry.validation.validate_values`); violations are this changeset's errors."""
+        try:
+            validate_values(_strip(attrs, {"versionid", "epoch"}), model=self.model, group_type=gtype,
+                            resource_type=rtype, subject=rxid)
+        except ValidationErrors as errs:
+            self._errors.extend(errs.errors)
 
     async def _next_version_id(self, rxid: str, vctype: str) -> str:
         ids = {s.id for s in await self._version_states(rxid, vctype)}

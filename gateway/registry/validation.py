@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -405,6 +405,27 @@ def validate_entity(
         raise ValidationErrors(run.errors)
 
 
+def validate_values(
+    attrs: dict, *, model: RegistryModel, group_type: str, resource_type: str, subject: str,
+) -> None:
+    """Validate the values of version attributes a request carries without them being applied —
+    a new resource's default-version attributes next to the ``versions`` that win over them
+    (core/spec.md, Resource Processing Algorithm, step 2). Each value present is checked as it
+    would be on a version (types, nested definitions, non-empty strings, the
+    ``<NAME>/<VERSION>`` forms); what is absent, and rules across attributes, are not: the
+    attributes are not a version. Raises :class:`ValidationErrors` listing every violation."""
+    defs = {n: replace(d, required=False) for n, d in entity_definitions(
+        "version", model=model, group_type=group_type, resource_type=resource_type).items()}
+    run = _Run(subject, model)
+    run.check_object(attrs, defs, "", extensible="*" in defs, closed=model.closed)
+    _common_rules(run, attrs)
+    if resource_type == "messages":
+        _check_envelope_protocol_form(run, attrs)
+        _check_dataschemaformat_form(run, attrs)
+    if run.errors:
+        raise ValidationErrors(run.errors)
+
+
 def _check_ids(run: _Run, attrs: dict, level: str, model: RegistryModel, group_type: str,
                resource_type: str | None) -> None:
     if level == "group":
@@ -530,6 +551,14 @@ def _check_envelope_protocol_form(run: _Run, attrs: dict) -> None:
         run.invalid("protocol", "must have the form <NAME> or <NAME>/<VERSION>, e.g. MQTT/5.0 or KAFKA")
 
 
+def _check_dataschemaformat_form(run: _Run, attrs: dict) -> None:
+    # message/spec.md, dataschemaformat: "If present, MUST be a non-empty case-insensitive
+    # string." "MUST follow the naming convention <NAME>/<VERSION>".
+    fmt = attrs.get("dataschemaformat")
+    if isinstance(fmt, str) and not _NAME_VERSION.fullmatch(fmt):
+        run.invalid("dataschemaformat", "must have the form <NAME>/<VERSION>, e.g. JsonSchema/draft-07")
+
+
 def _message_rules(run: _Run, attrs: dict, group_attrs: dict, *, endpoint: bool) -> None:
     _check_envelope_protocol_form(run, attrs)
     envelope, protocol = attrs.get("envelope"), attrs.get("protocol")
@@ -553,11 +582,7 @@ def _message_rules(run: _Run, attrs: dict, group_attrs: dict, *, endpoint: bool)
         "dataschemaformat"
     ) is None and not based:
         run.missing("dataschemaformat")
-    # message/spec.md, dataschemaformat: "If present, MUST be a non-empty case-insensitive
-    # string." "MUST follow the naming convention <NAME>/<VERSION>".
-    fmt = attrs.get("dataschemaformat")
-    if isinstance(fmt, str) and not _NAME_VERSION.fullmatch(fmt):
-        run.invalid("dataschemaformat", "must have the form <NAME>/<VERSION>, e.g. JsonSchema/draft-07")
+    _check_dataschemaformat_form(run, attrs)
     # message/spec.md, dataschemaxid: "If dataschemauri is also present then its value MUST be
     # the self URL of the entity referenced by this attribute."
     xid, uri = attrs.get("dataschemaxid"), attrs.get("dataschemauri")

@@ -23,6 +23,7 @@ import asyncio
 import builtins
 import contextlib
 import functools
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextvars import ContextVar
@@ -366,17 +367,23 @@ def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awa
     @functools.wraps(fn)
     async def observed(self: Store, *args: Any, **kwargs: Any) -> Any:
         if _in_call.get():
-            return await fn(self, *args, **kwargs)
-        token = _in_call.set(True)
-        started = time.perf_counter()
-        try:
-            if not tracing.active():
-                return await fn(self, *args, **kwargs)
-            with tracing.span(f"store.{call}", {"db.system.name": type(self).__name__, "xreg.store.call": call}):
-                return await fn(self, *args, **kwargs)
-        finally:
-            histogram.observe(time.perf_counter() - started)
-            _in_call.reset(token)
+            result = await fn(self, *args, **kwargs)
+        else:
+            token = _in_call.set(True)
+            started = time.perf_counter()
+            try:
+                if not tracing.active():
+                    result = await fn(self, *args, **kwargs)
+                else:
+                    with tracing.span(f"store.{call}",
+                                      {"db.system.name": type(self).__name__, "xreg.store.call": call}):
+                        result = await fn(self, *args, **kwargs)
+            finally:
+                histogram.observe(time.perf_counter() - started)
+                _in_call.reset(token)
+        if call == "commit":  # what health probes answer while the store is busy (Store.probe_revision)
+            self._seen_revision, self._seen_at = result, time.monotonic()
+        return result
 
     observed.__observed__ = True  # type: ignore[attr-defined]
     return observed
@@ -388,6 +395,17 @@ def _observe_calls(cls: type) -> None:
         fn = cls.__dict__.get(call)
         if callable(fn) and not getattr(fn, "__isabstractmethod__", False) and not hasattr(fn, "__observed__"):
             setattr(cls, call, _observed(call, fn))
+
+
+#: How long a health probe waits for the store's current revision before it answers the last one read.
+PROBE_WAIT_SECONDS = 0.01
+#: How old that last revision may be; when older, the probe waits for the store.
+PROBE_STALE_SECONDS = 10.0
+
+
+def _consume_error(read: asyncio.Future[int]) -> None:
+    if not read.cancelled():
+        read.exception()
 
 
 class Store(abc.ABC):
@@ -404,6 +422,10 @@ class Store(abc.ABC):
 
     stats: StoreStats
     _instance: str | None = None
+    #: The last revision this process read, when (``time.monotonic()``), and the probe's read under way.
+    _seen_revision: int | None = None
+    _seen_at: float = 0.0
+    _probe_read: asyncio.Future[int] | None = None
 
     @property
     def instance_id(self) -> str:
@@ -476,17 +498,33 @@ class Store(abc.ABC):
         """The revision of the last commit (0 for an empty store)."""
         self.stats.hit("current_revision")
         async with self._reading():
-            self._seen_revision: int | None = await self._current()
-            return self._seen_revision
+            revision = await self._current()
+            self._seen_revision, self._seen_at = revision, time.monotonic()
+        return revision
 
-    async def probe_revision(self) -> int:
-        """For health probes, which must never wait behind the store's work: the current
-        revision when the store is free to answer at once, else the last one this process read."""
-        seen = getattr(self, "_seen_revision", None)
-        reading = self._reading()
-        if seen is not None and isinstance(reading, asyncio.Lock) and reading.locked():
-            return seen
-        return await self.current_revision()
+    async def probe_revision(self, *, busy: bool = False) -> int:
+        """For health probes, which must answer at once however busy the process is. Every probe
+        starts a read of the store's revision (one at a time). When the process is ``busy`` (it
+        has requests at work) the probe answers, without waiting, the last revision this process
+        read or committed, as any wait lets the event loop's other work run first; otherwise it
+        waits up to :data:`PROBE_WAIT_SECONDS` for the read, then answers that last revision.
+        Once no read has come back for :data:`PROBE_STALE_SECONDS`, it waits for the store (its
+        error, if it fails), so a store that stopped answering still fails the liveness probe."""
+        seen = self._seen_revision
+        age = time.monotonic() - self._seen_at if seen is not None else math.inf
+        read = self._probe_read
+        if read is None or read.done():
+            read = self._probe_read = asyncio.ensure_future(self.current_revision())
+            read.add_done_callback(_consume_error)  # the probe that waits for it raises it
+        if age > PROBE_STALE_SECONDS:
+            return await asyncio.shield(read)
+        if busy:
+            return seen  # type: ignore[return-value]
+        try:
+            async with asyncio.timeout(PROBE_WAIT_SECONDS):
+                return await asyncio.shield(read)
+        except TimeoutError:  # the store's thread waits for the interpreter behind the work of others
+            return seen  # type: ignore[return-value]
 
     async def oldest_revision(self) -> int:
         """The oldest revision that as-of reads can still reconstruct."""
