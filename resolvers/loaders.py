@@ -71,8 +71,9 @@ class HeldLoader(DataLoader[Any, Any]):
         return future
 
     def _schedule(self, batch: Batch[Any, Any]) -> None:
-        task = batch._dispatch_task = asyncio.ensure_future(self._dispatch(batch))
-        task.add_done_callback(lambda _: setattr(batch, "_dispatch_task", None))
+        # kept by its batch while it runs (no done callback: one holding the batch would keep its
+        # loads' results alive for a loop turn after the response)
+        batch._dispatch_task = asyncio.ensure_future(self._dispatch(batch))
 
     async def _dispatch(self, batch: Batch[Any, Any]) -> None:
         try:
