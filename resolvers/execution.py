@@ -306,19 +306,9 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                      position_context)
                 elif other is not None:  # as :meth:`execute_field` would, its decisions taken once
                     field_def, field_plan, call = other
-                    field_path = _path((path, response_name, parent_type.name))
-                    if call is not None:
-                        result = self._call_field(call, field_def, parent_type, source_value, field_details_list,
-                                                  field_path, position_context)
-                    else:
-                        try:
-                            value = field_plan[0](source_value)
-                        except Exception as raw_error:
-                            self.handle_field_error(raw_error, field_def.type, field_details_list, field_path)
-                            result = None
-                        else:
-                            result = self._complete_read(field_def, parent_type, field_details_list, field_path,
-                                                         value, position_context)
+                    result = self._execute_planned(field_def, field_plan, call, parent_type, source_value,
+                                                   field_details_list, _path((path, response_name, parent_type.name)),
+                                                   position_context)
                 else:
                     result = self.execute_field(parent_type, source_value, field_details_list,
                                                 _path((path, response_name, parent_type.name)), position_context)
@@ -522,11 +512,20 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         if field_def is None or not self.planned:
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
         plan = plan_of(field_def)
-        if plan is None:
-            call = call_of(field_def, self.converter) if self.converter is not None else None
-            if call is None:
-                return super().execute_field(parent_type, source, field_details_list, path, position_context)
+        call = call_of(field_def, self.converter) if plan is None and self.converter is not None else None
+        if plan is None and call is None:
+            return super().execute_field(parent_type, source, field_details_list, path, position_context)
+        return self._execute_planned(field_def, plan, call, parent_type, source, field_details_list, path,
+                                     position_context)
+
+    def _execute_planned(
+        self, field_def: GraphQLField, plan: Plan | None, call: Call | None, parent_type: GraphQLObjectType,
+        source: Any, field_details_list: Any, path: Path, position_context: Any,
+    ) -> Any:
+        """A planned field: its resolver called directly (``call``), or its value read (``plan``)."""
+        if call is not None:
             return self._call_field(call, field_def, parent_type, source, field_details_list, path, position_context)
+        assert plan is not None
         try:
             result = plan[0](source)
         except Exception as raw_error:

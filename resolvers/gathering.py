@@ -83,7 +83,7 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
                     running[index] = (None, None, awaitable)
                 continue
             coro = awaitable if awaitable.__class__ is CoroutineType else _awaiting(awaitable)
-            _step(index, coro, contextvars.copy_context(), None, results, running, state)
+            _step(index, coro, contextvars.copy_context(), results, running, state)
         while running:
             nested = state.driving
             futures = [f for _, _, b in running.values() for f in (b.futures if isinstance(b, _Blocked) else (b,))]
@@ -110,7 +110,7 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
                     results[index] = blocker.result()
                 else:
                     assert context is not None
-                    _step(index, waiting, context, None, results, running, state)
+                    _step(index, waiting, context, results, running, state)
     except BaseException:
         _close_all(running)
         raise
@@ -118,14 +118,14 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
 
 
 def _step(
-    index: int, coro: Coroutine[Any, Any, Any], context: contextvars.Context, exc: BaseException | None,
-    results: list[Any], running: dict[int, Any], state: _State,
+    index: int, coro: Coroutine[Any, Any, Any], context: contextvars.Context, results: list[Any],
+    running: dict[int, Any], state: _State,
 ) -> None:
     """Run ``coro`` until it waits (recorded in ``running``) or ends (its result in ``results``)."""
     outer = state.driving
     state.driving = True
     try:
-        yielded = context.run(coro.send, None) if exc is None else context.run(coro.throw, exc)
+        yielded = context.run(coro.send, None)
     except StopIteration as stop:
         results[index] = stop.value
         return
