@@ -39,7 +39,8 @@ class Served(LiveServer):
 
 class Instrumented:
     """ASGI wrapper of a remote: counts requests by path, adds a delay, can hide capabilities,
-    keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state``
+    keeps the ``traceparent`` headers it receives and when each request was served (wall-clock
+    start and end, comparable across the processes of one machine); controlled over HTTP at ``/_test/state``
     (GET) and ``/_test/configure`` (POST)."""
 
     def __init__(self, app: Any) -> None:
@@ -48,6 +49,7 @@ class Instrumented:
         self.hits: Counter[str] = Counter()
         self.log: list[str] = []
         self.traceparents: list[str] = []
+        self.spans: list[tuple[float, float]] = []
         self.hide_flags: set[str] = set()
 
     async def __call__(self, scope, receive, send) -> None:
@@ -63,6 +65,13 @@ class Instrumented:
         query = scope.get("query_string", b"").decode()
         self.log.append(path + ("?" + query if query else ""))
         self.traceparents += [v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"traceparent"]
+        started = time.time()
+        try:
+            await self._serve(scope, receive, send, path, query)
+        finally:
+            self.spans.append((started, time.time()))
+
+    async def _serve(self, scope: Any, receive: Any, send: Any, path: str, query: str) -> None:
         if self.delay:
             await asyncio.sleep(self.delay)
         if self.hide_flags and any(f"{flag}=" in query for flag in self.hide_flags):
@@ -84,6 +93,7 @@ class Instrumented:
                 self.hits.clear()
                 self.log.clear()
                 self.traceparents.clear()
+                self.spans.clear()
                 self.delay, self.hide_flags = 0.0, set()
             if "delay" in body:
                 self.delay = float(body["delay"])
@@ -93,8 +103,9 @@ class Instrumented:
                 self.hits.clear()
                 self.log.clear()
                 self.traceparents.clear()
+                self.spans.clear()
         return JSONResponse({"hits": dict(self.hits), "log": self.log, "delay": self.delay,
-                             "traceparents": self.traceparents})
+                             "traceparents": self.traceparents, "spans": self.spans})
 
 
 class RemoteControl:
@@ -146,6 +157,11 @@ class RemoteControl:
     def traceparents(self) -> list[str]:
         """The ``traceparent`` headers received since the last reset."""
         return self._call()["traceparents"]
+
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        """``(start, end)`` wall-clock seconds of each request served since the last clear."""
+        return [(start, end) for start, end in self._call()["spans"]]
 
     @property
     def requests(self) -> int:
