@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from strawberry.dataloader import DataLoader
 
@@ -52,6 +52,16 @@ class EntityBatcher:
             return found
         loaded = iter(await self.loader.load_many(missing))
         return [e if e is not None else next(loaded) for e in found]
+
+    def lookup(self, keys: list[Key]) -> list[Entity | asyncio.Future[Entity | None]]:
+        """Per ``(registry, as_of, XID)``: the entity when it is known already, else the future
+        of its load (joining the running batch), for a caller that waits for them all at once."""
+        primed = self.primed
+        out: list[Entity | asyncio.Future[Entity | None]] = []
+        for key in keys:
+            found = primed.get((key[0], key[1], key[2].lower()))
+            out.append(found if found is not None else cast("asyncio.Future[Entity | None]", self.loader.load(key)))
+        return out
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read otherwise (a page), so that loading them again is free."""

@@ -172,8 +172,10 @@ class StoredEntity(Entity):
         return super().declared(name) if name in own else stored.get(name)
 
     def pending_chain(self) -> bool | None:
+        if not self._message:
+            return None  # not a message: nothing of its own to complete
         rec = self._record
-        derived = derived_of(rec.kind, rec.doc) if self._message else None
+        derived = derived_of(rec.kind, rec.doc)
         if not derived:
             return None
         unresolved = derived.get("unresolved")

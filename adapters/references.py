@@ -146,13 +146,20 @@ class References:
             except SourceUnavailable as exc:
                 reasons.append(exc.reason)
                 continue
-            if entity is None:
-                reasons.append(f"registry {target.registry!r} has no {target.xid}")
-            elif expect is not None and not any(entity.ctype == e or entity.ctype.endswith("/" + e) for e in expect):
-                reasons.append(f"{target.xid} in registry {target.registry!r} is not of {' or '.join(expect)}")
-            else:
+            reason = self.mismatch(entity, target, expect)
+            if reason is None and entity is not None:
                 return entity
+            reasons.append(reason or "")
         raise self.error(reference, referrer, subject, "; ".join(reasons))
+
+    @staticmethod
+    def mismatch(entity: Entity | None, target: Target, expect: Sequence[str] | None = None) -> str | None:
+        """Why ``entity``, loaded for ``target``, is not what the reference wants (``None``: it is)."""
+        if entity is None:
+            return f"registry {target.registry!r} has no {target.xid}"
+        if expect is not None and not any(entity.ctype == e or entity.ctype.endswith("/" + e) for e in expect):
+            return f"{target.xid} in registry {target.registry!r} is not of {' or '.join(expect)}"
+        return None
 
     def error(self, reference: Any, referrer: str, subject: str, reason: str) -> XRegistryError:
         """``unresolved_reference`` of ``reference`` made by ``subject`` in registry ``referrer``."""

@@ -205,6 +205,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             strawberry_schema.schema_converter if strawberry_schema is not None else None)
         #: per selection set (kept alive with its plan, so that its id stays unique) and object type
         self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any, Any]]]] = {}
+        #: per object type (by name): the class of the objects found to be of it
+        self._of_type: dict[str, type] = {}
         #: converted arguments per field node of this request
         self._arguments: dict[int, tuple[Any, dict[str, Any]]] = {}
         #: resolve infos per field group (kept alive with it, so that its id stays unique)
@@ -364,11 +366,21 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         position_context: Any,
     ) -> Any:
         is_type_of = return_type.is_type_of
-        if position_context is None and (is_type_of is None or is_type_of(result, info) is True):
+        if position_context is None and (is_type_of is None or self._of_type.get(return_type.name) is result.__class__
+                                         or self._accepts(return_type, result, info)):
             grouped_field_set, new_defer_usages, _ = self.collect_subfields(return_type, field_details_list)
             if not new_defer_usages:
                 return self.execute_fields(return_type, result, path, grouped_field_set, None)
         return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
+
+    def _accepts(self, object_type: GraphQLObjectType, result: Any, info: Any) -> bool:
+        """``is_type_of`` of an object type, remembered per class (the gateway never casts with
+        ``strawberry.cast``: an object's class decides its type, as in :meth:`_complete_items`)."""
+        assert object_type.is_type_of is not None
+        if object_type.is_type_of(result, info) is not True:
+            return False
+        self._of_type[object_type.name] = result.__class__
+        return True
 
     # -- lists --------------------------------------------------------------------------------
 

@@ -117,6 +117,32 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
     return results
 
 
+class _Settling:
+    """The awaitable :func:`settled` returns."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self, futures: list[asyncio.Future[Any]]) -> None:
+        self.futures = futures
+
+    def __await__(self) -> Generator[Any, None, None]:
+        futures = self.futures
+        while True:
+            pending = [f for f in futures if not f.done()]
+            if not pending:
+                return
+            if _state.driving:  # inside a gather: it waits for them with the rest of the tree
+                yield _Blocked(pending)
+            else:
+                yield from _any_done(pending)
+
+
+def settled(futures: list[asyncio.Future[Any]]) -> Awaitable[None]:
+    """Wait until every one of ``futures`` is done, raising nothing (each keeps its outcome):
+    one wait for many loads, woken as :func:`gather` is (once per loader batch)."""
+    return _Settling(futures)
+
+
 def _step(
     index: int, coro: Coroutine[Any, Any, Any], context: contextvars.Context, results: list[Any],
     running: dict[int, Any], state: _State,

@@ -59,7 +59,7 @@ class HeldLoader(DataLoader[Any, Any]):
         cached = futures.get(cache_key)
         if cached is not None and not cached.cancelled():
             return cached
-        loop = self.loop
+        loop = self._loop or self.loop
         future = futures[cache_key] = BatchFuture(loop=loop)
         batch = self.batch
         if batch is None or not batch.tasks or batch.dispatched:  # no ``max_batch_size``

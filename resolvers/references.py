@@ -8,13 +8,17 @@ a query are one batch per registry. A reference that does not resolve gives ``No
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from strawberry.types import Info
 
-from adapters.base import Entity
+from adapters.base import Entity, SourceUnavailable
+from adapters.effective import needs_completion
+from adapters.references import Target
 from gateway.errors import XRegistryError
+from resolvers.gathering import gather, settled
 
 
 def loader_for(info: Info, owner: Entity):
@@ -41,3 +45,55 @@ async def resolve(info: Info, owner: Entity, reference: Any, expect: Sequence[st
     except XRegistryError as exc:
         info.context.report(exc, info)
         return None
+
+
+async def resolve_all(info: Info, owner: Entity, references: Sequence[Any],
+                      expect: Sequence[str] | None = None) -> list[Entity | None]:
+    """:func:`resolve` of each of ``references`` (made by ``owner``), in order. Those with one
+    candidate target (XIDs, ``#/`` pointers, URLs inside one registry: nearly all) are looked up
+    together and awaited once, without a coroutine each; the others, and entities whose
+    materialisation has still to be completed, take :func:`resolve`."""
+    ctx = info.context
+    rules = ctx.references
+    out: list[Entity | None] = [None] * len(references)
+    single: list[tuple[int, Target]] = []
+    one_by_one: list[int] = []
+    for index, reference in enumerate(references):
+        try:
+            targets = rules.targets(reference, owner.registry, owner.xid)
+        except XRegistryError as exc:
+            ctx.report(exc, info)
+            continue
+        if len(targets) == 1:
+            single.append((index, targets[0]))
+        else:
+            one_by_one.append(index)
+    loads = ctx.loaders.batcher.lookup(
+        [(t.registry, owner.as_of if t.registry == owner.registry else None, t.xid) for _, t in single])
+    await settled([load for load in loads if isinstance(load, asyncio.Future)])
+    for (index, target), load in zip(single, loads, strict=True):
+        entity = load
+        if isinstance(load, asyncio.Future):
+            error = load.exception()
+            if isinstance(error, SourceUnavailable):
+                ctx.report(rules.error(references[index], owner.registry, owner.xid, error.reason), info)
+                continue
+            if isinstance(error, XRegistryError):
+                ctx.report(error, info)
+                continue
+            if error is not None:
+                raise error
+            entity = load.result()
+        reason = rules.mismatch(entity, target, expect)
+        if reason is not None:
+            ctx.report(rules.error(references[index], owner.registry, owner.xid, reason), info)
+        elif needs_completion(entity):
+            one_by_one.append(index)  # loaded: :func:`resolve` finds it in the request's cache
+        else:
+            out[index] = entity
+    if one_by_one:
+        one_by_one.sort()
+        found = await gather(*(resolve(info, owner, references[index], expect) for index in one_by_one))
+        for index, entity in zip(one_by_one, found, strict=True):
+            out[index] = entity
+    return out

@@ -39,9 +39,8 @@ from resolvers.filters import (
     to_filters,
     to_sort,
 )
-from resolvers.gathering import gather
 from resolvers.ids import global_id
-from resolvers.references import resolve
+from resolvers.references import resolve, resolve_all
 from resolvers.scalars import Timestamp
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
@@ -563,7 +562,7 @@ class Endpoint(Group):
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
         refs = self.entity.declared("messagegroups") or []
         refs = refs if isinstance(refs, list) else [refs]
-        found = await gather(*(resolve(info, self.entity, r, ("messagegroups",)) for r in refs))
+        found = await resolve_all(info, self.entity, refs, ("messagegroups",))
         return [MessageGroup(entity=e) for e in found if e is not None]
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
