@@ -23,6 +23,7 @@ loader — so the references of one level of a query become one batch per regist
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,6 +69,18 @@ def _origin(url: str) -> tuple[str, str, int, str, str] | None:
     if scheme not in _DEFAULT_PORTS or not parts.hostname:
         return None
     return scheme, parts.hostname.lower(), port, parts.path.rstrip("/"), parts.fragment
+
+
+@functools.lru_cache(maxsize=4096)
+def _xid_problem(xid: str) -> str | None:
+    """``None`` when ``xid`` is an XID of valid ids, else what to add to "… is not an XID"."""
+    try:
+        parsed = Xid.parse(xid)
+    except XRegistryError:
+        return ""
+    ids = [i for i in (parsed.group_id, parsed.resource_id, parsed.version_id) if i is not None]
+    problem = next((p for p in map(id_problem, ids) if p), None)
+    return f": {problem}" if problem else None
 
 
 class References:
@@ -124,14 +137,9 @@ class References:
 
     def _xid(self, xid: str, reference: str, referrer: str, subject: str) -> str:
         xid = xid.rstrip("/") or "/"
-        try:
-            parsed = Xid.parse(xid)
-        except XRegistryError:
-            raise self.error(reference, referrer, subject, f"{xid!r} is not an XID") from None
-        ids = [i for i in (parsed.group_id, parsed.resource_id, parsed.version_id) if i is not None]
-        problem = next((p for p in map(id_problem, ids) if p), None)
-        if problem:  # also keeps "..", "%2F" and the like out of the URLs built from it
-            raise self.error(reference, referrer, subject, f"{xid!r} is not an XID: {problem}")
+        problem = _xid_problem(xid)
+        if problem is not None:  # also keeps "..", "%2F" and the like out of the URLs built from it
+            raise self.error(reference, referrer, subject, f"{xid!r} is not an XID{problem}")
         return xid
 
     async def resolve(self, reference: Any, referrer: str, load: Load, subject: str = "/",

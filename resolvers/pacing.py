@@ -162,8 +162,9 @@ SPLIT_LIST = 16
 SPLIT_DEPTH = 8
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+#: ``json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))``, with one
+#: encoder for every call (``json.dumps`` makes one per call when given options)
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
 
 
 def _encode(body: Any) -> bytes:

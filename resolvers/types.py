@@ -133,7 +133,6 @@ async def collection(
     source = ctx.sources[owner.registry]
     if not ctypes:
         return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
-    subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
     # the same arguments under many owners (a nested connection): one listing per request, so
     # that the loaders' keys hold the same object (compared by identity, hashed once)
     key = (owner.registry, ctypes, owner.as_of, id(paging), id(filter), id(sort))
@@ -141,12 +140,13 @@ async def collection(
     if memo is not None and memo[0] is paging and memo[1] is filter and memo[2] is sort:
         listing = memo[3]
     else:
+        subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
         listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
                                to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of,
                                declared=bool(getattr(filter, "declared", False)))
         ctx.listings[key] = (paging, filter, sort, listing)  # kept alive: their ids stay theirs
     if listing.search is not None and not source.searchable:
-        info.context.report(unsearchable(source.id, subject), info)
+        info.context.report(unsearchable(source.id, owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]), info)
         return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
     try:
         if owner.kind == "registry":
