@@ -1,0 +1,139 @@
+"""How much of the endpoint page's GraphQL cost is the executor, and how much the resolvers under it.
+
+The endpoint page of ``bench_graphql.py`` is built three ways in one process, over the same
+SQLite copy of the 117-feed corpus, in turn (CPU time, median of ``--runs``):
+
+- **graphql**: the schema executes the query (``schema.execute``), as the in-process figures of
+  ``bench_graphql.py``;
+- **resolvers only**: the same resolvers, loaders and entities (``collection``, ``resolve_all``,
+  ``to_node``, the request's ``Loaders`` and the local source's ``StoredEntity``), called level by
+  level with one wait per level and the response's dictionaries written by hand: what a
+  GraphQL executor with no cost of its own would spend;
+- **baseline**: ``bench_graphql.py``'s baseline (the same JSON straight from the store).
+
+The three answers are checked equal before timing. The gap between the first two is the
+executor's own cost; the gap between the last two is the resolver layer's.
+
+Usage: python bench/bench_resolver_floor.py [--runs 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import bench_graphql  # noqa: E402
+
+from adapters.local import LocalSource  # noqa: E402
+from gateway import gc_tuning  # noqa: E402
+from gateway.config import Settings  # noqa: E402
+from gateway.registry.service import LocalRegistry  # noqa: E402
+from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+from resolvers.connections import Paging  # noqa: E402
+from resolvers.context import Context  # noqa: E402
+from resolvers.gathering import gather  # noqa: E402
+from resolvers.references import resolve_all  # noqa: E402
+from resolvers.schema import build_schema  # noqa: E402
+from resolvers.types import MessageGroup, collection  # noqa: E402
+
+QUERY = bench_graphql.QUERIES["endpoint page"]
+
+
+async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[str, Any]:
+    """The endpoint page from the gateway's resolvers, one wait per level, no executor."""
+    ctx = Context(settings, sources, bench_graphql.REGISTRY_ID)
+    info: Any = SimpleNamespace(context=ctx)  # what these resolvers read of ``info``
+    try:
+        root = await ctx.loaders.entity(bench_graphql.REGISTRY_ID, "/", None)
+        assert root is not None
+        page = await collection(info, root, ("endpoints",), None, None, Paging(first=50))
+        endpoints = page.nodes
+        refs = []
+        for node in endpoints:
+            declared = node.entity.declared("messagegroups") or []
+            refs.append(declared if isinstance(declared, list) else [declared])
+        found = await gather(*(resolve_all(info, node.entity, r, ("messagegroups",))
+                               for node, r in zip(endpoints, refs, strict=True)))
+        groups = [[MessageGroup(entity=e) for e in f if e is not None] for f in found]
+        flat = [g for gs in groups for g in gs]
+        paging = Paging(first=20)
+        messages = dict(zip(map(id, flat), await gather(*(
+            collection(info, g.entity, (f"{g.entity.ctype}/messages",), None, None, paging) for g in flat)),
+            strict=True))
+
+        def group_json(group: MessageGroup) -> dict[str, Any]:
+            e, conn = group.entity, messages[id(group)]
+            return {"xid": e.xid, "name": e.attribute("name"), "messages": {"totalCount": conn.count(), "nodes": [
+                {"xid": m.entity.xid, **{n: m.entity.attribute(n) for n in ("name", "envelope", "protocol",
+                                                                             "dataschemaformat")}}
+                for m in conn.nodes]}}
+
+        nodes = [{"xid": n.entity.xid, **{a: n.entity.attribute(a) for a in ("name", "protocol", "usage")},
+                  "messagegroups": [group_json(g) for g in gs]} for n, gs in zip(endpoints, groups, strict=True)]
+        total = page.count()
+        info_of_page = page.info_of_page()
+        return {"registry": {"endpoints": {
+            "totalCount": await total if not isinstance(total, int) else total,
+            "pageInfo": {"hasNextPage": info_of_page.has_next_page, "endCursor": info_of_page.end_cursor},
+            "nodes": nodes}}}
+    finally:
+        ctx.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=100, help="runs of each (medians)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmpdir:
+        db = Path(tmpdir) / "registry.db"
+        await bench_graphql.prepare(db)
+        settings = Settings(data_dir=db.parent, registry_id=bench_graphql.REGISTRY_ID)
+        schema = build_schema(settings)
+        async with LocalRegistry(SQLiteStore(db), registry_id=bench_graphql.REGISTRY_ID,
+                                 base_url="http://127.0.0.1/registry") as registry:
+            sources: dict[str, Any] = {bench_graphql.REGISTRY_ID: LocalSource(registry)}
+            gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
+
+            async def graphql() -> Any:
+                context = Context(settings, sources, bench_graphql.REGISTRY_ID)
+                result = await schema.execute(QUERY, context_value=context)
+                assert not result.errors, result.errors
+                return result.data
+
+            targets = {
+                "graphql": graphql,
+                "resolvers only": lambda: resolvers_only(settings, sources),
+                "baseline": lambda: bench_graphql.baseline_endpoint_page(registry),
+            }
+            answers = [await run() for run in targets.values()]
+            assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
+            fields = bench_graphql._fields(answers[0])
+            times: dict[str, list[float]] = {name: [] for name in targets}
+            for _ in range(args.runs):
+                for name, run in targets.items():
+                    started = time.process_time()
+                    await run()
+                    times[name].append(time.process_time() - started)
+    ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+    base = ms["baseline"]
+    print(f"endpoint page ({fields} fields), CPU ms per request, median of {args.runs}, in turn in one process")
+    for name, value in ms.items():
+        print(f"  {name:15s} {value:7.2f} ms   baseline / this {base / value:5.2f}   "
+              f"+{(value - base) * 1e3 / fields:5.1f} µs per field over the baseline")
+    print(f"executor's own share of GraphQL's extra cost: "
+          f"{(ms['graphql'] - ms['resolvers only']) / (ms['graphql'] - base):.0%}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
