@@ -112,24 +112,6 @@ _SERIALIZED_AS_IS: dict[str, type] = {"String": str, "ID": str, "Boolean": bool}
 def _never(value: Any, info: Any) -> bool:
     return False
 
-class _Pending(tuple):
-    """An awaited resolver's value still to be completed (:meth:`GatewayExecutor._complete_result`):
-    ``(executor, return type, field group, info, path, awaitable)``. An object with one such field
-    completes it in its own :meth:`~GatewayExecutor._gather_fields`; awaited anywhere else, it is
-    :meth:`~GatewayExecutor.complete_awaitable_value`."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Any:
-        executor, return_type, field_details_list, info, path, awaitable = self
-        return executor.complete_awaitable_value(return_type, field_details_list, info, path, awaitable,
-                                                 None).__await__()
-
-
-#: A :class:`_Pending` from its parts, without a Python ``__init__``.
-_pending: Callable[[tuple[Any, ...]], _Pending] = functools.partial(tuple.__new__, _Pending)
-
-
 #: Items of a list completed between two calls of :meth:`GatewayExecutor.between_chunks`.
 LIST_CHUNK = 100
 
@@ -351,21 +333,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         try:
             if len(awaitable_fields) == 1:
                 field = awaitable_fields[0]
-                pending = results[field]
-                if pending.__class__ is not _Pending:
-                    results[field] = await pending
-                else:  # :meth:`complete_awaitable_value`, inlined: no coroutine of its own
-                    _, return_type, field_details_list, info, path, awaitable = pending
-                    try:
-                        completed = self.complete_value(return_type, field_details_list, info, path, await awaitable,
-                                                        None)
-                        if completed.__class__ is CoroutineType or (completed.__class__ not in _COMPLETED
-                                                                    and self.is_awaitable(completed)):
-                            completed = await completed
-                    except Exception as raw_error:
-                        self.handle_field_error(raw_error, return_type, field_details_list, path)
-                        completed = None
-                    results[field] = completed
+                results[field] = await results[field]
             else:
                 awaited = await gather(*(results[field] for field in awaitable_fields))
                 results.update(zip(awaitable_fields, awaited, strict=True))
@@ -648,8 +616,6 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         """A resolved value completed by graphql-core (an awaitable one awaited first); errors
         are the caller's to locate."""
         if result.__class__ is CoroutineType or (result.__class__ not in _COMPLETED and self.is_awaitable(result)):
-            if self.abort_signal is None and position_context is None:
-                return _pending((self, return_type, field_details_list, info, path, result))
             return self.complete_awaitable_value(return_type, field_details_list, info, path, result, position_context)
         completed = self.complete_value(return_type, field_details_list, info, path, result, position_context)
         if completed.__class__ is CoroutineType or (completed.__class__ not in _COMPLETED
