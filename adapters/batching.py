@@ -45,13 +45,11 @@ class EntityBatcher:
 
     async def load_many(self, keys: list[Key]) -> list[Entity | None]:
         """Several entities by ``(registry, as_of, XID)``, in order, in one batch."""
-        primed = self.primed
-        found: list[Entity | None] = [primed.get((r, a, x.lower())) for r, a, x in keys]
-        missing = [k for k, e in zip(keys, found, strict=True) if e is None]
-        if not missing:
-            return found
-        loaded = iter(await self.loader.load_many(missing))
-        return [e if e is not None else next(loaded) for e in found]
+        found = self.lookup(keys)
+        loading = [e for e in found if isinstance(e, asyncio.Future)]
+        if loading:
+            await asyncio.gather(*loading)  # the first failure is raised (and every one retrieved)
+        return [e.result() if isinstance(e, asyncio.Future) else e for e in found]
 
     def lookup(self, keys: list[Key]) -> list[Entity | asyncio.Future[Entity | None]]:
         """Per ``(registry, as_of, XID)``: the entity when it is known already, else the future

@@ -109,9 +109,6 @@ _COMPLETED = frozenset({dict, list, str, int, bool, float, type(None)})
 _SERIALIZED_AS_IS: dict[str, type] = {"String": str, "ID": str, "Boolean": bool}
 
 
-def _never(value: Any, info: Any) -> bool:
-    return False
-
 #: Items of a list completed between two calls of :meth:`GatewayExecutor.between_chunks`.
 LIST_CHUNK = 100
 
@@ -374,8 +371,9 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
 
     def _accepts(self, object_type: GraphQLObjectType, result: Any, info: Any) -> bool:
-        """``is_type_of`` of an object type, remembered per class (the gateway never casts with
-        ``strawberry.cast``: an object's class decides its type, as in :meth:`_complete_items`)."""
+        """``is_type_of`` of an object type, remembered per class for the request's other objects
+        and list items (the gateway never casts with ``strawberry.cast``: an object's class decides
+        its type)."""
         assert object_type.is_type_of is not None
         if object_type.is_type_of(result, info) is not True:
             return False
@@ -435,18 +433,17 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         is_awaitable = self.is_awaitable
         nullable = not isinstance(item_type, GraphQLNonNull)
         object_type = item_type if nullable else item_type.of_type
-        is_type_of: Callable[[Any, Any], Any] = _never
         selection = None
+        of_type: type | None = None  # the class of the objects found to be of ``object_type``
         if isinstance(object_type, GraphQLObjectType) and object_type.is_type_of is not None:
-            is_type_of = object_type.is_type_of
             grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, field_details_list)
             selection = None if new_defer_usages else grouped_field_set
+            of_type = self._of_type.get(object_type.name)
         total = len(items)
         index = start
         paced = self._pacing is not None
         if paced:  # the slice's clock is read after every item (``_slice_spent``, inlined)
             turns, budget = self._pacing[1], self._pacing[0].slice_seconds  # type: ignore[index]
-        of_type: type | None = None  # the class of the items found to be of ``object_type``
         while index < total:
             stop = min(total, index + LIST_CHUNK)
             for item in items[index:stop]:
@@ -454,8 +451,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                     break  # the slice may be spent: :meth:`between_chunks` decides
                 item_path = _path((path, index, None))
                 if selection is not None and item is not None and (
-                        item.__class__ is of_type or is_type_of(item, info) is True):
-                    of_type = item.__class__  # the gateway never casts (``strawberry.cast``): the class decides
+                        item.__class__ is of_type or self._accepts(object_type, item, info)):
+                    of_type = item.__class__
                     try:
                         value = self.execute_fields(object_type, item, item_path, selection, None,
                                                     (item_type, field_details_list, item_path))

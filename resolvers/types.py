@@ -124,6 +124,11 @@ def _id_attributes(info: Info, entity: SourceEntity) -> frozenset[str]:
 
 
 
+def _subject(owner: SourceEntity, ctypes: tuple[str, ...]) -> str:
+    """The path a connection's errors name: its owner's XID and the collection."""
+    return owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
+
+
 async def collection(
     info: Info, owner: SourceEntity, ctypes: tuple[str, ...], filter: Filter | None, sort: SortBy | None,
     paging: Paging,
@@ -140,13 +145,13 @@ async def collection(
     if memo is not None and memo[0] is paging and memo[1] is filter and memo[2] is sort:
         listing = memo[3]
     else:
-        subject = owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]
+        subject = _subject(owner, ctypes)
         listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
                                to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of,
                                declared=bool(getattr(filter, "declared", False)))
         ctx.listings[key] = (paging, filter, sort, listing)  # kept alive: their ids stay theirs
     if listing.search is not None and not source.searchable:
-        info.context.report(unsearchable(source.id, owner.xid.rstrip("/") + "/" + ctypes[0].split("/")[-1]), info)
+        info.context.report(unsearchable(source.id, _subject(owner, ctypes)), info)
         return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
     try:
         if owner.kind == "registry":
