@@ -54,21 +54,24 @@ _state = _State()
 class _Gathering:
     """The awaitable :func:`gather` returns (see the module)."""
 
-    __slots__ = ("awaitables",)
+    __slots__ = ("awaitables", "settle")
 
-    def __init__(self, awaitables: tuple[Awaitable[Any], ...]) -> None:
+    def __init__(self, awaitables: tuple[Awaitable[Any], ...], settle: bool) -> None:
         self.awaitables = awaitables
+        self.settle = settle
 
     def __await__(self) -> Generator[Any, None, list[Any]]:
-        return _drive(self.awaitables)
+        return _drive(self.awaitables, self.settle)
 
 
-def gather(*awaitables: Awaitable[T]) -> Awaitable[list[T]]:
-    """The results of ``awaitables`` (coroutines or futures), in order (see the module)."""
-    return _Gathering(awaitables)
+def gather(*awaitables: Awaitable[T], settle: bool = False) -> Awaitable[list[T]]:
+    """The results of ``awaitables`` (coroutines or futures), in order (see the module). With
+    ``settle``, a coroutine's or future's exception is its result (``asyncio.gather``'s
+    ``return_exceptions``) and the others run on."""
+    return _Gathering(awaitables, settle)
 
 
-def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[Any]]:
+def _drive(awaitables: tuple[Awaitable[Any], ...], settle: bool = False) -> Generator[Any, None, list[Any]]:
     results: list[Any] = [None] * len(awaitables)
     #: per index still running: its coroutine (``None``: a future awaited as it is), its context,
     #: and what it waits for (a future, or a nested gather's :class:`_Blocked`)
@@ -78,12 +81,12 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
         for index, awaitable in enumerate(awaitables):
             if awaitable.__class__ is not CoroutineType and asyncio.isfuture(awaitable):
                 if awaitable.done():
-                    results[index] = awaitable.result()
+                    results[index] = _outcome(awaitable) if settle else awaitable.result()
                 else:
                     running[index] = (None, None, awaitable)
                 continue
             coro = awaitable if awaitable.__class__ is CoroutineType else _awaiting(awaitable)
-            _step(index, coro, contextvars.copy_context(), results, running, state)
+            _step(index, coro, contextvars.copy_context(), results, running, state, settle)
         while running:
             nested = state.driving
             futures = [f for _, _, b in running.values() for f in (b.futures if isinstance(b, _Blocked) else (b,))]
@@ -107,10 +110,10 @@ def _drive(awaitables: tuple[Awaitable[Any], ...]) -> Generator[Any, None, list[
             for index in ready:
                 waiting, context, blocker = running.pop(index)
                 if waiting is None:
-                    results[index] = blocker.result()
+                    results[index] = _outcome(blocker) if settle else blocker.result()
                 else:
                     assert context is not None
-                    _step(index, waiting, context, results, running, state)
+                    _step(index, waiting, context, results, running, state, settle)
     except BaseException:
         _close_all(running)
         raise
@@ -143,17 +146,29 @@ def settled(futures: list[asyncio.Future[Any]]) -> Awaitable[None]:
     return _Settling(futures)
 
 
+def _outcome(future: asyncio.Future[Any]) -> Any:
+    """A done future's result, or its exception (a cancellation is raised)."""
+    exception = future.exception()
+    return exception if exception is not None else future.result()
+
+
 def _step(
     index: int, coro: Coroutine[Any, Any, Any], context: contextvars.Context, results: list[Any],
-    running: dict[int, Any], state: _State,
+    running: dict[int, Any], state: _State, settle: bool = False,
 ) -> None:
-    """Run ``coro`` until it waits (recorded in ``running``) or ends (its result in ``results``)."""
+    """Run ``coro`` until it waits (recorded in ``running``) or ends (its result in ``results``;
+    with ``settle``, an exception it raised too)."""
     outer = state.driving
     state.driving = True
     try:
         yielded = context.run(coro.send, None)
     except StopIteration as stop:
         results[index] = stop.value
+        return
+    except Exception as exc:
+        if not settle:
+            raise
+        results[index] = exc
         return
     finally:
         state.driving = outer

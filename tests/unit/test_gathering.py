@@ -70,6 +70,31 @@ async def test_the_first_exception_is_raised_and_the_others_are_closed():
     assert sorted(closed) == ["a", "b"]
 
 
+async def test_settling_gives_each_exception_as_its_result_and_runs_the_others_to_the_end():
+    loop = asyncio.get_running_loop()
+    failed = loop.create_future()
+    failed.set_exception(KeyError("gone"))
+    later = loop.create_future()
+    loop.call_later(0.005, later.set_exception, LookupError("later"))
+
+    async def fails(pause):
+        if pause:
+            await asyncio.sleep(0.001)
+        raise ValueError("boom")
+
+    async def slow():
+        await asyncio.sleep(0.01)
+        return "slow"
+
+    results = await gather(fails(False), slow(), failed, fails(True), later, settle=True)
+    assert [type(r).__name__ for r in results] == ["ValueError", "str", "KeyError", "ValueError", "LookupError"]
+    assert results[1] == "slow"
+    cancelled = loop.create_future()
+    cancelled.cancel()
+    with pytest.raises(asyncio.CancelledError):  # a cancellation is not a result
+        await gather(slow(), cancelled, settle=True)
+
+
 async def test_cancelling_the_awaiting_task_cancels_every_waiting_coroutine():
     seen: list[str] = []
     started = asyncio.Event()
