@@ -22,7 +22,17 @@ abstract types, and every error or null in a non-null position — takes graphql
 so results and errors are the same as strawberry's own executor (``tests/graphql/
 test_graphql_executor.py`` compares them).
 
-The awaiting fields of an object and the awaiting items of a list are awaited together by
+**Level by level.** A query executes breadth-first (:meth:`GatewayExecutor.execute_root_grouped_field_set`):
+where an object is completed, its awaiting resolvers (connections, references) are called and
+their places in its result left open; every one called on a level is awaited together, once, and
+their values are completed into those places, which calls the next level's. A resolver marked
+with a form for many objects (:func:`resolvers.types.batched`) is called once for all the objects
+of a level that ask for it with the same arguments. An error that would null an object already
+completed (a failed non-null field) executes the query again one field at a time (below), which
+nulls it exactly as graphql-core does; the errors reported meanwhile are dropped first.
+
+Otherwise (a mutation, field middleware, ``@stream``; and whatever runs while a level is awaited)
+the awaiting fields of an object and the awaiting items of a list are awaited together by
 :func:`resolvers.gathering.gather` (inside the request's task, no task per awaitable). When the
 response is built, the request's loaders are released (:meth:`~resolvers.loaders.Loaders.release`):
 the loaders and the context refer to each other, and without it every entity of the response
@@ -51,9 +61,12 @@ from graphql import (
     GraphQLObjectType,
     GraphQLScalarType,
     GraphQLStreamDirective,
+    ListValueNode,
+    ObjectValueNode,
+    VariableNode,
     is_leaf_type,
 )
-from graphql.execution.executor import to_nodes
+from graphql.execution.executor import CollectedErrors, to_nodes
 from graphql.execution.values import get_argument_values
 from graphql.pyutils import Path, Undefined
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
@@ -73,8 +86,9 @@ from resolvers.types import attribute_reader, read_field
 Plan = tuple[Callable[[Any], Any], Any, Any]
 
 #: A resolver called directly: the strawberry field, the function, whether it takes ``self``,
-#: the name of its ``info`` parameter (``None``: it takes none), whether it is :class:`Paged`.
-Call = tuple[StrawberryField, Callable[..., Any], bool, "str | None", bool]
+#: the name of its ``info`` parameter (``None``: it takes none), whether it is :class:`Paged`,
+#: whether it is a coroutine function, and its form for many objects (:func:`resolvers.types.batched`).
+Call = tuple[StrawberryField, Callable[..., Any], bool, "str | None", bool, bool, "Callable[..., Any] | None"]
 
 _PLANS: dict[int, tuple[GraphQLField, Plan | None]] = {}
 _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
@@ -175,7 +189,8 @@ def _call(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | No
         return None
     info = resolver.info_parameter
     return (field, cast(Callable[..., Any], resolver.wrapped_func), resolver.self_parameter is not None,
-            info.name if info is not None else None, bool(paged))
+            info.name if info is not None else None, bool(paged), resolver.is_async,
+            getattr(resolver.wrapped_func, "many", None) if resolver.self_parameter is not None else None)
 
 
 def _pacing_of(context: Any) -> tuple[Pacer, Slicer] | None:
@@ -187,6 +202,79 @@ def _pacing_of(context: Any) -> tuple[Pacer, Slicer] | None:
         return pacer, slicer()
     except RuntimeError:  # no event loop: a synchronous execution has nothing to give turns to
         return None
+
+
+class _Deferred:
+    """An awaiting field of a level (:meth:`GatewayExecutor._run_levels`): the resolver's
+    awaitable (then its completion's, when that awaits too), and where its value goes."""
+
+    __slots__ = ("field_details_list", "info", "key", "many", "path", "results", "return_type", "value")
+
+    def __init__(self, value: Any, return_type: Any, field_details_list: Any, info: Any, path: Any,
+                 results: Any, key: str | None) -> None:
+        self.value, self.return_type, self.field_details_list = value, return_type, field_details_list
+        self.info, self.path, self.results, self.key = info, path, results, key
+        #: a field resolved with the others of its level: the resolver's form for many objects,
+        #: the object, its ``info`` and the arguments
+        self.many: tuple[Callable[..., Any], Any, Any, dict[str, Any]] | None = None
+
+
+#: Converted arguments of field nodes written without variables (by id, kept with the node so
+#: that the id stays its own, and the field): the same for every request of a cached document.
+#: Resolvers do not change them (a :class:`Paging` is frozen). Emptied when full.
+_CONSTANT_ARGUMENTS: dict[int, tuple[Any, GraphQLField, dict[str, Any]]] = {}
+_CONSTANT_ARGUMENTS_BOUND = 4096
+
+
+def _uses_variables(node: Any) -> bool:
+    """Whether a field node's arguments refer to a variable (anywhere in their values)."""
+    values = [argument.value for argument in node.arguments or ()]
+    while values:
+        value = values.pop()
+        if isinstance(value, VariableNode):
+            return True
+        if isinstance(value, ListValueNode):
+            values.extend(value.values)
+        elif isinstance(value, ObjectValueNode):
+            values.extend(f.value for f in value.fields)
+    return False
+
+
+def _batches(level: list[_Deferred]) -> list[list[_Deferred]]:
+    """A level's fields resolved for many objects at once, grouped by form and arguments."""
+    groups: dict[tuple[int, int], list[_Deferred]] = {}
+    for deferred in level:
+        if deferred.many is not None:
+            many, _, _, kwargs = deferred.many
+            groups.setdefault((id(many), id(kwargs)), []).append(deferred)
+    return list(groups.values())
+
+
+def _call_many(batch: list[_Deferred]) -> Any:
+    """One call of a field's form for many objects (:func:`resolvers.types.batched`)."""
+    many, _, _, kwargs = batch[0].many  # type: ignore[misc]
+    try:
+        return many([d.many[1] for d in batch], [d.many[2] for d in batch], **kwargs)  # type: ignore[index]
+    except Exception as raw_error:
+        return _awaiting_error(raw_error)
+
+
+def _each(values: Any, count: int) -> list[Any]:
+    """One value per object of a batch (a failed call: its error for each)."""
+    if isinstance(values, Exception):
+        return [values] * count
+    if not isinstance(values, list) or len(values) != count:
+        return [RuntimeError(f"a batched resolver gave {type(values).__name__} for {count} objects")] * count
+    return values
+
+
+class _Rerun(Exception):
+    """A non-null field of an already completed object failed: the query runs again, one field
+    at a time."""
+
+
+async def _awaiting_error(error: Exception) -> Any:
+    raise error
 
 
 class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
@@ -212,6 +300,13 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self.stream_directive = GraphQLStreamDirective in self.schema.directives
         #: the request's pacing (``resolvers/pacing.py``): its pacer and the loop's turns, or ``None``
         self._pacing = _pacing_of(self.context_value)
+        #: executing level by level (see :meth:`execute_root_grouped_field_set`): the awaiting
+        #: resolvers called on the level being completed, else ``None``
+        self._level: list[_Deferred] | None = None
+        #: values completed on a level that are still awaited (graphql-core's path)
+        self._stragglers: list[_Deferred] = []
+        #: the rests of the level's paced lists (tasks), each waiting for its turn
+        self._paused: list[asyncio.Future[Any]] = []
 
     def build_response(self, data: dict[str, Any] | None) -> Any:
         """graphql-core's, and then the request's loaders are released (:meth:`Loaders.release`)."""
@@ -220,6 +315,154 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         if isinstance(loaders, Loaders):
             loaders.release()
         return response
+
+    # -- level by level -----------------------------------------------------------------------
+
+    def execute_root_grouped_field_set(
+        self, root_type: GraphQLObjectType, root_value: Any, grouped_field_set: Any, serially: bool,
+        position_context: Any,
+    ) -> Any:
+        """A query's fields, level by level: each awaiting resolver (connections, references) is
+        called where its object is completed, and all those of a level are awaited together, once
+        (:meth:`_run_levels`); the values they give are completed in place. Anything else (a
+        mutation, field middleware, ``@stream``) takes graphql-core's way, one field at a time."""
+        if serially or not self.planned or self.stream_directive or position_context is not None \
+                or self.abort_signal is not None:
+            return super().execute_root_grouped_field_set(root_type, root_value, grouped_field_set, serially,
+                                                          position_context)
+        context = self.context_value
+        reported = getattr(context, "reported", None)
+        mark = len(reported) if isinstance(reported, list) else 0
+        self._level = []
+        try:
+            data = self.execute_fields(root_type, root_value, None, grouped_field_set, None)
+        except BaseException:
+            self._abandon()
+            raise
+        if not self._level and not self._stragglers and not self.is_awaitable(data):
+            self._level = None
+            return data
+        return self._run_levels(data, (root_type, root_value, grouped_field_set, mark))
+
+    async def _run_levels(self, data: Any, root: tuple[GraphQLObjectType, Any, Any, int]) -> Any:
+        """Await each level's resolvers together and complete their values (which may call the
+        next level's); an error that would null an object already completed (a non-null field's)
+        executes the query again, one field at a time, which nulls it as graphql-core does."""
+        holder = {"data": data}
+        if self.is_awaitable(data):
+            self._stragglers.append(_Deferred(data, None, None, None, None, holder, "data"))
+        try:
+            while self._level or self._stragglers or self._paused:
+                while self._paused:  # the rests of paced lists first: their fields join this level
+                    paused, self._paused = self._paused, []
+                    await gather(*paused, settle=True)
+                # while a level is awaited, what else runs (graphql-core's path) runs one field at a time
+                level, self._level = self._level or [], None
+                stragglers, self._stragglers = self._stragglers, []
+                singles = [d for d in level if d.many is None]
+                batches = _batches(level)
+                values = await gather(*(d.value for d in singles), *(_call_many(b) for b in batches),
+                                      *(d.value for d in stragglers), settle=True)
+                self._level = []
+                for deferred, value in zip(singles, values, strict=False):
+                    deferred.value = value
+                for batch, value in zip(batches, values[len(singles):], strict=False):
+                    for deferred, one in zip(batch, _each(value, len(batch)), strict=True):
+                        deferred.value = one
+                for deferred in level:
+                    self._complete_deferred(deferred, deferred.value)
+                for deferred, value in zip(stragglers, values[len(singles) + len(batches):], strict=True):
+                    self._place(deferred, value)
+        except _Rerun:
+            self._abandon()
+            self.collected_errors = CollectedErrors()
+            reported = getattr(self.context_value, "reported", None)
+            if isinstance(reported, list):
+                del reported[root[3]:]
+            again = super().execute_root_grouped_field_set(root[0], root[1], root[2], False, None)
+            return await again if self.is_awaitable(again) else again
+        except BaseException:
+            self._abandon()
+            raise
+        self._level = None
+        return holder["data"]
+
+    def _defer(
+        self, call: Call, field_def: GraphQLField, parent_type: GraphQLObjectType, source: Any,
+        field_details_list: Any, path: Path,
+    ) -> _Deferred | None:
+        """Call an awaiting resolver for :meth:`_run_levels` to await with the rest of its level
+        (``None``: its arguments are bad; graphql-core's path reports them)."""
+        field, func, takes_self, info_name, _, _, _ = call
+        try:
+            arguments = self._arguments_of(call, field_def, field_details_list[0])
+        except Exception:
+            return None
+        info = self._resolve_info(field_def, field_details_list, parent_type, path)
+        assert self.converter is not None
+        strawberry_info = self.converter.config.info_class(_raw_info=info, _field=field)
+        many = call[6]
+        if many is not None:  # called with the rest of the level's (_run_levels)
+            deferred = _Deferred(None, field_def.type, field_details_list, info, path, None, None)
+            deferred.many = (many, source, strawberry_info, arguments)
+            assert self._level is not None
+            self._level.append(deferred)
+            return deferred
+        kwargs = dict(arguments)
+        if info_name is not None:
+            kwargs[info_name] = strawberry_info
+        try:
+            value = func(source, **kwargs) if takes_self else func(**kwargs)
+        except Exception as raw_error:
+            value = _awaiting_error(raw_error)
+        deferred = _Deferred(value, field_def.type, field_details_list, info, path, None, None)
+        assert self._level is not None
+        self._level.append(deferred)
+        return deferred
+
+    def _complete_deferred(self, deferred: _Deferred, value: Any) -> None:
+        """A level's resolved value completed into its place (errors handled as graphql-core does)."""
+        return_type = deferred.return_type
+        try:
+            if isinstance(value, Exception):
+                raise value
+            completed = self.complete_value(return_type, deferred.field_details_list, deferred.info, deferred.path,
+                                            value, None)
+        except Exception as raw_error:
+            self._field_error(raw_error, deferred)
+            completed = None
+        deferred.results[deferred.key] = completed
+        if completed.__class__ is CoroutineType or (completed.__class__ not in _COMPLETED
+                                                    and self.is_awaitable(completed)):
+            deferred.value = completed
+            self._stragglers.append(deferred)
+
+    def _place(self, deferred: _Deferred, value: Any) -> None:
+        """An awaited completion put in its place."""
+        if isinstance(value, Exception):
+            if deferred.return_type is None:  # the root's own fields: the operation fails
+                raise value
+            self._field_error(value, deferred)
+            value = None
+        deferred.results[deferred.key] = value
+
+    def _field_error(self, raw_error: Exception, deferred: _Deferred) -> None:
+        """A level's field failed: null and reported; where it is non-null, the object around it
+        (already completed) would be nulled: :class:`_Rerun`."""
+        if isinstance(deferred.return_type, GraphQLNonNull):
+            raise _Rerun from raw_error
+        self.handle_field_error(raw_error, deferred.return_type, deferred.field_details_list, deferred.path)
+
+    def _abandon(self) -> None:
+        """Close the resolvers of a level that will not be awaited."""
+        for deferred in (*(self._level or ()), *self._stragglers):
+            if deferred.value.__class__ is CoroutineType:
+                deferred.value.close()
+        for task in self._paused:
+            task.cancel()
+        self._level = None
+        self._stragglers = []
+        self._paused = []
 
     # -- selection sets -----------------------------------------------------------------------
 
@@ -265,6 +508,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         is_awaitable = self.is_awaitable
         awaitable_fields: list[str] = []
         plain = _PLAIN
+        level = self._level
         try:
             cached = self._selection_plans.get(id(grouped_field_set))  # ``_selection_plan``, inlined
             selection_plan = (cached[2] if cached is not None and cached[0] is grouped_field_set
@@ -305,9 +549,16 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                                                      position_context)
                 elif other is not None:  # as :meth:`execute_field` would, its decisions taken once
                     field_def, field_plan, call = other
+                    field_path = _path((path, response_name, parent_type.name))
+                    if level is not None and call is not None and call[5] and position_context is None:
+                        deferred = self._defer(call, field_def, parent_type, source_value, field_details_list,
+                                               field_path)
+                        if deferred is not None:  # completed with the rest of its level, in place
+                            deferred.results, deferred.key = results, response_name
+                            results[response_name] = None
+                            continue
                     result = self._execute_planned(field_def, field_plan, call, parent_type, source_value,
-                                                   field_details_list, _path((path, response_name, parent_type.name)),
-                                                   position_context)
+                                                   field_details_list, field_path, position_context)
                 else:
                     result = self.execute_field(parent_type, source_value, field_details_list,
                                                 _path((path, response_name, parent_type.name)), position_context)
@@ -395,7 +646,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         if items and self._pacing is not None and self._slice_spent():  # a list may begin in a spent slice
             pause = self.between_chunks(path, 0, len(items))
             if pause is not None:
-                return asyncio.ensure_future(self._resume_items(
+                return self._paused_rest(self._resume_items(
                     pause, item_type, field_details_list, info, path, items, 0, completed, awaitable_indices))
         try:
             return self._complete_items(item_type, field_details_list, info, path, items, 0, completed,
@@ -476,12 +727,20 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if index < total and (not paced or self._slice_spent()):
                 pause = self.between_chunks(path, index, total)
                 if pause is not None:  # a task: it runs (and gives a pacing hold back) whoever awaits it
-                    return asyncio.ensure_future(self._resume_items(
+                    return self._paused_rest(self._resume_items(
                         pause, item_type, field_details_list, info, path, items, index, completed,
                         awaitable_indices))
         if not awaitable_indices:
             return completed
         return self._gather_items(completed, awaitable_indices)
+
+    def _paused_rest(self, resume: Any) -> asyncio.Future[Any]:
+        """The task completing a paced list's rest (executing level by level, awaited before the
+        level's resolvers: the fields it calls join them)."""
+        task = asyncio.ensure_future(resume)
+        if self._level is not None:
+            self._paused.append(task)
+        return task
 
     async def _resume_items(
         self, pause: Any, item_type: Any, field_details_list: Any, info: Any, path: Path, items: Any, start: int,
@@ -585,19 +844,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         field_details_list: Any, path: Path, position_context: Any,
     ) -> Any:
         """A resolver called directly (see the module); its arguments converted once per request."""
-        field, func, takes_self, info_name, _ = call
-        details = field_details_list[0]
-        cached = self._arguments.get(id(details))
-        if cached is None or cached[0] is not details:
-            try:
-                kwargs = self._convert_arguments(call, field_def, details)
-            except Exception:  # graphql-core's path raises it again, located
-                return super().execute_field(parent_type, source, field_details_list, path, position_context)
-            cached = self._arguments[id(details)] = (details, kwargs)
+        field, func, takes_self, info_name, _, _, _ = call
+        try:
+            arguments = self._arguments_of(call, field_def, field_details_list[0])
+        except Exception:  # graphql-core's path raises it again, located
+            return super().execute_field(parent_type, source, field_details_list, path, position_context)
         return_type = field_def.type
         info = self._resolve_info(field_def, field_details_list, parent_type, path)
         try:
-            kwargs = dict(cached[1])
+            kwargs = dict(arguments)
             if info_name is not None:
                 assert self.converter is not None
                 kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
@@ -620,10 +875,29 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             return self._await_completed(completed, return_type, field_details_list, path)
         return completed
 
+    def _arguments_of(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
+        """A field's converted arguments (:meth:`_convert_arguments`), once per field node and
+        request; arguments written without variables once per field node of a cached document."""
+        cached = self._arguments.get(id(details))
+        if cached is not None and cached[0] is details:
+            return cached[1]
+        node = details.node
+        constant = _CONSTANT_ARGUMENTS.get(id(node))
+        if constant is not None and constant[0] is node and constant[1] is field_def:
+            kwargs = constant[2]
+        else:
+            kwargs = self._convert_arguments(call, field_def, details)
+            if not details.fragment_variable_values and not _uses_variables(node):
+                if len(_CONSTANT_ARGUMENTS) >= _CONSTANT_ARGUMENTS_BOUND:
+                    _CONSTANT_ARGUMENTS.clear()
+                _CONSTANT_ARGUMENTS[id(node)] = (node, field_def, kwargs)
+        self._arguments[id(details)] = (details, kwargs)
+        return kwargs
+
     def _convert_arguments(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
         """A field's arguments as strawberry hands them to the resolver (``paging`` for a
         :class:`Paged` field), without ``info``."""
-        field, _, _, _, paged = call
+        field, _, _, _, paged, _, _ = call
         node = details.node
         raw = (get_argument_values(field_def, node, self.variable_values, details.fragment_variable_values,
                                    self.hide_suggestions)

@@ -49,51 +49,71 @@ async def resolve(info: Info, owner: Entity, reference: Any, expect: Sequence[st
 
 async def resolve_all(info: Info, owner: Entity, references: Sequence[Any],
                       expect: Sequence[str] | None = None) -> list[Entity | None]:
-    """:func:`resolve` of each of ``references`` (made by ``owner``), in order. Those with one
-    candidate target (XIDs, ``#/`` pointers, URLs inside one registry: nearly all) are looked up
-    together and awaited once, without a coroutine each; the others, and entities whose
+    """:func:`resolve` of each of ``references`` (made by ``owner``), in order (:func:`resolve_each`
+    for one owner)."""
+    found = (await resolve_each([info], [owner], [references], expect))[0]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], references: Sequence[Sequence[Any]],
+                       expect: Sequence[str] | None = None) -> list[list[Entity | None] | Exception]:
+    """For each owner (its ``info`` and its references, in order): :func:`resolve` of each of its
+    references, or the exception that failed it. Those with one candidate target (XIDs, ``#/``
+    pointers, URLs inside one registry: nearly all) are looked up together, for every owner at
+    once, and awaited once, without a coroutine each; the others, and entities whose
     materialisation has still to be completed, take :func:`resolve`."""
-    ctx = info.context
+    ctx = infos[0].context
     rules = ctx.references
-    out: list[Entity | None] = [None] * len(references)
-    single: list[tuple[int, Target]] = []
-    one_by_one: list[int] = []
-    for index, reference in enumerate(references):
-        try:
-            targets = rules.targets(reference, owner.registry, owner.xid)
-        except XRegistryError as exc:
-            ctx.report(exc, info)
-            continue
-        if len(targets) == 1:
-            single.append((index, targets[0]))
-        else:
-            one_by_one.append(index)
+    outs: list[list[Entity | None]] = []
+    single: list[tuple[int, int, Target]] = []  # owner, reference, its target
+    one_by_one: list[tuple[int, int]] = []
+    for k, (info, owner, refs) in enumerate(zip(infos, owners, references, strict=True)):
+        outs.append([None] * len(refs))
+        for index, reference in enumerate(refs):
+            try:
+                targets = rules.targets(reference, owner.registry, owner.xid)
+            except XRegistryError as exc:
+                ctx.report(exc, info)
+                continue
+            if len(targets) == 1:
+                single.append((k, index, targets[0]))
+            else:
+                one_by_one.append((k, index))
     loads = ctx.loaders.batcher.lookup(
-        [(t.registry, owner.as_of if t.registry == owner.registry else None, t.xid) for _, t in single])
+        [(t.registry, owners[k].as_of if t.registry == owners[k].registry else None, t.xid) for k, _, t in single])
     await settled([load for load in loads if isinstance(load, asyncio.Future)])
-    for (index, target), load in zip(single, loads, strict=True):
+    failed: dict[int, Exception] = {}
+    for (k, index, target), load in zip(single, loads, strict=True):
         entity = load
+        owner, info = owners[k], infos[k]
         if isinstance(load, asyncio.Future):
             error = load.exception()
             if isinstance(error, SourceUnavailable):
-                ctx.report(rules.error(references[index], owner.registry, owner.xid, error.reason), info)
+                ctx.report(rules.error(references[k][index], owner.registry, owner.xid, error.reason), info)
                 continue
             if isinstance(error, XRegistryError):
                 ctx.report(error, info)
                 continue
-            if error is not None:
-                raise error
+            if isinstance(error, Exception):
+                failed.setdefault(k, error)
+                continue
             entity = load.result()
         reason = rules.mismatch(entity, target, expect)
         if reason is not None:
-            ctx.report(rules.error(references[index], owner.registry, owner.xid, reason), info)
+            ctx.report(rules.error(references[k][index], owner.registry, owner.xid, reason), info)
         elif needs_completion(entity):
-            one_by_one.append(index)  # loaded: :func:`resolve` finds it in the request's cache
+            one_by_one.append((k, index))  # loaded: :func:`resolve` finds it in the request's cache
         else:
-            out[index] = entity
+            outs[k][index] = entity
     if one_by_one:
         one_by_one.sort()
-        found = await gather(*(resolve(info, owner, references[index], expect) for index in one_by_one))
-        for index, entity in zip(one_by_one, found, strict=True):
-            out[index] = entity
-    return out
+        found = await gather(*(resolve(infos[k], owners[k], references[k][index], expect)
+                               for k, index in one_by_one), settle=True)
+        for (k, index), entity in zip(one_by_one, found, strict=True):
+            if isinstance(entity, Exception):
+                failed.setdefault(k, entity)
+            else:
+                outs[k][index] = entity
+    return [failed.get(k, out) for k, out in enumerate(outs)]

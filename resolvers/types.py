@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from enum import Enum
 from typing import Any, TypeVar
@@ -39,8 +39,9 @@ from resolvers.filters import (
     to_filters,
     to_sort,
 )
+from resolvers.gathering import settled
 from resolvers.ids import global_id
-from resolvers.references import resolve, resolve_all
+from resolvers.references import resolve, resolve_each
 from resolvers.scalars import Timestamp
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
@@ -71,6 +72,17 @@ def reads(path: str) -> Callable[[F], F]:
     the path itself (``operator.attrgetter``) instead of calling the method."""
     def mark(method: F) -> F:
         method.reads = path  # type: ignore[attr-defined]
+        return method
+    return mark
+
+
+def batched(many: Callable[..., Awaitable[list[Any]]]) -> Callable[[F], F]:
+    """Marks a resolver method with its form for many objects: ``many(objects, infos, **arguments)``
+    gives each object's value, in order (an exception for an object that failed). Executing a
+    query level by level, the executor calls it once for all the objects of a level
+    (``resolvers/execution.py``); the method itself serves one object."""
+    def mark(method: F) -> F:
+        method.many = many  # type: ignore[attr-defined]
         return method
     return mark
 
@@ -134,35 +146,86 @@ async def collection(
     paging: Paging,
 ) -> Connection:
     """A connection over the ``ctypes`` collection(s) of ``owner`` (the registry: across it)."""
-    ctx = info.context
-    source = ctx.sources[owner.registry]
-    if not ctypes:
-        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
-    # the same arguments under many owners (a nested connection): one listing per request, so
-    # that the loaders' keys hold the same object (compared by identity, hashed once)
+    found = (await collections([info], [owner], [ctypes], filter, sort, paging))[0]
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
+def _empty() -> Connection:
+    return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
+
+
+async def collections(
+    infos: Sequence[Info], owners: Sequence[SourceEntity], ctypes: Sequence[tuple[str, ...]], filter: Filter | None,
+    sort: SortBy | None, paging: Paging,
+) -> list[Connection | Exception]:
+    """:func:`collection` of each owner (with its ``info`` and its collection types), the nested
+    pages loaded together and awaited once; an owner's failure is its entry (an exception)."""
+    ctx = infos[0].context
+    out: list[Any] = []
+    waiting: list[tuple[int, Info, Any]] = []  # owner, info, its page's load
+    for info, owner, types in zip(infos, owners, ctypes, strict=True):
+        source = ctx.sources[owner.registry]
+        if not types:
+            out.append(_empty())
+            continue
+        try:
+            listing = _listing(ctx, source, owner, types, filter, sort, paging)
+        except Exception as exc:
+            out.append(exc)
+            continue
+        if listing.search is not None and not source.searchable:
+            ctx.report(unsearchable(source.id, _subject(owner, types)), info)
+            out.append(_empty())
+        elif owner.kind == "registry":
+            out.append(await _across(info, source, listing))
+        else:
+            waiting.append((len(out), info, ctx.loaders.children.load((owner.registry, owner.xid, listing))))
+            out.append(None)  # its page's
+    await settled([load for _, _, load in waiting])
+    for index, info, load in waiting:
+        error = load.exception()
+        if isinstance(error, SourceUnavailable):  # the registry is down: no rows, and the error reported
+            ctx.report(error, info)
+            out[index] = _empty()
+        elif isinstance(error, Exception):
+            out[index] = error
+        else:
+            out[index] = connection(load.result(), to_node)
+    return out
+
+
+def _listing(ctx: Any, source: Any, owner: SourceEntity, ctypes: tuple[str, ...], filter: Filter | None,
+             sort: SortBy | None, paging: Paging) -> Any:
+    """The listing of a connection's arguments; the same arguments under many owners (a nested
+    connection) give one listing per request, so that the loaders' keys hold the same object
+    (compared by identity, hashed once)."""
     key = (owner.registry, ctypes, owner.as_of, id(paging), id(filter), id(sort))
     memo = ctx.listings.get(key)
     if memo is not None and memo[0] is paging and memo[1] is filter and memo[2] is sort:
-        listing = memo[3]
-    else:
-        subject = _subject(owner, ctypes)
-        listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
-                               to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of,
-                               declared=bool(getattr(filter, "declared", False)))
-        ctx.listings[key] = (paging, filter, sort, listing)  # kept alive: their ids stay theirs
-    if listing.search is not None and not source.searchable:
-        info.context.report(unsearchable(source.id, _subject(owner, ctypes)), info)
-        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
+        return memo[3]
+    subject = _subject(owner, ctypes)
+    listing = make_listing(ctx, ctypes, to_filters(filter, source.model, ctypes[0], subject),
+                           to_sort(sort, source.model, ctypes[0], subject), paging, as_of=owner.as_of,
+                           declared=bool(getattr(filter, "declared", False)))
+    ctx.listings[key] = (paging, filter, sort, listing)  # kept alive: their ids stay theirs
+    return listing
+
+
+async def _across(info: Info, source: Any, listing: Any) -> Connection | Exception:
+    """A registry-wide connection: its page, and its count when asked."""
+    ctx = info.context
     try:
-        if owner.kind == "registry":
-            page = await source.list(listing)
-            ctx.loaders.prime(page.items)
-            page.items = await ctx.loaders.settle(page.items)
-            return connection(page, to_node, lambda: _count(info, source, listing))
-        return connection(await ctx.loaders.children.load((owner.registry, owner.xid, listing)), to_node)
+        page = await source.list(listing)
+        ctx.loaders.prime(page.items)
+        page.items = await ctx.loaders.settle(page.items)
+        return connection(page, to_node, lambda: _count(info, source, listing))
     except SourceUnavailable as exc:  # the registry is down: no rows, and the error reported
         ctx.report(exc, info)
-        return Connection(nodes=[], cursors=[], has_next=False, has_prev=False, total=0, counter=None)
+        return _empty()
+    except Exception as exc:
+        return exc
 
 
 async def _count(info: Info, source: Any, listing: Any) -> int:
@@ -176,6 +239,36 @@ async def _count(info: Info, source: Any, listing: Any) -> int:
 async def _load(info: Info, owner: SourceEntity, xid: str) -> Any:
     entity = await info.context.loaders.entity(owner.registry, xid, owner.as_of)
     return to_node(entity) if entity is not None else None
+
+
+def _one(values: list[Any]) -> Any:
+    """The one value of a resolver's form for many objects called for one (its error raised)."""
+    value = values[0]
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def _nested(resource_type: str) -> Callable[..., Awaitable[list[Any]]]:
+    """The form for many groups of their connection to their ``resource_type`` resources."""
+    async def many(groups: list[Any], infos: list[Info], filter: Filter | None = None, sort: SortBy | None = None,
+                   *, paging: Paging) -> list[Any]:
+        owners = [g.entity for g in groups]
+        return await collections(infos, owners, [(f"{o.ctype}/{resource_type}",) for o in owners], filter, sort,
+                                 paging)
+    return many
+
+
+_messages_of = _nested("messages")
+_schemas_of = _nested("schemas")
+
+
+async def _messagegroups_of(endpoints: list[Any], infos: list[Info]) -> list[Any]:
+    """The message groups of many endpoints (their ``messagegroups`` references, resolved together)."""
+    owners = [e.entity for e in endpoints]
+    refs = [r if isinstance(r := o.declared("messagegroups") or [], list) else [r] for o in owners]
+    found = await resolve_each(infos, owners, refs, ("messagegroups",))
+    return [f if isinstance(f, Exception) else [MessageGroup(entity=e) for e in f if e is not None] for f in found]
 
 
 # -- interfaces ------------------------------------------------------------------------------
@@ -541,12 +634,12 @@ class MessageGroup(Group):
     protocol: str | None = attr()
 
     @paged_field("The group's messages.")
+    @batched(_messages_of)
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Message] | None:
-        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
-                                paging)
+        return _one(await _messages_of([self], [info], filter, sort, paging=paging))
 
 
 # -- endpoint domain -------------------------------------------------------------------------
@@ -564,11 +657,9 @@ class Endpoint(Group):
 
     @strawberry.field(description="The message groups the endpoint references, in any registry (those that do "
                                   "not resolve are left out and reported in `errors`).")
+    @batched(_messagegroups_of)
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
-        refs = self.entity.declared("messagegroups") or []
-        refs = refs if isinstance(refs, list) else [refs]
-        found = await resolve_all(info, self.entity, refs, ("messagegroups",))
-        return [MessageGroup(entity=e) for e in found if e is not None]
+        return _one(await _messagegroups_of([self], [info]))
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
     async def willmessage(self, info: Info) -> Message | None:
@@ -579,12 +670,12 @@ class Endpoint(Group):
         return node if isinstance(node, Message) else None
 
     @paged_field("The endpoint's own messages.")
+    @batched(_messages_of)
     async def messages(
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Message] | None:
-        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort,
-                                paging)
+        return _one(await _messages_of([self], [info], filter, sort, paging=paging))
 
 
 # -- schema domain ---------------------------------------------------------------------------
@@ -627,12 +718,12 @@ class SchemaGroup(Group):
     format: str | None = attr()
 
     @paged_field("The group's schemas.")
+    @batched(_schemas_of)
     async def schemas(
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Schema] | None:
-        return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort,
-                                paging)
+        return _one(await _schemas_of([self], [info], filter, sort, paging=paging))
 
 
 # -- any other model -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from resolvers.queries import Query
 from resolvers.reported import ReportedErrors
 from resolvers.scalars import SCALARS
 from resolvers.schema import GatewaySchema, build_schema
-from resolvers.types import TYPES, read_field
+from resolvers.types import TYPES, batched, read_field
 from tests.graphql.conftest import REGISTRY_ID, open_registry
 
 WIDE = """query($n: Int!) { registry { registryid specversion epoch
@@ -212,6 +212,81 @@ async def test_nulls_errors_and_abstract_types_are_the_same_as_strawberrys(query
     a, b = await ours.execute(query, variables), await theirs.execute(query, variables)
     assert a.data == b.data
     assert _errors(a) == _errors(b)
+
+
+# -- level by level: awaiting fields of a level resolved together ------------------------------
+
+MANY_CALLS = {"many": 0, "one": 0}
+
+
+async def _sizes(parts: list[Any], infos: list[Any], factor: int = 1) -> list[Any]:
+    """The form for many parts of ``Part.size``: one call per level (an error for a bad part)."""
+    MANY_CALLS["many"] += 1
+    assert len(infos) == len(parts) and all(i.field_name == "size" for i in infos)
+    return [ValueError("no size") if p.name == "bad" else len(p.name) * factor for p in parts]
+
+
+@strawberry.type
+class Part:
+    name: str
+
+    @strawberry.field
+    @batched(_sizes)
+    async def size(self, info: strawberry.Info, factor: int = 1) -> int | None:
+        MANY_CALLS["one"] += 1
+        value = (await _sizes([self], [info], factor))[0]
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    @strawberry.field
+    async def note(self, info: strawberry.Info) -> str | None:  # reported without failing, as resolvers do
+        info.context.reported.append(f"note on {self.name}")
+        return f"note {self.name}"
+
+    @strawberry.field
+    async def must(self) -> str:  # non-null: its error nulls the part, completed a level earlier
+        if self.name == "bad":
+            raise ValueError("a bad part")
+        return self.name.upper()
+
+    @strawberry.field
+    async def inner(self) -> list[Part]:
+        return [Part(name=self.name + "-x"), Part(name=self.name + "-y")]
+
+
+@strawberry.type
+class Parts:
+    @strawberry.field
+    async def parts(self, names: list[str]) -> list[Part | None]:
+        return [Part(name=n) for n in names]
+
+
+@pytest.mark.parametrize("query", [
+    '{ parts(names: ["a", "bad", "cc"]) { name size(factor: 2) inner { name size } } }',
+    '{ parts(names: ["a", "bad", "cc"]) { name note must inner { size must } } }',  # a completed part nulled
+    '{ parts(names: ["a", "cc"]) { note inner { note must inner { must size } } } }',
+])
+async def test_levels_answer_as_strawberrys_with_one_call_per_level_and_reports_once(query: str):
+    from types import SimpleNamespace
+
+    ours = strawberry.Schema(query=Parts, execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Parts)
+    MANY_CALLS.update(many=0, one=0)
+    mine = SimpleNamespace(reported=[])
+    a = await ours.execute(query, context_value=mine)
+    counted = dict(MANY_CALLS)
+    other = SimpleNamespace(reported=[])
+    b = await theirs.execute(query, context_value=other)
+    assert a.data == b.data
+    assert _errors(a) == _errors(b)
+    assert sorted(mine.reported) == sorted(other.reported)  # a query run again reports once
+    if "size" in query and "bad" not in query.split("must")[0]:  # not run again: no single calls
+        assert counted["one"] == 0  # only the form for many parts, once per level that asks
+        assert 1 <= counted["many"] <= query.count("size")
+        assert MANY_CALLS["one"] > 0  # strawberry's own executor: one call per part
+    if "must" in query and "bad" in query:
+        assert a.data["parts"][1] is None and a.data["parts"][0] is not None
 
 
 class PausingExecutor(GatewayExecutor):
