@@ -8,6 +8,7 @@ default version's attributes with ``meta`` and ``versions`` links.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
@@ -99,8 +100,16 @@ def _served_link(view: dict[str, Any], singular: str) -> None:
 
 def resource_id_attribute(rec: EntityRecord) -> str:
     """The ``<singular>id`` attribute of a resource record (its ``meta``'s, else from its type)."""
-    return next((k for k in rec.doc.get("meta") or {} if k.endswith("id") and k != "defaultversionid"),
-                f"{rec.ctype.split('/')[-1].rstrip('s')}id")
+    meta = rec.doc.get("meta") or {}
+    for key in meta:  # nearly always the first key
+        if key.endswith("id") and key != "defaultversionid":
+            return key
+    return _id_attribute_of(rec.ctype)
+
+
+@functools.cache
+def _id_attribute_of(ctype: str) -> str:
+    return f"{ctype.split('/')[-1].rstrip('s')}id"
 
 
 #: What a resource's view shows that its default version's stored attributes do not (or not as
