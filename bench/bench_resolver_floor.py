@@ -5,10 +5,10 @@ SQLite copy of the 117-feed corpus, in turn (CPU time, median of ``--runs``):
 
 - **graphql**: the schema executes the query (``schema.execute``), as the in-process figures of
   ``bench_graphql.py``;
-- **resolvers only**: the same resolvers, loaders and entities (``collection``, ``resolve_all``,
-  ``to_node``, the request's ``Loaders`` and the local source's ``StoredEntity``), called level by
-  level with one wait per level and the response's dictionaries written by hand: what a
-  GraphQL executor with no cost of its own would spend;
+- **resolvers only**: the same resolvers, loaders and entities (``collection`` and the forms for
+  many objects the executor calls, ``to_node``, the request's ``Loaders`` and the local source's
+  ``StoredEntity``), called level by level with one call per level and the response's
+  dictionaries written by hand: what a GraphQL executor with no cost of its own would spend;
 - **baseline**: ``bench_graphql.py``'s baseline (the same JSON straight from the store).
 
 The three answers are checked equal before timing. The gap between the first two is the
@@ -42,10 +42,8 @@ from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
-from resolvers.gathering import gather  # noqa: E402
-from resolvers.references import resolve_all  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
-from resolvers.types import MessageGroup, collection  # noqa: E402
+from resolvers.types import _messagegroups_of, _messages_of, collection  # noqa: E402
 
 QUERY = bench_graphql.QUERIES["endpoint page"]
 
@@ -59,20 +57,13 @@ async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[st
         assert root is not None
         page = await collection(info, root, ("endpoints",), None, None, Paging(first=50))
         endpoints = page.nodes
-        refs = []
-        for node in endpoints:
-            declared = node.entity.declared("messagegroups") or []
-            refs.append(declared if isinstance(declared, list) else [declared])
-        found = await gather(*(resolve_all(info, node.entity, r, ("messagegroups",))
-                               for node, r in zip(endpoints, refs, strict=True)))
-        groups = [[MessageGroup(entity=e) for e in f if e is not None] for f in found]
+        infos = [info] * len(endpoints)
+        groups = await _messagegroups_of(endpoints, infos)
         flat = [g for gs in groups for g in gs]
-        paging = Paging(first=20)
-        messages = dict(zip(map(id, flat), await gather(*(
-            collection(info, g.entity, (f"{g.entity.ctype}/messages",), None, None, paging) for g in flat)),
-            strict=True))
+        messages = dict(zip(map(id, flat), await _messages_of(flat, [info] * len(flat), paging=Paging(first=20)),
+                            strict=True))
 
-        def group_json(group: MessageGroup) -> dict[str, Any]:
+        def group_json(group: Any) -> dict[str, Any]:
             e, conn = group.entity, messages[id(group)]
             return {"xid": e.xid, "name": e.attribute("name"), "messages": {"totalCount": conn.count(), "nodes": [
                 {"xid": m.entity.xid, **{n: m.entity.attribute(n) for n in ("name", "envelope", "protocol",
