@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
+from graphql import FieldNode
 from strawberry import ID
 from strawberry.types import Info
 
@@ -30,6 +31,21 @@ from resolvers.types import (
     SchemaGroup,
     to_node,
 )
+
+#: The fields of ``Registry`` that read nothing of the registry's own record (its id, its source,
+#: its collections): a selection of only these needs no read of it.
+_NAVIGATION = frozenset({"__typename", "id", "xid", "registryid", "revision", "instanceId", "kind", "status",
+                         "asOf", "model", "endpoints", "messagegroups", "schemagroups", "messages", "schemas",
+                         "groups", "resources", "versions", "lookup", "changes"})
+
+
+def _navigates_only(info: Info) -> bool:
+    """Whether the field's selections are all fields of :data:`_NAVIGATION` (no fragments)."""
+    for node in info._raw_info.field_nodes:
+        for selection in node.selection_set.selections if node.selection_set else ():
+            if not isinstance(selection, FieldNode) or selection.name.value not in _NAVIGATION:
+                return False
+    return True
 
 
 async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any:
@@ -59,6 +75,9 @@ class Query(Checks):
         if source is None:
             return None
         await source.check_revision(as_of)
+        if as_of is None and source.kind == "local" and _navigates_only(info):
+            # the gateway's store always holds its registry: nothing of the root record is asked for
+            return Registry(entity=SourceEntity(source.id, "/", "registry", "", {"registryid": source.id, "xid": "/"}))
         return await _entity(info, source.id, "/", as_of)
 
     @strawberry.field(description="The object with this global id (Relay).")

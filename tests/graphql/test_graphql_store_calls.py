@@ -86,3 +86,33 @@ async def test_pacing_costs_no_store_call_more(corpus_db: Path, tmp_path: Path):
     assert data[0] == data[1]
     assert sum(paced.values()) <= sum(one_stretch.values()), (one_stretch, paced)
     assert all(paced.get(call, 0) <= n for call, n in one_stretch.items()), (one_stretch, paced)
+
+
+async def test_the_registry_record_is_read_only_when_something_of_it_is_asked(corpus):
+    """``registry`` with only its id, source and collections selected reads nothing of the root
+    record (the gateway's store always holds it); any of its attributes, or a fragment, reads it."""
+    store = corpus.registry.store
+    read: list[list[str]] = []
+    get_many = store.get_many
+
+    async def counted(xids, as_of=None):
+        read.append(list(xids))
+        return await get_many(xids, as_of)
+
+    store.get_many = counted
+    try:
+        navigation = await corpus.data("{ registry { xid registryid kind endpoints(first: 1) { nodes { xid } } } }")
+        roots_navigating = sum(x == "/" for xids in read for x in xids)
+        read.clear()
+        named = await corpus.data("{ registry { xid registryid name specversion epoch } }")
+        roots_named = sum(x == "/" for xids in read for x in xids)
+        read.clear()
+        fragment = await corpus.data("{ registry { ... on Registry { xid registryid } } }")
+        roots_fragment = sum(x == "/" for xids in read for x in xids)
+    finally:
+        del store.get_many
+    assert roots_navigating == 0 and roots_named == 1 and roots_fragment == 1
+    for data in (navigation, named, fragment):
+        assert data["registry"]["xid"] == "/" and data["registry"]["registryid"] == "test"
+    assert navigation["registry"]["kind"] == "local" and navigation["registry"]["endpoints"]["nodes"]
+    assert named["registry"]["specversion"] and named["registry"]["epoch"] >= 1
