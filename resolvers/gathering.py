@@ -15,7 +15,9 @@ for the many small awaits of a GraphQL response and better for batching:
   outermost one, which waits for any of them with one future. When the loop resolves a loader's
   batch, every coroutine waiting on it resumes in the same step of the awaiting task, so the
   loads they issue next form one batch again. A loader's futures (:class:`BatchFuture`) wake
-  the waiting gathers once per batch (:func:`batch_done`), not once each.
+  the waiting gathers once per batch (:func:`batch_done`), not once each. When the tree waits
+  for one future of its own (a store call's), the task waits for it directly, as ``await``
+  would: no waiter, one loop turn less.
 
 Each coroutine runs in its own copy of the context (as a task would), so context variables set
 by one are not seen by the others.
@@ -215,6 +217,18 @@ def _any_done(futures: list[asyncio.Future[Any]]) -> Generator[Any, None, None]:
     for future in futures:
         if future.done():
             return
+    if len(futures) == 1 and futures[0].__class__ is not BatchFuture and not isinstance(futures[0], asyncio.Task):
+        # one future of its own (a store call's): waited for as ``await`` would, without a waiter
+        # (a loop turn less), and its outcome left to whoever reads it. A task may be awaited by
+        # others: cancelling this wait must not cancel it, so it takes the waiter.
+        only = futures[0]
+        only._asyncio_future_blocking = True
+        try:
+            yield only
+        except Exception as exc:  # the task hands a failed future's exception in: not this wait's
+            if only.cancelled() or exc is not only.exception():
+                raise
+        return
     loop = asyncio.get_running_loop()
     waiter = loop.create_future()
 

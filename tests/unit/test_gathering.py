@@ -95,6 +95,58 @@ async def test_settling_gives_each_exception_as_its_result_and_runs_the_others_t
         await gather(slow(), cancelled, settle=True)
 
 
+async def test_one_plain_future_is_waited_for_as_await_would_a_loop_turn_sooner():
+    loop = asyncio.get_running_loop()
+
+    async def reads(future):
+        return await future
+
+    async def turns_until_done(count: int, outcome) -> tuple[list, int]:
+        """Loop turns from the futures' resolution (all in one turn) to the gather's return."""
+        futures = [loop.create_future() for _ in range(count)]
+        turns, done = 0, False
+
+        def tick():
+            nonlocal turns
+            if not done:
+                turns += 1
+                loop.call_soon(tick)
+
+        def resolve():
+            for future in futures:
+                outcome(future)
+            loop.call_soon(tick)
+
+        loop.call_soon(resolve)
+        results = await gather(*(reads(f) for f in futures), settle=True)
+        done = True
+        return results, turns
+
+    one, one_turns = await turns_until_done(1, lambda f: f.set_result("read"))
+    two, two_turns = await turns_until_done(2, lambda f: f.set_result("read"))
+    assert one == ["read"] and two == ["read", "read"]
+    assert one_turns < two_turns  # two take a waiter, woken a turn later
+    failed, _ = await turns_until_done(1, lambda f: f.set_exception(OSError("disk")))
+    assert isinstance(failed[0], OSError)  # its outcome reaches its reader, not the wait
+
+    # a task may be awaited by others: it takes the waiter and survives the wait's cancellation
+    shared = asyncio.ensure_future(asyncio.sleep(0.05, "shared"))
+    waiting = asyncio.ensure_future(gather(reads(shared)))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert await shared == "shared"
+    # a future of its own is cancelled with the wait, as with await
+    own = loop.create_future()
+    waiting = asyncio.ensure_future(gather(reads(own)))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert own.cancelled()
+
+
 async def test_cancelling_the_awaiting_task_cancels_every_waiting_coroutine():
     seen: list[str] = []
     started = asyncio.Event()
