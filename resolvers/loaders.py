@@ -171,18 +171,27 @@ class Loaders:
         groups: dict[tuple[str, Listing], list[str]] = defaultdict(list)
         for registry, parent, listing in keys:
             groups[(registry, listing)].append(parent)
-        found = await gather(*(_outcome(self.sources[r].list_children(parents, listing))
-                               for (r, listing), parents in groups.items()))
+        found = await gather(*(self.children_of(r, listing, parents) for (r, listing), parents in groups.items()))
         by_group = dict(zip(groups, found, strict=False))
         pages: list[SourcePage | BaseException] = []
         for r, parent, listing in keys:
             result = by_group[(r, listing)]
             pages.append(result if isinstance(result, BaseException) else result[parent.lower()])
-        ready = [page for page in pages if isinstance(page, SourcePage)]
-        for page in ready:
+        return pages
+
+    async def children_of(self, registry: str, listing: Listing,
+                          parents: list[str]) -> dict[str, SourcePage] | BaseException:
+        """The pages of ``parents`` (by lower-case XID) under one listing, read at once (one
+        :meth:`~adapters.base.RegistrySource.list_children`; not cached), their entities
+        remembered and their messages materialised; or the exception that failed the read."""
+        try:
+            pages = await self.sources[registry].list_children(parents, listing)
+        except Exception as exc:
+            return exc
+        for page in pages.values():
             self.prime(page.items)
-        settled = iter(await self.settle([e for page in ready for e in page.items]))  # all chains at once
-        for page in ready:
+        settled = iter(await self.settle([e for page in pages.values() for e in page.items]))  # all chains at once
+        for page in pages.values():
             page.items = [next(settled) for _ in page.items]
         return pages
 

@@ -39,7 +39,7 @@ from resolvers.filters import (
     to_filters,
     to_sort,
 )
-from resolvers.gathering import settled
+from resolvers.gathering import gather, settled
 from resolvers.ids import global_id
 from resolvers.references import resolve, resolve_each
 from resolvers.scalars import Timestamp
@@ -158,13 +158,15 @@ def _empty() -> Connection:
 
 async def collections(
     infos: Sequence[Info], owners: Sequence[SourceEntity], ctypes: Sequence[tuple[str, ...]], filter: Filter | None,
-    sort: SortBy | None, paging: Paging,
+    sort: SortBy | None, paging: Paging, *, at_once: bool = False,
 ) -> list[Connection | Exception]:
     """:func:`collection` of each owner (with its ``info`` and its collection types), the nested
-    pages loaded together and awaited once; an owner's failure is its entry (an exception)."""
+    pages awaited once; an owner's failure is its entry (an exception). The pages load through
+    the request's loader (batched with other loads of them), or, ``at_once`` (every owner of a
+    level is here), read directly: one read per registry and listing."""
     ctx = infos[0].context
     out: list[Any] = []
-    waiting: list[tuple[int, Info, Any]] = []  # owner, info, its page's load
+    nested: list[tuple[int, Info, SourceEntity, Any]] = []  # owner's place, info, owner, its listing
     for info, owner, types in zip(infos, owners, ctypes, strict=True):
         source = ctx.sources[owner.registry]
         if not types:
@@ -181,18 +183,39 @@ async def collections(
         elif owner.kind == "registry":
             out.append(await _across(info, source, listing))
         else:
-            waiting.append((len(out), info, ctx.loaders.children.load((owner.registry, owner.xid, listing))))
+            nested.append((len(out), info, owner, listing))
             out.append(None)  # its page's
-    await settled([load for _, _, load in waiting])
-    for index, info, load in waiting:
-        error = load.exception()
-        if isinstance(error, SourceUnavailable):  # the registry is down: no rows, and the error reported
-            ctx.report(error, info)
+    if not nested:
+        return out
+    if at_once:
+        pages = await _pages_at_once(ctx, [(owner, listing) for _, _, owner, listing in nested])
+    else:
+        loads = [ctx.loaders.children.load((owner.registry, owner.xid, listing)) for _, _, owner, listing in nested]
+        await settled(loads)
+        pages = [load.exception() or load.result() for load in loads]
+    for (index, info, _, _), page in zip(nested, pages, strict=True):
+        if isinstance(page, SourceUnavailable):  # the registry is down: no rows, and the error reported
+            ctx.report(page, info)
             out[index] = _empty()
-        elif isinstance(error, Exception):
-            out[index] = error
+        elif isinstance(page, BaseException):
+            out[index] = page
         else:
-            out[index] = connection(load.result(), to_node)
+            out[index] = connection(page, to_node)
+    return out
+
+
+async def _pages_at_once(ctx: Any, wanted: list[tuple[SourceEntity, Any]]) -> list[Any]:
+    """Each owner's page under its listing: one read per registry and listing (or its error)."""
+    groups: dict[tuple[str, int], tuple[Any, list[str]]] = {}
+    for owner, listing in wanted:
+        groups.setdefault((owner.registry, id(listing)), (listing, []))[1].append(owner.xid)
+    found = await gather(*(ctx.loaders.children_of(registry, listing, parents)
+                           for (registry, _), (listing, parents) in groups.items()))
+    by_group = dict(zip(groups, found, strict=True))
+    out = []
+    for owner, listing in wanted:
+        pages = by_group[(owner.registry, id(listing))]
+        out.append(pages if isinstance(pages, BaseException) else pages[owner.xid.lower()])
     return out
 
 
@@ -250,12 +273,13 @@ def _one(values: list[Any]) -> Any:
 
 
 def _nested(resource_type: str) -> Callable[..., Awaitable[list[Any]]]:
-    """The form for many groups of their connection to their ``resource_type`` resources."""
+    """The form for many groups of their connection to their ``resource_type`` resources (every
+    group of a level asking: their pages are read at once)."""
     async def many(groups: list[Any], infos: list[Info], filter: Filter | None = None, sort: SortBy | None = None,
                    *, paging: Paging) -> list[Any]:
         owners = [g.entity for g in groups]
         return await collections(infos, owners, [(f"{o.ctype}/{resource_type}",) for o in owners], filter, sort,
-                                 paging)
+                                 paging, at_once=True)
     return many
 
 
@@ -639,7 +663,7 @@ class MessageGroup(Group):
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Message] | None:
-        return _one(await _messages_of([self], [info], filter, sort, paging=paging))
+        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort, paging)
 
 
 # -- endpoint domain -------------------------------------------------------------------------
@@ -675,7 +699,7 @@ class Endpoint(Group):
         self, info: Info, filter: MessageFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Message] | None:
-        return _one(await _messages_of([self], [info], filter, sort, paging=paging))
+        return await collection(info, self.entity, (f"{self.entity.ctype}/messages",), filter, sort, paging)
 
 
 # -- schema domain ---------------------------------------------------------------------------
@@ -723,7 +747,7 @@ class SchemaGroup(Group):
         self, info: Info, filter: SchemaFilter | None = None, sort: SortBy | None = None,
         *, paging: Paging,
     ) -> Connection[Schema] | None:
-        return _one(await _schemas_of([self], [info], filter, sort, paging=paging))
+        return await collection(info, self.entity, (f"{self.entity.ctype}/schemas",), filter, sort, paging)
 
 
 # -- any other model -------------------------------------------------------------------------
