@@ -128,6 +128,13 @@ class Entity:
         """One attribute as :attr:`view` holds it (a source may read it without building the view)."""
         return self.view.get(name)
 
+    def origin(self, name: str) -> tuple[str, str] | None:
+        """``materialised.inherited`` of one attribute: the ``(registry, XID)`` of the base that
+        supplies it, ``None`` when the entity declares it or is not materialised (a source may
+        tell without building the materialisation)."""
+        m = self.materialised
+        return m.inherited.get(name) if m is not None else None
+
     def pending_chain(self) -> bool | None:
         """``materialised.pending``, ``None`` when not materialised (a source may tell without
         building the materialisation)."""

@@ -31,7 +31,7 @@ from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.materialise import derived_of, message_ctypes
+from gateway.registry.materialise import DERIVED, derived_of, message_ctypes
 from gateway.registry.reads import (
     NOTHING,
     THREAD_VIEWS,
@@ -162,6 +162,8 @@ class StoredEntity(Entity):
     def attribute(self, name: str) -> Any:
         own, stored, derived = self._plain or self._stored()
         if name in own:
+            if name == "versionid" and derived is None and self._record.kind == "resource":
+                return self._default_versionid()
             return super().attribute(name)
         if derived is not None and name in derived:
             return derived[name]
@@ -170,6 +172,21 @@ class StoredEntity(Entity):
     def declared(self, name: str) -> Any:
         own, stored, _ = self._plain or self._stored()
         return super().declared(name) if name in own else stored.get(name)
+
+    def _default_versionid(self) -> Any:
+        """A resource view's ``versionid``: its default version's (``resource_view``'s rule)."""
+        doc = self._record.doc
+        default = doc.get("default") or {}
+        if not any(k != DERIVED for k in default):
+            return None
+        return default.get("versionid", (doc.get("meta") or {}).get("defaultversionid"))
+
+    def origin(self, name: str) -> tuple[str, str] | None:
+        if not self._message:
+            return None
+        derived = derived_of(self._record.kind, self._record.doc)
+        base = derived.get("inherited", {}).get(name) if derived else None
+        return (self._source.id, base) if base is not None else None
 
     def pending_chain(self) -> bool | None:
         if not self._message:

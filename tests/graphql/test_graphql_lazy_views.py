@@ -36,6 +36,7 @@ async def test_lazy_entities_answer_as_built_views(corpus_db):
             for name in {*attributes, *view, *(rec.doc.get("default") or rec.doc), *EXTRA}:
                 assert fresh[0].attribute(name) == attributes.get(name), (rec.xid, name)
                 assert fresh[0].declared(name) == view.get(name), (rec.xid, name)
+                assert fresh[0].origin(name) == (built.inherited.get(name) if built else None), (rec.xid, name)
                 checked += 1
             assert pending == (built.pending if built is not None else None)
             # building it gives the eager entity
