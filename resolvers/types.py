@@ -365,12 +365,12 @@ class Entity(Node):
 
     @strawberry.field(description="The entity's labels.")
     def labels(self) -> list[Label]:
-        labels = self.entity.attributes.get("labels") or {}
+        labels = self.entity.attribute("labels") or {}
         return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
 
     @strawberry.field(description="The value of one label.")
     def label(self, key: str) -> str | None:
-        labels = self.entity.attributes.get("labels")
+        labels = self.entity.attribute("labels")
         return labels.get(key) if isinstance(labels, dict) else None
 
 
@@ -451,15 +451,15 @@ class DataSchema:
 
     @strawberry.field(description="The message's `dataschemaformat`.")
     def format(self) -> str | None:
-        return self.message.attributes.get("dataschemaformat")
+        return self.message.attribute("dataschemaformat")
 
     @strawberry.field(description="The inline schema (`dataschema`), when the message carries one.")
     def inline(self) -> JSON | None:
-        return self.message.attributes.get("dataschema")
+        return self.message.attribute("dataschema")
 
     @strawberry.field(description="The `dataschemauri`, as written.")
     def uri(self) -> str | None:
-        return self.message.attributes.get("dataschemauri")
+        return self.message.attribute("dataschemauri")
 
     @strawberry.field(description="The XID of the schema or schema version the reference resolves to.")
     async def xid(self, info: Info) -> str | None:
@@ -490,22 +490,35 @@ class DataSchema:
 
     @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
     async def document(self, info: Info) -> JSON | None:
-        inline = self.message.attributes.get("dataschema")
+        inline = self.message.attribute("dataschema")
         if inline is not None:
             return inline
         target = await self._resolved(info)
-        return target.view.get("schema") if target is not None else None
+        return target.attribute("schema") if target is not None else None
 
     async def _resolved(self, info: Info) -> SourceEntity | None:
-        """The referenced schema or version, resolved once for all the fields asking."""
-        if "target" not in self.memo:
-            self.memo["target"] = asyncio.ensure_future(self._resolve(info))
-        return await self.memo["target"]
+        """The referenced schema or version, resolved once for all the fields asking: by the
+        first, in its own coroutine (no task); the others wait for its outcome."""
+        shared = self.memo.get("target")
+        if shared is not None:
+            return await shared
+        shared = self.memo["target"] = asyncio.get_running_loop().create_future()
+        try:
+            target = await self._resolve(info)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                shared.set_exception(exc)
+                shared.exception()  # retrieved: the first caller raises it itself
+            else:
+                shared.cancel()
+            raise
+        shared.set_result(target)
+        return target
 
     async def _resolve(self, info: Info) -> SourceEntity | None:
-        attrs = self.message.attributes
-        name = "dataschemaxid" if attrs.get("dataschemaxid") else "dataschemauri"
-        reference = attrs.get(name)
+        message = self.message
+        name = "dataschemaxid" if message.attribute("dataschemaxid") else "dataschemauri"
+        reference = message.attribute(name)
         if not reference:
             return None
         owner = _writer_of(self.message, name)
@@ -520,8 +533,7 @@ class DataSchema:
 def _writer_of(message: SourceEntity, attribute: str) -> SourceEntity:
     """The entity a (materialised) attribute of ``message`` was written in: the base it was
     inherited from (references in it are relative to that base's registry), or the message."""
-    m = message.materialised
-    origin = m.inherited.get(attribute) if m is not None else None
+    origin = message.origin(attribute)
     if origin is None or origin[0] == message.registry:
         return message
     return SourceEntity(origin[0], origin[1], "resource", "", {}, None)
@@ -555,7 +567,7 @@ class DeclaredMessage:
 
     @strawberry.field(description="The labels the message declares.")
     def labels(self) -> list[Label]:
-        labels = self.entity.view.get("labels") or {}
+        labels = self.entity.declared("labels") or {}
         return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
 
     @strawberry.field(description="The payload schema the message declares.")
@@ -564,8 +576,8 @@ class DeclaredMessage:
 
 
 def _dataschema(entity: SourceEntity) -> DataSchema | None:
-    attrs = entity.attributes
-    if attrs.get("dataschema") is None and not attrs.get("dataschemauri") and not attrs.get("dataschemaxid"):
+    if entity.attribute("dataschema") is None and not entity.attribute("dataschemauri") \
+            and not entity.attribute("dataschemaxid"):
         return None
     return DataSchema(message=entity, memo={})
 
@@ -590,7 +602,7 @@ class MessageDefinition:
     @strawberry.field(description="The message this one is based on (`basemessageuri`, in any registry; a "
                                   "version reference gives its message).")
     async def basemessage(self, info: Info) -> Message | None:
-        reference = self.entity.view.get("basemessageuri")
+        reference = self.entity.declared("basemessageuri")
         target = await resolve(info, self.entity, reference, MESSAGE_TYPES) if reference else None
         if target is not None and target.kind == "version":
             return await _load(info, target, str(Xid.parse(target.xid).resource))
