@@ -49,10 +49,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from time import perf_counter
 from types import CoroutineType
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from graphql import (
     GraphQLField,
@@ -215,7 +215,7 @@ class _Deferred:
         self.value, self.return_type, self.field_details_list = value, return_type, field_details_list
         self.info, self.path, self.results, self.key = info, path, results, key
         #: a field resolved with the others of its level: the resolver's form for many objects,
-        #: the object, its ``info`` and the arguments
+        #: the object, how its strawberry ``info`` is made (class, field) and the arguments
         self.many: tuple[Callable[..., Any], Any, Any, dict[str, Any]] | None = None
 
 
@@ -252,11 +252,38 @@ def _batches(level: list[_Deferred]) -> list[list[_Deferred]]:
 
 def _call_many(batch: list[_Deferred]) -> Any:
     """One call of a field's form for many objects (:func:`resolvers.types.batched`)."""
-    many, _, _, kwargs = batch[0].many  # type: ignore[misc]
+    many, _, (info_class, field), kwargs = batch[0].many  # type: ignore[misc]
     try:
-        return many([d.many[1] for d in batch], [d.many[2] for d in batch], **kwargs)  # type: ignore[index]
+        return many([d.many[1] for d in batch], _Infos(info_class, field, [d.info for d in batch]),  # type: ignore[index]
+                    **kwargs)
     except Exception as raw_error:
         return _awaiting_error(raw_error)
+
+
+class _Infos(Sequence[Any]):
+    """The strawberry ``Info`` of each object of a batch, made when first asked for (a form for
+    many objects reads the context from one and reports through the others only on errors)."""
+
+    __slots__ = ("_field", "_info_class", "_made", "_raw")
+
+    def __init__(self, info_class: Any, field: StrawberryField, raw: list[Any]) -> None:
+        self._info_class, self._field, self._raw = info_class, field, raw
+        self._made: list[Any] = [None] * len(raw)
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self._raw))[index]]
+        made = self._made[index]
+        if made is None:
+            made = self._made[index] = self._info_class(_raw_info=self._raw[index], _field=self._field)
+        return made
 
 
 def _each(values: Any, count: int) -> list[Any]:
@@ -400,17 +427,16 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             return None
         info = self._resolve_info(field_def, field_details_list, parent_type, path)
         assert self.converter is not None
-        strawberry_info = self.converter.config.info_class(_raw_info=info, _field=field)
         many = call[6]
         if many is not None:  # called with the rest of the level's (_run_levels)
             deferred = _Deferred(None, field_def.type, field_details_list, info, path, None, None)
-            deferred.many = (many, source, strawberry_info, arguments)
+            deferred.many = (many, source, (self.converter.config.info_class, field), arguments)
             assert self._level is not None
             self._level.append(deferred)
             return deferred
         kwargs = dict(arguments)
         if info_name is not None:
-            kwargs[info_name] = strawberry_info
+            kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
         try:
             value = func(source, **kwargs) if takes_self else func(**kwargs)
         except Exception as raw_error:
@@ -497,11 +523,11 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def execute_fields(
         self, parent_type: GraphQLObjectType, source_value: Any, path: Path | None, grouped_field_set: Any,
-        position_context: Any, on_error: tuple[Any, Any, Path] | None = None,
+        position_context: Any, on_error: tuple[Any, Any] | None = None,
     ) -> Any:
         """graphql-core's, with the selection set's plan; ``on_error``: ``(return type, field
-        group, path)`` where an error raised while awaiting the fields is handled (a list item's)
-        instead of raised."""
+        group)`` of the position the object is in (a list item's), where an error raised while
+        awaiting the fields is handled (at ``path``) instead of raised."""
         if not self.planned:
             return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
         results: dict[str, Any] = {}
@@ -573,10 +599,11 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             raise
         if not awaitable_fields:
             return results
-        return self._gather_fields(results, awaitable_fields, on_error)
+        return self._gather_fields(results, awaitable_fields, path, on_error)
 
     async def _gather_fields(
-        self, results: dict[str, Any], awaitable_fields: list[str], on_error: tuple[Any, Any, Path] | None = None,
+        self, results: dict[str, Any], awaitable_fields: list[str], path: Path | None = None,
+        on_error: tuple[Any, Any] | None = None,
     ) -> dict[str, Any] | None:
         try:
             if len(awaitable_fields) == 1:
@@ -588,7 +615,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         except Exception as raw_error:
             if on_error is None:
                 raise
-            self.handle_field_error(raw_error, *on_error)
+            assert path is not None
+            self.handle_field_error(raw_error, on_error[0], on_error[1], path)
             return None
         return results
 
@@ -690,6 +718,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             grouped_field_set, new_defer_usages, _ = self.collect_subfields(object_type, field_details_list)
             selection = None if new_defer_usages else grouped_field_set
             of_type = self._of_type.get(object_type.name)
+        position = (item_type, field_details_list)  # where an item's error is handled
         total = len(items)
         index = start
         paced = self._pacing is not None
@@ -705,8 +734,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                         item.__class__ is of_type or self._accepts(object_type, item, info)):
                     of_type = item.__class__
                     try:
-                        value = self.execute_fields(object_type, item, item_path, selection, None,
-                                                    (item_type, field_details_list, item_path))
+                        value = self.execute_fields(object_type, item, item_path, selection, None, position)
                     except Exception as raw_error:
                         self.handle_field_error(raw_error, item_type, field_details_list, item_path)
                         value = None

@@ -69,13 +69,13 @@ async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], referenc
     outs: list[list[Entity | None]] = []
     single: list[tuple[int, int, Target]] = []  # owner, reference, its target
     one_by_one: list[tuple[int, int]] = []
-    for k, (info, owner, refs) in enumerate(zip(infos, owners, references, strict=True)):
+    for k, (owner, refs) in enumerate(zip(owners, references, strict=True)):
         outs.append([None] * len(refs))
         for index, reference in enumerate(refs):
             try:
                 targets = rules.targets(reference, owner.registry, owner.xid)
             except XRegistryError as exc:
-                ctx.report(exc, info)
+                ctx.report(exc, infos[k])
                 continue
             if len(targets) == 1:
                 single.append((k, index, targets[0]))
@@ -87,14 +87,14 @@ async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], referenc
     failed: dict[int, Exception] = {}
     for (k, index, target), load in zip(single, loads, strict=True):
         entity = load
-        owner, info = owners[k], infos[k]
+        owner = owners[k]
         if isinstance(load, asyncio.Future):
             error = load.exception()
             if isinstance(error, SourceUnavailable):
-                ctx.report(rules.error(references[k][index], owner.registry, owner.xid, error.reason), info)
+                ctx.report(rules.error(references[k][index], owner.registry, owner.xid, error.reason), infos[k])
                 continue
             if isinstance(error, XRegistryError):
-                ctx.report(error, info)
+                ctx.report(error, infos[k])
                 continue
             if isinstance(error, Exception):
                 failed.setdefault(k, error)
@@ -102,7 +102,7 @@ async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], referenc
             entity = load.result()
         reason = rules.mismatch(entity, target, expect)
         if reason is not None:
-            ctx.report(rules.error(references[k][index], owner.registry, owner.xid, reason), info)
+            ctx.report(rules.error(references[k][index], owner.registry, owner.xid, reason), infos[k])
         elif needs_completion(entity):
             one_by_one.append((k, index))  # loaded: :func:`resolve` finds it in the request's cache
         else:

@@ -166,8 +166,8 @@ async def collections(
     level is here), read directly: one read per registry and listing."""
     ctx = infos[0].context
     out: list[Any] = []
-    nested: list[tuple[int, Info, SourceEntity, Any]] = []  # owner's place, info, owner, its listing
-    for info, owner, types in zip(infos, owners, ctypes, strict=True):
+    nested: list[tuple[int, int, SourceEntity, Any]] = []  # owner's place, its info's, owner, its listing
+    for k, (owner, types) in enumerate(zip(owners, ctypes, strict=True)):
         source = ctx.sources[owner.registry]
         if not types:
             out.append(_empty())
@@ -178,12 +178,12 @@ async def collections(
             out.append(exc)
             continue
         if listing.search is not None and not source.searchable:
-            ctx.report(unsearchable(source.id, _subject(owner, types)), info)
+            ctx.report(unsearchable(source.id, _subject(owner, types)), infos[k])
             out.append(_empty())
         elif owner.kind == "registry":
-            out.append(await _across(info, source, listing))
+            out.append(await _across(infos[k], source, listing))
         else:
-            nested.append((len(out), info, owner, listing))
+            nested.append((len(out), k, owner, listing))
             out.append(None)  # its page's
     if not nested:
         return out
@@ -193,9 +193,9 @@ async def collections(
         loads = [ctx.loaders.children.load((owner.registry, owner.xid, listing)) for _, _, owner, listing in nested]
         await settled(loads)
         pages = [load.exception() or load.result() for load in loads]
-    for (index, info, _, _), page in zip(nested, pages, strict=True):
+    for (index, k, _, _), page in zip(nested, pages, strict=True):
         if isinstance(page, SourceUnavailable):  # the registry is down: no rows, and the error reported
-            ctx.report(page, info)
+            ctx.report(page, infos[k])
             out[index] = _empty()
         elif isinstance(page, BaseException):
             out[index] = page
