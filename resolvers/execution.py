@@ -127,6 +127,18 @@ _SERIALIZED_AS_IS: dict[str, type] = {"String": str, "ID": str, "Boolean": bool}
 LIST_CHUNK = 100
 
 
+def _objects_of(type_: Any) -> Any:
+    """The item type of a list of objects (``[T]``, ``[T!]!``: ``T`` or ``T!``) whose items the
+    executor completes itself, else ``None``."""
+    if isinstance(type_, GraphQLNonNull):
+        type_ = type_.of_type
+    if not isinstance(type_, GraphQLList):
+        return None
+    item = type_.of_type
+    named = item.of_type if isinstance(item, GraphQLNonNull) else item
+    return item if isinstance(named, GraphQLObjectType) and named.is_type_of is not None else None
+
+
 def plan_of(field_def: GraphQLField) -> Plan | None:
     """How a field resolves without ``info`` (``None``: it needs graphql-core's path)."""
     cached = _PLANS.get(id(field_def))
@@ -516,7 +528,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if leaf is None and field_def is not None and self.planned:
                 call = call_of(field_def, self.converter) if field_plan is None and self.converter else None
                 if field_plan is not None or call is not None:
-                    other = (field_def, field_plan, call)
+                    other = (field_def, field_plan, call, _objects_of(field_def.type) if field_plan else None)
             plan.append((response_name, field_details_list, leaf, other))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
@@ -574,8 +586,16 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                         result = self._complete_read(field_def, parent_type, field_details_list, field_path, value,
                                                      position_context)
                 elif other is not None:  # as :meth:`execute_field` would, its decisions taken once
-                    field_def, field_plan, call = other
+                    field_def, field_plan, call, objects = other
                     field_path = _path((path, response_name, parent_type.name))
+                    if objects is not None and position_context is None:  # a list of objects read (``nodes``)
+                        result = self._read_objects(objects, field_def, field_plan, parent_type, source_value,
+                                                    field_details_list, field_path)
+                        if result is not _FAILED:
+                            results[response_name] = result
+                            if result is not None and result.__class__ is not list:  # awaited (paused)
+                                awaitable_fields.append(response_name)
+                            continue
                     if level is not None and call is not None and call[5] and position_context is None:
                         deferred = self._defer(call, field_def, parent_type, source_value, field_details_list,
                                                field_path)
@@ -813,6 +833,28 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
         return self._execute_planned(field_def, plan, call, parent_type, source, field_details_list, path,
                                      position_context)
+
+    def _read_objects(
+        self, item_type: Any, field_def: GraphQLField, plan: Plan, parent_type: GraphQLObjectType, source: Any,
+        field_details_list: Any, path: Path,
+    ) -> Any:
+        """A read list of objects completed straight into its items (``_FAILED``: not a plain
+        list; the caller takes :meth:`_execute_planned`)."""
+        try:
+            items = plan[0](source)
+        except Exception:
+            return _FAILED  # read again there, and its error located
+        if items.__class__ is not list or self.stream_directive:
+            return _FAILED
+        info = self._resolve_info(field_def, field_details_list, parent_type, path)
+        try:
+            completed = self.complete_iterable_value(item_type, field_details_list, info, path, items, None)
+        except Exception as raw_error:
+            self.handle_field_error(raw_error, field_def.type, field_details_list, path)
+            return None
+        if completed.__class__ is list:
+            return completed
+        return self._await_completed(completed, field_def.type, field_details_list, path)
 
     def _execute_planned(
         self, field_def: GraphQLField, plan: Plan | None, call: Call | None, parent_type: GraphQLObjectType,

@@ -214,6 +214,48 @@ async def test_nulls_errors_and_abstract_types_are_the_same_as_strawberrys(query
     assert _errors(a) == _errors(b)
 
 
+@strawberry.interface
+class Shape:
+    name: str | None
+
+
+@strawberry.type
+class Box(Shape):  # implements an interface: an is_type_of of its own, as the gateway's nodes have
+    name: str | None = None
+    size: int = 0
+
+
+@strawberry.type
+class Shelf:
+    boxes: list[Box]  # read lists of objects: completed straight into their items
+    maybe: list[Box | None] | None = None
+
+
+@strawberry.type
+class Shelves:
+    @strawberry.field
+    def shelf(self) -> Shelf | None:
+        return Shelf(boxes=[Box(name="a", size=1), Box(name="b", size=None)],  # type: ignore[arg-type]
+                     maybe=[Box(name="c", size=None), None, Box(name="d", size=2)])  # type: ignore[arg-type]
+
+    @strawberry.field
+    def whole(self) -> Shelf:
+        return Shelf(boxes=[Box(name="e", size=3)], maybe=None)
+
+
+@pytest.mark.parametrize("query", [
+    "{ shelf { boxes { name size } } whole { boxes { name } } }",  # a non-null item's error nulls the shelf
+    "{ shelf { maybe { name size } boxes { name } } }",  # nullable items: only the failing one
+    "{ whole { boxes { __typename name ... on Shape { name } } maybe { size } } }",
+])
+async def test_read_lists_of_objects_are_the_same_as_strawberrys(query: str):
+    ours = strawberry.Schema(query=Shelves, types=[Box], execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Shelves, types=[Box])
+    a, b = await ours.execute(query), await theirs.execute(query)
+    assert a.data == b.data
+    assert _errors(a) == _errors(b)
+
+
 # -- level by level: awaiting fields of a level resolved together ------------------------------
 
 MANY_CALLS = {"many": 0, "one": 0}
