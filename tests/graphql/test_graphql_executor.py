@@ -149,6 +149,39 @@ async def test_arguments_are_converted_per_field_node(corpus_db, tmp_path):
     assert [len(result.data["registry"][k]["nodes"]) for k in "ab"] == [1, 2]
 
 
+async def test_arguments_written_without_variables_are_converted_once_per_document(corpus_db, tmp_path):
+    """Constant arguments are converted once per field node of a cached document; arguments that
+    use variables are converted for every request (and so follow them)."""
+    from resolvers import execution
+
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    schema = build_schema(settings)
+    constant = "{ registry { endpoints(first: 2, filter: {protocol: \"MQTT*\"}) { nodes { xid protocol } } } }"
+    variable = "query($n: Int!) { registry { endpoints(first: $n) { nodes { xid } } } }"
+    converted: list[str] = []
+    convert = execution.GatewayExecutor._convert_arguments
+
+    def counting(self, call, field_def, details):
+        converted.append(details.node.name.value)
+        return convert(self, call, field_def, details)
+
+    execution.GatewayExecutor._convert_arguments = counting  # type: ignore[method-assign]
+    try:
+        async with open_registry(corpus_db) as reg:
+            sources = {REGISTRY_ID: LocalSource(reg)}
+            answers = [await schema.execute(constant, context_value=Context(settings, sources, REGISTRY_ID))
+                       for _ in range(3)]
+            after_constant = list(converted)
+            sized = [await schema.execute(variable, {"n": n}, Context(settings, sources, REGISTRY_ID)) for n in (1, 3)]
+    finally:
+        execution.GatewayExecutor._convert_arguments = convert  # type: ignore[method-assign]
+    assert after_constant.count("endpoints") == 1  # once for the three requests
+    assert all(a.data == answers[0].data and not a.errors for a in answers)
+    assert all(n["protocol"].startswith("MQTT") for n in answers[0].data["registry"]["endpoints"]["nodes"])
+    assert converted[len(after_constant):].count("endpoints") == 2  # per request with variables
+    assert [len(r.data["registry"]["endpoints"]["nodes"]) for r in sized] == [1, 3]
+
+
 @strawberry.interface
 class Named:
     name: str | None
