@@ -316,6 +316,17 @@ async def _awaiting_error(error: Exception) -> Any:
     raise error
 
 
+async def _settle_all(awaitables: list[Any]) -> list[Any]:
+    """Each awaitable's result or exception (:func:`gather` with ``settle``); one alone is
+    awaited as it is (the task waits for what it waits for: no gather, no waiter)."""
+    if len(awaitables) != 1:
+        return await gather(*awaitables, settle=True)
+    try:
+        return [await awaitables[0]]
+    except Exception as exc:
+        return [exc]
+
+
 class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
     """graphql-core's executor with compiled selection-set plans (see the module)."""
 
@@ -400,8 +411,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 stragglers, self._stragglers = self._stragglers, []
                 singles = [d for d in level if d.many is None]
                 batches = _batches(level)
-                values = await gather(*(d.value for d in singles), *(_call_many(b) for b in batches),
-                                      *(d.value for d in stragglers), settle=True)
+                values = await _settle_all([*(d.value for d in singles), *(_call_many(b) for b in batches),
+                                            *(d.value for d in stragglers)])
                 self._level = []
                 for deferred, value in zip(singles, values, strict=False):
                     deferred.value = value

@@ -287,11 +287,16 @@ _messages_of = _nested("messages")
 _schemas_of = _nested("schemas")
 
 
+def _listed(value: Any) -> list[Any]:
+    """An attribute that holds one reference or a list of them, as a list."""
+    return value if isinstance(value, list) else [value] if value else []
+
+
 async def _messagegroups_of(endpoints: list[Any], infos: list[Info]) -> list[Any]:
     """The message groups of many endpoints (their ``messagegroups`` references, resolved together)."""
     owners = [e.entity for e in endpoints]
-    refs = [r if isinstance(r := o.declared("messagegroups") or [], list) else [r] for o in owners]
-    found = await resolve_each(infos, owners, refs, ("messagegroups",))
+    found = await resolve_each(infos, owners, [_listed(o.declared("messagegroups")) for o in owners],
+                               ("messagegroups",))
     return [f if isinstance(f, Exception) else [MessageGroup(entity=e) for e in f if e is not None] for f in found]
 
 
