@@ -187,10 +187,31 @@ class CostCounter:
         return self.selection(op.selection_set, root, None)
 
 
+#: Costs of operations run without variables, per parsed document (by id, kept with it so that
+#: the id stays its own): a cached document costs the same every time. Emptied when full.
+_CONSTANT_COSTS: dict[tuple[int, int, str | None, int, int], tuple[DocumentNode, int]] = {}
+_CONSTANT_COSTS_BOUND = 1024
+
+
 def operation_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None,
                    variables: Mapping[str, Any] | None, *, default_page_size: int, max_page_size: int) -> int:
     """The cost of the operation a request runs (the named one, else the only one; 0 when none
-    matches — execution reports that)."""
+    matches — execution reports that); remembered per document run without variables."""
+    if variables:
+        return _operation_cost(schema, document, operation_name, variables, default_page_size, max_page_size)
+    key = (id(schema), id(document), operation_name, default_page_size, max_page_size)
+    known = _CONSTANT_COSTS.get(key)
+    if known is not None and known[0] is document:
+        return known[1]
+    cost = _operation_cost(schema, document, operation_name, None, default_page_size, max_page_size)
+    if len(_CONSTANT_COSTS) >= _CONSTANT_COSTS_BOUND:
+        _CONSTANT_COSTS.clear()
+    _CONSTANT_COSTS[key] = (document, cost)
+    return cost
+
+
+def _operation_cost(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None,
+                    variables: Mapping[str, Any] | None, default_page_size: int, max_page_size: int) -> int:
     ops = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     if operation_name is not None:
         ops = [o for o in ops if o.name is not None and o.name.value == operation_name]

@@ -47,6 +47,25 @@ def test_cost_is_fields_times_page_sizes():
         3 + 2 * (1 + LIST_ESTIMATE)
 
 
+def test_a_document_run_without_variables_is_costed_once(monkeypatch):
+    from resolvers import cost as costing
+
+    schema, document, counted = build_schema()._schema, parse(HEAVY), []
+    operation = costing.CostCounter.operation
+
+    def counting(self, op):
+        counted.append(op)
+        return operation(self, op)
+
+    monkeypatch.setattr(costing.CostCounter, "operation", counting)
+    costs = [operation_cost(schema, document, None, None, default_page_size=100, max_page_size=500)
+             for _ in range(3)]
+    assert costs == [1 + 1 + 1 + 100 * (1 + 1 + 1 + 1 + 100 * 2)] * 3 and len(counted) == 1
+    page = parse(PAGE)  # with variables: costed each time, each with its own
+    assert [operation_cost(schema, page, None, {"n": n}, default_page_size=100, max_page_size=500)
+            for n in (10, 20)] == [3 + 10 * 2, 3 + 20 * 2] and len(counted) == 3
+
+
 def test_graphiqls_introspection_fits_and_nested_introspection_does_not():
     assert cost(get_introspection_query(descriptions=True, input_value_deprecation=True)) < 50_000
     bomb = "{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }"
