@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,23 @@ class GraphQL:
     def as_writer(self) -> GraphQL:
         self.headers = {"Authorization": f"Bearer {WRITE_KEY}"}
         return self
+
+
+@contextlib.contextmanager
+def recorded_reads(store: SQLiteStore) -> Iterator[list[list[str]]]:
+    """The XIDs of each ``get_many`` call ``store`` serves meanwhile (the real store underneath)."""
+    reads: list[list[str]] = []
+    get_many = store.get_many
+
+    async def recorded(xids: Any, as_of: int | None = None) -> Any:
+        reads.append(list(xids))
+        return await get_many(xids, as_of)
+
+    store.get_many = recorded  # type: ignore[method-assign]
+    try:
+        yield reads
+    finally:
+        del store.get_many
 
 
 @contextlib.asynccontextmanager

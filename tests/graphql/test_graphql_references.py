@@ -3,6 +3,8 @@ order, with an ``unresolved_reference`` error for each one that does not resolve
 
 from __future__ import annotations
 
+from tests.graphql.conftest import recorded_reads
+
 GROUPS = """{ registry { endpoints(first: 10) { nodes { endpointid messagegroups { xid name } } } } }"""
 
 
@@ -44,19 +46,9 @@ async def test_references_of_a_page_of_endpoints_are_one_store_read(empty):
         "endpoints": {f"e{i}": {"usage": ["producer"], "messagegroups": [f"/messagegroups/g{i}", f"/messagegroups/g{i + 1}"]}
                       for i in range(11)},
     })
-    store = empty.registry.store
-    calls: list[int] = []
-    get_many = store.get_many
-
-    async def counted(xids, as_of=None):
-        calls.append(len(xids))
-        return await get_many(xids, as_of)
-
-    store.get_many = counted
-    try:
+    with recorded_reads(empty.registry.store) as reads:
         data = await empty.data(GROUPS.replace("first: 10", "first: 11"))
-    finally:
-        del store.get_many
+    calls = [len(xids) for xids in reads]
     nodes = data["registry"]["endpoints"]["nodes"]
     assert [[g["name"] for g in n["messagegroups"]] for n in nodes] == [
         [f"G{i}", f"G{i + 1}"] for i in sorted(range(11), key=lambda i: f"e{i}")]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.graphql.conftest import make_settings, open_registry, serve_asgi
+from tests.graphql.conftest import make_settings, open_registry, recorded_reads, serve_asgi
 
 ENDPOINTS_DEEP = """query($n: Int!) { registry { endpoints(first: $n) { totalCount nodes { xid protocol usage
   messagegroups { xid name messages(first: 50) { totalCount nodes { xid name envelope
@@ -91,16 +91,7 @@ async def test_pacing_costs_no_store_call_more(corpus_db: Path, tmp_path: Path):
 async def test_the_registry_record_is_read_only_when_something_of_it_is_asked(corpus):
     """``registry`` with only its id, source and collections selected reads nothing of the root
     record (the gateway's store always holds it); any of its attributes, or a fragment, reads it."""
-    store = corpus.registry.store
-    read: list[list[str]] = []
-    get_many = store.get_many
-
-    async def counted(xids, as_of=None):
-        read.append(list(xids))
-        return await get_many(xids, as_of)
-
-    store.get_many = counted
-    try:
+    with recorded_reads(corpus.registry.store) as read:
         navigation = await corpus.data("{ registry { xid registryid kind endpoints(first: 1) { nodes { xid } } } }")
         roots_navigating = sum(x == "/" for xids in read for x in xids)
         read.clear()
@@ -109,8 +100,6 @@ async def test_the_registry_record_is_read_only_when_something_of_it_is_asked(co
         read.clear()
         fragment = await corpus.data("{ registry { ... on Registry { xid registryid } } }")
         roots_fragment = sum(x == "/" for xids in read for x in xids)
-    finally:
-        del store.get_many
     assert roots_navigating == 0 and roots_named == 1 and roots_fragment == 1
     for data in (navigation, named, fragment):
         assert data["registry"]["xid"] == "/" and data["registry"]["registryid"] == "test"
