@@ -419,7 +419,14 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                 for batch, value in zip(batches, values[len(singles):], strict=False):
                     for deferred, one in zip(batch, _each(value, len(batch)), strict=True):
                         deferred.value = one
-                for deferred in level:
+                for done, deferred in enumerate(level):
+                    if done and self._pacing is not None and self._slice_spent():  # a long level is paced too
+                        pause = self.between_chunks(deferred.path, done, len(level))
+                        if pause is not None:
+                            try:
+                                await pause
+                            finally:
+                                self._pacing[0].hold.give()  # taken by between_chunks
                     self._complete_deferred(deferred, deferred.value)
                 for deferred, value in zip(stragglers, values[len(singles) + len(batches):], strict=True):
                     self._place(deferred, value)
