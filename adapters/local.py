@@ -31,7 +31,7 @@ from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.materialise import DERIVED, derived_of, message_ctypes
+from gateway.registry.materialise import derived_of, message_ctypes
 from gateway.registry.reads import (
     NOTHING,
     THREAD_VIEWS,
@@ -44,7 +44,7 @@ from gateway.registry.reads import (
     view_of,
 )
 from gateway.registry.service import LocalRegistry
-from gateway.registry.views import RESOURCE_VIEW_OWN, meta_view, resource_id_attribute
+from gateway.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
 from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
 from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
 
@@ -163,7 +163,7 @@ class StoredEntity(Entity):
         own, stored, derived = self._plain or self._stored()
         if name in own:
             if name == "versionid" and derived is None and self._record.kind == "resource":
-                return self._default_versionid()
+                return default_versionid(self._record)
             return super().attribute(name)
         if derived is not None and name in derived:
             return derived[name]
@@ -172,14 +172,6 @@ class StoredEntity(Entity):
     def declared(self, name: str) -> Any:
         own, stored, _ = self._plain or self._stored()
         return super().declared(name) if name in own else stored.get(name)
-
-    def _default_versionid(self) -> Any:
-        """A resource view's ``versionid``: its default version's (``resource_view``'s rule)."""
-        doc = self._record.doc
-        default = doc.get("default") or {}
-        if not any(k != DERIVED for k in default):
-            return None
-        return default.get("versionid", (doc.get("meta") or {}).get("defaultversionid"))
 
     def origin(self, name: str) -> tuple[str, str] | None:
         if not self._message:

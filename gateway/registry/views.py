@@ -118,6 +118,15 @@ RESOURCE_VIEW_OWN = frozenset({"versionid", "self", "xid", "isdefault", "metaurl
                                "versionscount", DERIVED})
 
 
+def default_versionid(rec: EntityRecord) -> Any:
+    """A resource view's ``versionid``: its default version's (else ``meta``'s
+    ``defaultversionid``); ``None`` when the record holds no default version attributes."""
+    default = rec.doc.get("default") or {}
+    if not any(k != DERIVED for k in default):
+        return None
+    return default.get("versionid", (rec.doc.get("meta") or {}).get("defaultversionid"))
+
+
 def resource_view(
     rec: EntityRecord, base_url: str, versions_count: int, *, include_meta: bool = False,
 ) -> dict[str, Any]:
@@ -128,7 +137,8 @@ def resource_view(
     id_attr = resource_id_attribute(rec)
     out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}
     if default:
-        out["versionid"] = default.pop("versionid", meta.get("defaultversionid"))
+        out["versionid"] = default_versionid(rec)
+        default.pop("versionid", None)
     default.pop(id_attr, None)
     default.pop("xid", None)
     out["self"] = url_for(base_url, rec.xid)
