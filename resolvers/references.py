@@ -51,10 +51,15 @@ async def resolve_all(info: Info, owner: Entity, references: Sequence[Any],
                       expect: Sequence[str] | None = None) -> list[Entity | None]:
     """:func:`resolve` of each of ``references`` (made by ``owner``), in order (:func:`resolve_each`
     for one owner)."""
-    found = (await resolve_each([info], [owner], [references], expect))[0]
-    if isinstance(found, Exception):
-        raise found
-    return found
+    return only(await resolve_each([info], [owner], [references], expect))
+
+
+def only(values: list[Any]) -> Any:
+    """The one value of a form for many objects called for one (its failure raised)."""
+    value = values[0]
+    if isinstance(value, Exception):
+        raise value
+    return value
 
 
 async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], references: Sequence[Sequence[Any]],

@@ -41,7 +41,7 @@ from resolvers.filters import (
 )
 from resolvers.gathering import gather, settled
 from resolvers.ids import global_id
-from resolvers.references import resolve, resolve_each
+from resolvers.references import only, resolve, resolve_each
 from resolvers.scalars import Timestamp
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
@@ -146,10 +146,7 @@ async def collection(
     paging: Paging,
 ) -> Connection:
     """A connection over the ``ctypes`` collection(s) of ``owner`` (the registry: across it)."""
-    found = (await collections([info], [owner], [ctypes], filter, sort, paging))[0]
-    if isinstance(found, Exception):
-        raise found
-    return found
+    return only(await collections([info], [owner], [ctypes], filter, sort, paging))
 
 
 def _empty() -> Connection:
@@ -262,14 +259,6 @@ async def _count(info: Info, source: Any, listing: Any) -> int:
 async def _load(info: Info, owner: SourceEntity, xid: str) -> Any:
     entity = await info.context.loaders.entity(owner.registry, xid, owner.as_of)
     return to_node(entity) if entity is not None else None
-
-
-def _one(values: list[Any]) -> Any:
-    """The one value of a resolver's form for many objects called for one (its error raised)."""
-    value = values[0]
-    if isinstance(value, Exception):
-        raise value
-    return value
 
 
 def _nested(resource_type: str) -> Callable[..., Awaitable[list[Any]]]:
@@ -700,7 +689,7 @@ class Endpoint(Group):
                                   "not resolve are left out and reported in `errors`).")
     @batched(_messagegroups_of)
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
-        return _one(await _messagegroups_of([self], [info]))
+        return only(await _messagegroups_of([self], [info]))
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
     async def willmessage(self, info: Info) -> Message | None:
