@@ -130,13 +130,13 @@ async def test_one_plain_future_is_waited_for_as_await_would_a_loop_turn_sooner(
     assert isinstance(failed[0], OSError)  # its outcome reaches its reader, not the wait
 
     # a task may be awaited by others: it takes the waiter and survives the wait's cancellation
-    shared = asyncio.ensure_future(asyncio.sleep(0.05, "shared"))
-    waiting = asyncio.ensure_future(gather(reads(shared)))
+    common = asyncio.ensure_future(asyncio.sleep(0.05, "common"))
+    waiting = asyncio.ensure_future(gather(reads(common)))
     await asyncio.sleep(0.01)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert await shared == "shared"
+    assert await common == "common"
     # a future of its own is cancelled with the wait, as with await
     own = loop.create_future()
     waiting = asyncio.ensure_future(gather(reads(own)))
