@@ -1,7 +1,8 @@
 """What a GraphQL document may ask for, checked before anything executes; parse and validation
 results are cached.
 
-:class:`Limits` is a schema extension. Parsing stops after ``max_tokens`` tokens
+The operation pipeline (``resolvers/operation.py``) parses with :func:`parse_document` and
+asks :func:`refusals` before it executes anything. Parsing stops after ``max_tokens`` tokens
 (``TOO_MANY_TOKENS``). Before the standard validation rules run, the operation's depth
 (``QUERY_TOO_DEEP``) and its aliases (``TOO_MANY_ALIASES``) are measured with fragments
 expanded — an alias inside a fragment spread ten times counts ten times — so a depth or alias
@@ -18,9 +19,10 @@ introspection query nests it nine times.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from graphql import (
     DocumentNode,
@@ -34,8 +36,7 @@ from graphql import (
     SelectionSetNode,
     parse,
 )
-from graphql.validation import NoSchemaIntrospectionCustomRule
-from strawberry.extensions import SchemaExtension
+from graphql.validation import NoSchemaIntrospectionCustomRule, specified_rules
 
 from gateway.ratelimit import current_budget
 from resolvers.context import Context
@@ -68,7 +69,7 @@ class _NoIntrospection(NoSchemaIntrospectionCustomRule):
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def parse_document(query: str, max_tokens: int) -> DocumentNode:
+def parse_document(query: str, max_tokens: int | None) -> DocumentNode:
     """The parsed document (cached); raises ``GraphQLError`` with a code on bad syntax or size."""
     try:
         return parse(query, max_tokens=max_tokens)
@@ -124,56 +125,42 @@ def limit_errors(document: DocumentNode, limits: QueryLimits) -> list[GraphQLErr
 
 
 @lru_cache(maxsize=CACHE_SIZE)
-def check_document(schema: GraphQLSchema, query: str, limits: QueryLimits, rules: tuple) -> tuple[GraphQLError, ...]:
-    """Limit errors, else the standard validation errors, of a document (cached)."""
+def check_document(schema: GraphQLSchema, query: str, limits: QueryLimits | None) -> tuple[GraphQLError, ...]:
+    """Limit errors, else the standard validation errors (strawberry's rules included), of a
+    document (cached; without limits, only the validation rules)."""
     from strawberry.schema.schema import validate_document
 
-    document = parse_document(query, limits.max_tokens)
-    errors = limit_errors(document, limits)
+    document = parse_document(query, limits.max_tokens if limits else None)
+    errors = limit_errors(document, limits) if limits else []
     if errors:
         return tuple(errors)
-    if not limits.introspection:
-        rules = (*rules, _NoIntrospection)
+    rules = tuple(specified_rules) if limits is None or limits.introspection else (*specified_rules, _NoIntrospection)
     return tuple(validate_document(schema, document, rules))
 
 
-class Limits(SchemaExtension):
-    """Parses with the token limit and validates with the depth / alias limits, both cached."""
-
-    def __init__(self, limits: QueryLimits) -> None:
-        self.limits = limits
-
-    def on_parse(self) -> Iterator[None]:
-        ctx = self.execution_context
-        if ctx.query is not None:
-            ctx.graphql_document = parse_document(ctx.query, self.limits.max_tokens)
-        yield
-
-    async def on_validate(self) -> AsyncIterator[None]:
-        ctx = self.execution_context
-        if ctx.query is not None:
-            errors = check_document(ctx.schema._schema, ctx.query, self.limits, tuple(ctx.validation_rules))
-            ctx.pre_execution_errors = list(errors) or await self._cost_errors()
-        yield
-
-    async def _cost_errors(self) -> list[GraphQLError]:
-        """The ceiling on the operation's cost, then the caller's rate limit, charged the cost."""
-        ctx, limits = self.execution_context, self.limits
-        if ctx.graphql_document is None or (limits.max_cost is None and current_budget() is None):
-            return []
-        cost = operation_cost(ctx.schema._schema, ctx.graphql_document, ctx.operation_name, ctx.variables,
-                              default_page_size=limits.default_page_size, max_page_size=limits.max_page_size)
-        if isinstance(ctx.context, Context):
-            ctx.context.cost = cost
-        if limits.max_cost is not None and cost > limits.max_cost:
-            return [GraphQLError(f"The operation's estimated cost is {cost}; the limit is {limits.max_cost} "
-                                 "(fields × page sizes: ask for smaller pages or fewer fields).",
-                                 extensions={"code": "QUERY_TOO_COSTLY", "cost": cost, "maxCost": limits.max_cost})]
-        budget = current_budget()
-        decision = await budget.charge(cost) if budget is not None else None
-        if decision is not None and not decision.allowed:
-            return [GraphQLError(f"Rate limit exceeded: the operation costs {cost} points; "
-                                 f"retry in {decision.retry_after} s.",
-                                 extensions={"code": "too_many_requests", "cost": cost,
-                                             "retryAfter": decision.retry_after})]
+async def refusals(schema: GraphQLSchema, query: str, document: DocumentNode, operation_name: str | None,
+                   variables: dict[str, Any] | None, limits: QueryLimits | None,
+                   context: Any) -> list[GraphQLError]:
+    """Why the operation may not run: its document's errors (:func:`check_document`), else its
+    cost over the ceiling, else the caller's rate limit, charged the cost. Empty: it may run."""
+    errors = check_document(schema, query, limits)
+    if errors:
+        return list(errors)
+    if limits is None or (limits.max_cost is None and current_budget() is None):
         return []
+    cost = operation_cost(schema, document, operation_name, variables,
+                          default_page_size=limits.default_page_size, max_page_size=limits.max_page_size)
+    if isinstance(context, Context):
+        context.cost = cost
+    if limits.max_cost is not None and cost > limits.max_cost:
+        return [GraphQLError(f"The operation's estimated cost is {cost}; the limit is {limits.max_cost} "
+                             "(fields × page sizes: ask for smaller pages or fewer fields).",
+                             extensions={"code": "QUERY_TOO_COSTLY", "cost": cost, "maxCost": limits.max_cost})]
+    budget = current_budget()
+    decision = await budget.charge(cost) if budget is not None else None
+    if decision is not None and not decision.allowed:
+        return [GraphQLError(f"Rate limit exceeded: the operation costs {cost} points; "
+                             f"retry in {decision.retry_after} s.",
+                             extensions={"code": "too_many_requests", "cost": cost,
+                                         "retryAfter": decision.retry_after})]
+    return []

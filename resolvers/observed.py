@@ -1,61 +1,57 @@
 """GraphQL operations observed: counted by name and outcome, timed, traced, and named on the
 request's log line.
 
-:class:`ObservedOperations` is a schema extension around each operation. Its outcome is ``ok``
-(executed without errors), ``error`` (executed; some field failed or a registry was reported
-down) or ``refused`` (not executed: a syntax or validation error, a limit, an operation type the
-method does not allow). Operation names become labels through
-:func:`gateway.metrics.operation_label` (``anonymous`` without a name, a bounded set).
+:class:`ObservedOperation` wraps one operation (``with``). Its outcome is ``ok`` (executed
+without errors), ``error`` (executed; some field failed or a registry was reported down) or
+``refused`` (not executed: a syntax or validation error, a limit, an operation type the method
+does not allow), which it stays unless the operation says otherwise. Operation names become
+labels through :func:`gateway.metrics.operation_label` (``anonymous`` without a name, a bounded
+set).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-
-from strawberry.extensions import SchemaExtension
+from types import TracebackType
+from typing import Any
 
 from gateway import metrics, tracing
 from gateway.request_context import current
 
 
-class ObservedOperations(SchemaExtension):
+class ObservedOperation:
     """Metrics, span and log fields of one GraphQL operation (see the module documentation)."""
 
-    def on_operation(self) -> Iterator[None]:
-        started = time.perf_counter()
-        self._executed = False
-        outcome = "refused"
-        with tracing.span("graphql.operation") as span:
-            try:
-                yield
-                result = self.execution_context.result
-                if self._executed:
-                    outcome = "error" if result is not None and result.errors else "ok"
-            finally:
-                context = self.execution_context
-                name = context.operation_name
-                label = metrics.operation_label(name)
-                metrics.GRAPHQL_OPERATIONS.labels(label, outcome).inc()
-                metrics.GRAPHQL_OPERATION_DURATION.labels(label).observe(time.perf_counter() - started)
-                record = current()
-                if record is not None:
-                    record.operation, record.outcome = (name or "anonymous")[:128], outcome
-                if span is not None:
-                    kind = _operation_type(context)
-                    span.update_name(f"{kind} {name}" if name else kind)
-                    span.set_attribute("graphql.operation.type", kind)
-                    if name:  # a span carries the name itself (bounded in length; no label cardinality)
-                        span.set_attribute("graphql.operation.name", name[:metrics.MAX_OPERATION_NAME_LENGTH])
-                    span.set_attribute("xreg.graphql.outcome", outcome)
+    __slots__ = ("_scope", "_span", "_started", "kind", "name", "outcome")
 
-    def on_execute(self) -> Iterator[None]:
-        self._executed = True
-        yield
+    def __init__(self) -> None:
+        #: The operation's name (``None``: anonymous) and type (``query``, …; ``graphql``: unknown).
+        self.name: str | None = None
+        self.kind = "graphql"
+        self.outcome = "refused"
+        self._scope: Any = None
+        self._span: Any = None
+        self._started = 0.0
 
+    def __enter__(self) -> ObservedOperation:
+        self._started = time.perf_counter()
+        self._scope = tracing.span("graphql.operation")
+        self._span = self._scope.__enter__()
+        return self
 
-def _operation_type(context) -> str:
-    try:
-        return context.operation_type.value
-    except Exception:  # no document (it did not parse) or no such operation
-        return "graphql"
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        name, outcome, span = self.name, self.outcome, self._span
+        label = metrics.operation_label(name)
+        metrics.GRAPHQL_OPERATIONS.labels(label, outcome).inc()
+        metrics.GRAPHQL_OPERATION_DURATION.labels(label).observe(time.perf_counter() - self._started)
+        record = current()
+        if record is not None:
+            record.operation, record.outcome = (name or "anonymous")[:128], outcome
+        if span is not None:
+            span.update_name(f"{self.kind} {name}" if name else self.kind)
+            span.set_attribute("graphql.operation.type", self.kind)
+            if name:  # a span carries the name itself (bounded in length; no label cardinality)
+                span.set_attribute("graphql.operation.name", name[:metrics.MAX_OPERATION_NAME_LENGTH])
+            span.set_attribute("xreg.graphql.outcome", outcome)
+        self._scope.__exit__(kind, error, traceback)

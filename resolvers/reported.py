@@ -1,20 +1,15 @@
 """Errors that do not fail their field: a reference that does not resolve, a registry that is
 down. Resolvers hand them to :meth:`resolvers.context.Context.report` and return what they
-have; :class:`ReportedErrors` adds them to the response's ``errors`` (with the field's path)."""
+have; :func:`with_reported` adds them to the response's ``errors`` (with the field's path)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from typing import Any
 
-from strawberry.extensions import SchemaExtension
+from graphql import GraphQLError
 
 
-class ReportedErrors(SchemaExtension):
-    """Appends the errors reported during execution to the result's errors."""
-
-    def on_execute(self) -> Iterator[None]:
-        yield
-        result = self.execution_context.result
-        reported = getattr(self.execution_context.context, "reported", None)
-        if reported and result is not None:
-            result.errors = [*(result.errors or []), *reported]
+def with_reported(errors: list[GraphQLError] | None, context: Any) -> list[GraphQLError] | None:
+    """The execution's ``errors`` followed by those reported to ``context`` during it."""
+    reported = getattr(context, "reported", None)
+    return [*(errors or []), *reported] if reported else errors

@@ -8,22 +8,24 @@ the two differ).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
-from strawberry.types import ExecutionContext
+from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.graphql import OperationType
 
 from gateway.config import Settings
-from resolvers.current_model import CurrentModel
 from resolvers.errors import is_internal
 from resolvers.execution import GatewayExecutor
-from resolvers.limits import Limits, QueryLimits
+from resolvers.limits import QueryLimits
 from resolvers.mutations import Mutation
-from resolvers.observed import ObservedOperations
+from resolvers.operation import run_operation
 from resolvers.queries import Query
-from resolvers.reported import ReportedErrors
 from resolvers.scalars import SCALARS
 from resolvers.types import TYPES, read_field
 
@@ -31,7 +33,26 @@ log = logging.getLogger("xreg.graphql")
 
 
 class GatewaySchema(strawberry.Schema):
-    """Logs internal errors only: registry, auth and input errors are the client's business."""
+    """The gateway's schema: every operation runs through :func:`resolvers.operation.run_operation`
+    under the schema's ``limits`` (none: only the validation rules), not through strawberry's
+    schema extensions, which it therefore does not take. Logs internal errors only: registry, auth
+    and input errors are the client's business."""
+
+    def __init__(self, *args: Any, limits: QueryLimits | None = None, **kwargs: Any) -> None:
+        if kwargs.get("extensions"):
+            raise ValueError("GatewaySchema runs its operations without schema extensions (resolvers/operation.py)")
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+
+    async def execute(
+        self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,
+        root_value: Any | None = None, operation_name: str | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+    ) -> ExecutionResult:
+        allowed = DEFAULT_ALLOWED_OPERATION_TYPES if allowed_operation_types is None else allowed_operation_types
+        return await run_operation(self, self.limits, query, variable_values, context_value, root_value,
+                                   operation_name, allowed)
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         for error in errors:
@@ -43,9 +64,7 @@ class GatewaySchema(strawberry.Schema):
 def _schema(limits: QueryLimits | None) -> GatewaySchema:
     introspection = limits.introspection if limits else True
     return GatewaySchema(
-        query=Query, mutation=Mutation, types=list(TYPES),
-        extensions=[ObservedOperations, *([lambda: Limits(limits)] if limits else []), CurrentModel, ReportedErrors],
-        execution_context_class=GatewayExecutor,
+        query=Query, mutation=Mutation, types=list(TYPES), limits=limits, execution_context_class=GatewayExecutor,
         config=StrawberryConfig(disable_field_suggestions=not introspection, scalar_map=SCALARS,
                                 default_resolver=read_field),
     )

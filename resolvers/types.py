@@ -286,7 +286,7 @@ async def _messagegroups_of(endpoints: list[Any], infos: list[Info]) -> list[Any
     owners = [e.entity for e in endpoints]
     found = await resolve_each(infos, owners, [_listed(o.declared("messagegroups")) for o in owners],
                                ("messagegroups",))
-    return [f if isinstance(f, Exception) else [MessageGroup(entity=e) for e in f if e is not None] for f in found]
+    return [f if isinstance(f, Exception) else [node_of(MessageGroup, e) for e in f if e is not None] for f in found]
 
 
 # -- interfaces ------------------------------------------------------------------------------
@@ -1086,15 +1086,29 @@ TYPES = (Registry, Endpoint, MessageGroup, SchemaGroup, Message, MessageVersion,
          GenericVersionConnection, MessageVersionEdge, SchemaVersionEdge, GenericVersionEdge)
 
 
+def node_of(cls: type, entity: SourceEntity) -> Any:
+    """``cls(entity=entity)`` for an entity's object type, made without the dataclass's
+    ``__init__``: only ``entity`` is set on the object. Its attribute fields (``attr()``, default
+    ``None``) are read from the entity, never from the object, so the per-object copies of
+    their defaults that ``__init__`` would store are left to the class's (the same ``None``)."""
+    obj: Any = _new(cls)
+    obj.__dict__["entity"] = entity
+    return obj
+
+
+_new = object.__new__
+
+
 def to_node(entity: SourceEntity) -> Any:
     """The GraphQL object for a source entity."""
-    kind, parts = entity.kind, entity.ctype.split("/")
+    kind = entity.kind
     if kind == "registry":
-        return Registry(entity=entity)
+        return node_of(Registry, entity)
     if kind == "group":
-        return _GROUPS.get(entity.ctype, GenericGroup)(entity=entity)
+        return node_of(_GROUPS.get(entity.ctype, GenericGroup), entity)
+    parts = entity.ctype.split("/")
     if kind == "resource":
-        return _RESOURCES.get(parts[-1], GenericResource)(entity=entity)
+        return node_of(_RESOURCES.get(parts[-1], GenericResource), entity)
     if kind == "version":
-        return _VERSIONS.get(parts[-2] if len(parts) > 2 else "", GenericVersion)(entity=entity)
-    return Meta(entity=entity)
+        return node_of(_VERSIONS.get(parts[-2] if len(parts) > 2 else "", GenericVersion), entity)
+    return node_of(Meta, entity)

@@ -3,10 +3,12 @@ data, same errors at the same paths — it only takes a shorter path to them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import strawberry
+from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
 
 from adapters.local import LocalSource
@@ -15,7 +17,7 @@ from resolvers.context import Context
 from resolvers.execution import GatewayExecutor, plan_of
 from resolvers.mutations import Mutation
 from resolvers.queries import Query
-from resolvers.reported import ReportedErrors
+from resolvers.reported import with_reported
 from resolvers.scalars import SCALARS
 from resolvers.schema import GatewaySchema, build_schema
 from resolvers.types import TYPES, batched, read_field
@@ -31,10 +33,20 @@ WIDE = """query($n: Int!) { registry { registryid specversion epoch
           meta { xid defaultversionid readonly } } } } } } } }"""
 
 
-def _plain_schema() -> GatewaySchema:
-    """The gateway's schema on strawberry's own executor."""
-    return GatewaySchema(query=Query, mutation=Mutation, types=list(TYPES), extensions=[ReportedErrors],
-                         config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
+class _Reported(SchemaExtension):
+    """The errors resolvers reported, appended as the gateway's operations do."""
+
+    def on_execute(self) -> Iterator[None]:
+        yield
+        result = self.execution_context.result
+        if result is not None:
+            result.errors = with_reported(result.errors, self.execution_context.context)
+
+
+def _plain_schema() -> strawberry.Schema:
+    """The gateway's types on strawberry's own schema: its operation steps and its executor."""
+    return strawberry.Schema(query=Query, mutation=Mutation, types=list(TYPES), extensions=[_Reported],
+                             config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
 
 
 async def test_corpus_page_is_the_same_as_strawberrys(corpus_db, tmp_path):
@@ -383,8 +395,7 @@ async def test_a_paused_list_completion_gives_the_same_answer(corpus_db, tmp_pat
     monkeypatch.setattr(execution, "LIST_CHUNK", 3)
     # not paced by the clock: only this executor's pauses, between chunks of 3
     settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID, graphql_pacing_slice_ms=0)
-    paused = GatewaySchema(query=Query, mutation=Mutation, types=list(TYPES), extensions=[ReportedErrors],
-                           execution_context_class=PausingExecutor,
+    paused = GatewaySchema(query=Query, mutation=Mutation, types=list(TYPES), execution_context_class=PausingExecutor,
                            config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
     async with open_registry(corpus_db) as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
