@@ -66,6 +66,27 @@ async def test_corpus_page_is_the_same_as_strawberrys(corpus_db, tmp_path):
     assert plan_of(fields["versions"]) is None and plan_of(fields["unresolvedBase"]) is None
 
 
+def test_node_of_makes_the_object_its_class_makes():
+    """``node_of`` skips the dataclass ``__init__``: the object still equals the class's own, reads
+    every field the same, and the gateway's schema takes no schema extensions (its operations
+    run their own steps)."""
+    from dataclasses import fields
+
+    from adapters.base import Entity as SourceEntity
+    from resolvers.types import node_of
+
+    entity = SourceEntity(REGISTRY_ID, "/messagegroups/g/messages/m", "resource", "messagegroups/messages", {}, None)
+    wrapping = [t for t in TYPES if any(f.name == "entity" for f in fields(t)) and len(fields(t)) > 1]
+    assert len(wrapping) >= 10
+    for cls in wrapping:
+        made, own = node_of(cls, entity), cls(entity=entity)
+        assert type(made) is cls and made == own and made.entity is entity
+        values = [f.name for f in fields(cls) if not callable(getattr(own, f.name))]  # not the resolvers
+        assert len(values) > 3 and all(getattr(made, name) == getattr(own, name) for name in values)
+    with pytest.raises(ValueError, match="schema extensions"):
+        GatewaySchema(query=Query, extensions=[_Reported])
+
+
 @strawberry.type
 class Thing:
     name: str | None = None
