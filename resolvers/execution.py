@@ -17,6 +17,11 @@ and ``@skip`` / ``@include`` already applied with the request's variables) the e
   ``Info`` is built, and the rest of strawberry's wrapping (extension chain, exception handlers,
   none of which apply) is skipped.
 
+**Documents without variables.** What an operation without variables collects and plans — each
+field group's sub-fields, each selection set's plan — is the same for every request of it (the
+parser's cache gives every request the same document), so it is kept with the operation
+(:class:`_Constant`) and the next request of it starts from there.
+
 Everything else — fields with other extensions, schema extensions with a ``resolve`` hook,
 abstract types, and every error or null in a non-null position — takes graphql-core's own path,
 so results and errors are the same as strawberry's own executor (``tests/graphql/
@@ -238,6 +243,42 @@ _CONSTANT_ARGUMENTS: dict[int, tuple[Any, GraphQLField, dict[str, Any]]] = {}
 _CONSTANT_ARGUMENTS_BOUND = 4096
 
 
+class _Constant:
+    """What executing an operation without variables works out the same for every request of it
+    (one schema, the document cached by the parser): each field group's collected sub-fields, by
+    object type and field nodes, and the plans of the selection sets so collected. (``@skip`` and
+    ``@include`` with literal arguments are constant too; ``@defer`` and ``@stream`` are not kept.)"""
+
+    __slots__ = ("fragments", "grouped", "operation", "plans", "schema", "sub_fields")
+
+    def __init__(self, schema: Any, operation: Any, fragments: Any) -> None:
+        #: what the node ids below belong to, kept alive so that the ids stay theirs
+        self.schema, self.operation, self.fragments = schema, operation, fragments
+        self.sub_fields: dict[tuple[Any, ...], Any] = {}
+        #: the selection sets collected above (by id), and their plans (as in ``_selection_plans``)
+        self.grouped: dict[int, Any] = {}
+        self.plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any, Any]]]] = {}
+
+
+#: Per operation (by id) of the documents run without variables. Emptied when full.
+_CONSTANT_OPERATIONS: dict[int, _Constant] = {}
+_CONSTANT_OPERATIONS_BOUND = 256
+
+
+def _constant_of(schema: Any, operation: Any, fragments: dict[str, Any]) -> _Constant | None:
+    """The :class:`_Constant` of an operation without variables (``None``: it has some, or a
+    fragment does)."""
+    if operation.variable_definitions or any(f.variable_definitions for f in fragments.values()):
+        return None
+    found = _CONSTANT_OPERATIONS.get(id(operation))
+    if found is not None and found.operation is operation and found.schema is schema:
+        return found
+    if len(_CONSTANT_OPERATIONS) >= _CONSTANT_OPERATIONS_BOUND:
+        _CONSTANT_OPERATIONS.clear()
+    found = _CONSTANT_OPERATIONS[id(operation)] = _Constant(schema, operation, fragments)
+    return found
+
+
 def _uses_variables(node: Any) -> bool:
     """Whether a field node's arguments refer to a variable (anywhere in their values)."""
     values = [argument.value for argument in node.arguments or ()]
@@ -348,6 +389,9 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self._infos: dict[int, tuple[Any, GraphQLObjectType, type, tuple[Any, ...], tuple[Any, ...]]] = {}
         #: ``@stream`` is known to the schema (not the gateway's): lists take graphql-core's path
         self.stream_directive = GraphQLStreamDirective in self.schema.directives
+        #: what every request of this operation works out the same, when it has no variables
+        self._constant = _constant_of(self.schema, self.operation, self.fragment_definitions) \
+            if self.planned else None
         #: the request's pacing (``resolvers/pacing.py``): its pacer and the loop's turns, or ``None``
         self._pacing = _pacing_of(self.context_value)
         #: executing level by level (see :meth:`execute_root_grouped_field_set`): the awaiting
@@ -532,6 +576,14 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         cached = self._selection_plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
             return cached[2]
+        constant = self._constant
+        shared = constant is not None and constant.grouped.get(id(grouped_field_set)) is grouped_field_set
+        if shared:
+            assert constant is not None
+            cached = constant.plans.get(id(grouped_field_set))
+            if cached is not None and cached[1] is parent_type:
+                self._selection_plans[id(grouped_field_set)] = cached
+                return cached[2]
         plan = []
         for response_name, field_details_list in grouped_field_set.items():
             field_def = parent_type.fields.get(field_details_list[0].node.name.value)
@@ -549,7 +601,32 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                     other = (field_def, field_plan, call, _objects_of(field_def.type) if field_plan else None)
             plan.append((response_name, field_details_list, leaf, other))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
+        if shared:
+            assert constant is not None
+            constant.plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
+
+    def collect_subfields(self, return_type: GraphQLObjectType, field_details_list: Any) -> Any:
+        """graphql-core's, and for an operation without variables, what an earlier request of it
+        collected for the same object type and field nodes (:class:`_Constant`)."""
+        constant = self._constant
+        if constant is None:
+            return super().collect_subfields(return_type, field_details_list)
+        mine = self._relevant_sub_fields.get((return_type, id(field_details_list)))
+        if mine is not None:
+            return mine[1]
+        key = (return_type, *[id(details.node) for details in field_details_list])
+        collected = constant.sub_fields.get(key)
+        if collected is not None:
+            self._relevant_sub_fields[(return_type, id(field_details_list))] = (field_details_list, collected)
+            return collected
+        collected = super().collect_subfields(return_type, field_details_list)
+        if not collected.new_defer_usages and not collected.forbidden_directive_instances and all(
+                details.defer_usage is None and details.fragment_variable_values is None
+                for details in field_details_list):
+            constant.sub_fields[key] = collected
+            constant.grouped[id(collected.grouped_field_set)] = collected.grouped_field_set
+        return collected
 
     def execute_fields(
         self, parent_type: GraphQLObjectType, source_value: Any, path: Path | None, grouped_field_set: Any,

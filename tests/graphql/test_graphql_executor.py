@@ -215,6 +215,42 @@ async def test_arguments_written_without_variables_are_converted_once_per_docume
     assert [len(r.data["registry"]["endpoints"]["nodes"]) for r in sized] == [1, 3]
 
 
+async def test_a_document_without_variables_is_collected_once(corpus_db, tmp_path, monkeypatch):
+    """The sub-fields of a document without variables are collected by its first request only
+    (``@include`` with a literal included); a document with variables is collected for every
+    request, so that ``@include`` follows them."""
+    import graphql.execution.executor as core
+
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    schema = build_schema(settings)
+    constant = """{ registry { endpoints(first: 3) { nodes { xid name @include(if: false)
+      messagegroups { xid messages(first: 2) { nodes { xid } } } } } } }"""
+    variable = """query($named: Boolean!) { registry { endpoints(first: 3) { nodes { xid name @include(if: $named)
+      messagegroups { xid messages(first: 2) { nodes { xid } } } } } } }"""
+    collected: list[str] = []
+    collect = core.collect_subfields
+
+    def counting(schema, fragments, variables, operation, return_type, *args):
+        collected.append(return_type.name)
+        return collect(schema, fragments, variables, operation, return_type, *args)
+
+    monkeypatch.setattr(core, "collect_subfields", counting)
+    async with open_registry(corpus_db) as reg:
+        sources = {REGISTRY_ID: LocalSource(reg)}
+        answers, counts = [], []
+        for _ in range(3):
+            answers.append(await schema.execute(constant, context_value=Context(settings, sources, REGISTRY_ID)))
+            counts.append(len(collected))
+        named = [await schema.execute(variable, {"named": flag}, Context(settings, sources, REGISTRY_ID))
+                 for flag in (True, False, True)]
+    assert counts[0] >= 5 and counts[1] == counts[2] == counts[0]  # nothing collected after the first
+    assert all(a.data == answers[0].data and not a.errors for a in answers)
+    nodes = answers[0].data["registry"]["endpoints"]["nodes"]
+    assert len(nodes) == 3 and all("name" not in n and n["messagegroups"] is not None for n in nodes)
+    assert len(collected) - counts[2] >= 3 * 5  # every request with variables collects
+    assert [all("name" in n for n in r.data["registry"]["endpoints"]["nodes"]) for r in named] == [True, False, True]
+
+
 @strawberry.interface
 class Named:
     name: str | None
