@@ -58,8 +58,10 @@ class _Root:
     rank: int
 
 
+@functools.lru_cache(maxsize=4096)
 def _origin(url: str) -> tuple[str, str, int, str, str] | None:
-    """``(scheme, host, port, path, fragment)`` of an http(s) URL, normalised."""
+    """``(scheme, host, port, path, fragment)`` of an http(s) URL, normalised (cached: the roots
+    of the reference rules are parsed again for every request, and references repeat)."""
     try:
         parts = urlsplit(url)
         port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower(), 0)
