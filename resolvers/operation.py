@@ -45,8 +45,8 @@ async def run_operation(
     context: Any, root_value: Any, operation_name: str | None, allowed: Iterable[OperationType],
 ) -> ExecutionResult:
     """The result of one operation of ``schema`` under ``limits`` (see the module for its steps).
-    Any other failure than the
-    three strawberry errors raised for the HTTP binding is the result's one error."""
+    A failure other than the strawberry errors raised for the HTTP binding is the result's one
+    error."""
     with ObservedOperation() as observed:
         if not query:
             raise MissingQueryError
@@ -99,7 +99,7 @@ async def _run(
 
 
 def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
-    """The result of an operation refused before it executed (its errors logged when internal)."""
+    """The result of an operation refused, or failed as a whole (its errors logged when internal)."""
     schema._process_errors(errors)
     return ExecutionResult(data=None, errors=errors)
 
