@@ -505,17 +505,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         if many is not None:  # called with the rest of the level's (_run_levels)
             deferred = _Deferred(None, field_def.type, field_details_list, info, path, None, None)
             deferred.many = (many, source, (self.converter.config.info_class, field), arguments)
-            assert self._level is not None
-            self._level.append(deferred)
-            return deferred
-        kwargs = dict(arguments)
-        if info_name is not None:
-            kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
-        try:
-            value = func(source, **kwargs) if takes_self else func(**kwargs)
-        except Exception as raw_error:
-            value = _awaiting_error(raw_error)
-        deferred = _Deferred(value, field_def.type, field_details_list, info, path, None, None)
+        else:
+            kwargs = dict(arguments)
+            if info_name is not None:
+                kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
+            try:
+                value = func(source, **kwargs) if takes_self else func(**kwargs)
+            except Exception as raw_error:
+                value = _awaiting_error(raw_error)
+            deferred = _Deferred(value, field_def.type, field_details_list, info, path, None, None)
         assert self._level is not None
         self._level.append(deferred)
         return deferred
@@ -576,11 +574,11 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         cached = self._selection_plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set and cached[1] is parent_type:
             return cached[2]
-        constant = self._constant
-        shared = constant is not None and constant.grouped.get(id(grouped_field_set)) is grouped_field_set
-        if shared:
-            assert constant is not None
-            cached = constant.plans.get(id(grouped_field_set))
+        constant = self._constant  # kept with the operation when the selection set is (collect_subfields)
+        shared = constant if constant is not None and \
+            constant.grouped.get(id(grouped_field_set)) is grouped_field_set else None
+        if shared is not None:
+            cached = shared.plans.get(id(grouped_field_set))
             if cached is not None and cached[1] is parent_type:
                 self._selection_plans[id(grouped_field_set)] = cached
                 return cached[2]
@@ -601,9 +599,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                     other = (field_def, field_plan, call, _objects_of(field_def.type) if field_plan else None)
             plan.append((response_name, field_details_list, leaf, other))
         self._selection_plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
-        if shared:
-            assert constant is not None
-            constant.plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
+        if shared is not None:
+            shared.plans[id(grouped_field_set)] = (grouped_field_set, parent_type, plan)
         return plan
 
     def collect_subfields(self, return_type: GraphQLObjectType, field_details_list: Any) -> Any:

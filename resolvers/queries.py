@@ -48,6 +48,11 @@ def _navigates_only(info: Info) -> bool:
     return True
 
 
+def _bare_registry(rid: str) -> Registry:
+    """The registry ``rid`` without its record read: its id alone."""
+    return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
+
+
 async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any:
     entity = await info.context.loaders.entity(registry, xid, as_of)
     return to_node(entity) if entity is not None else None
@@ -63,7 +68,7 @@ class Query(Checks):
                 return await _entity(info, rid, "/", None)
             except SourceUnavailable as exc:
                 info.context.report(exc, info)
-                return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
+                return _bare_registry(rid)
 
         found = await gather(*(one(rid) for rid in info.context.sources))
         return [r for r in found if r is not None]
@@ -77,7 +82,7 @@ class Query(Checks):
         await source.check_revision(as_of)
         if as_of is None and source.kind == "local" and _navigates_only(info):
             # the gateway's store always holds its registry: nothing of the root record is asked for
-            return Registry(entity=SourceEntity(source.id, "/", "registry", "", {"registryid": source.id, "xid": "/"}))
+            return _bare_registry(source.id)
         return await _entity(info, source.id, "/", as_of)
 
     @strawberry.field(description="The object with this global id (Relay).")
