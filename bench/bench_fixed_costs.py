@@ -1,0 +1,190 @@
+"""GraphQL's fixed costs, one at a time: what a request pays around execution, what an entity's
+object costs to make, and what the collector's gen-1 threshold does to the endpoint page.
+
+1. **Around execution.** ``{ __typename }`` through ``GatewaySchema.execute`` (the operation
+   pipeline: parse and validation caches, limits, metrics, the current model) against
+   graphql-core's ``execute`` of the same parsed document with the same executor, and against
+   strawberry's own ``Schema.execute`` with the gateway's four concerns as schema extensions
+   (``_Hooked`` below: what the gateway ran before ``resolvers/operation.py``). CPU µs, medians.
+2. **An entity's object.** ``node_of(Message, entity)`` against ``Message(entity=entity)``.
+3. **The gen-1 threshold** (``--gen1 50``): the endpoint page of ``bench_graphql.py`` with
+   CPython's thresholds ``(700, 10, 10)`` and with ``(700, N, 10)``, alternating every 10
+   requests in one process; mean CPU ms of GraphQL and of the baseline under each.
+
+Usage: python bench/bench_fixed_costs.py [--runs 2000] [--gen1 50 --rounds 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import sys
+import tempfile
+import time
+import timeit
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import bench_graphql  # noqa: E402
+import strawberry  # noqa: E402
+from graphql.execution import execute  # noqa: E402
+from strawberry.execution.is_awaitable import optimized_is_awaitable  # noqa: E402
+from strawberry.extensions import SchemaExtension  # noqa: E402
+from strawberry.schema.config import StrawberryConfig  # noqa: E402
+
+from adapters.base import Entity  # noqa: E402
+from adapters.local import LocalSource  # noqa: E402
+from gateway import gc_tuning  # noqa: E402
+from gateway.config import Settings  # noqa: E402
+from gateway.registry.service import LocalRegistry  # noqa: E402
+from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+from resolvers.context import Context  # noqa: E402
+from resolvers.current_model import sync_current_model  # noqa: E402
+from resolvers.execution import GatewayExecutor  # noqa: E402
+from resolvers.limits import parse_document, refusals  # noqa: E402
+from resolvers.mutations import Mutation  # noqa: E402
+from resolvers.observed import ObservedOperation  # noqa: E402
+from resolvers.queries import Query  # noqa: E402
+from resolvers.reported import with_reported  # noqa: E402
+from resolvers.scalars import SCALARS  # noqa: E402
+from resolvers.schema import build_schema  # noqa: E402
+from resolvers.types import TYPES, Message, node_of, read_field  # noqa: E402
+
+
+def _hooked_schema(limits: Any) -> strawberry.Schema:
+    """The gateway's concerns as strawberry schema extensions, one each, as before the pipeline."""
+
+    class Observed(SchemaExtension):
+        def on_operation(self) -> Iterator[None]:
+            with ObservedOperation() as observed:
+                yield
+                observed.outcome = "ok"
+
+    class Limits(SchemaExtension):
+        def on_parse(self) -> Iterator[None]:
+            ctx = self.execution_context
+            ctx.graphql_document = parse_document(ctx.query or "", limits.max_tokens)
+            yield
+
+        async def on_validate(self) -> AsyncIterator[None]:
+            ctx = self.execution_context
+            assert ctx.graphql_document is not None
+            ctx.pre_execution_errors = await refusals(ctx.schema._schema, ctx.query or "", ctx.graphql_document,
+                                                      ctx.operation_name, ctx.variables, limits, ctx.context)
+            yield
+
+    class Current(SchemaExtension):
+        async def on_execute(self) -> AsyncIterator[None]:
+            await sync_current_model(self.execution_context.context)
+            yield
+
+    class Reported(SchemaExtension):
+        def on_execute(self) -> Iterator[None]:
+            yield
+            result = self.execution_context.result
+            if result is not None:
+                result.errors = with_reported(result.errors, self.execution_context.context)
+
+    return strawberry.Schema(query=Query, mutation=Mutation, types=list(TYPES),
+                             extensions=[Observed, Limits, Current, Reported],
+                             execution_context_class=GatewayExecutor,
+                             config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
+
+
+async def around_execution(settings: Settings, sources: dict[str, Any], runs: int) -> None:
+    schema = build_schema(settings)
+    hooked = _hooked_schema(schema.limits)
+    query = "{ __typename }"
+    document = parse_document(query, None)
+
+    async def pipeline() -> Any:
+        return await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+
+    async def hooks() -> Any:
+        return await hooked.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+
+    async def core() -> Any:
+        result = execute(schema._schema, document, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID),
+                         is_awaitable=optimized_is_awaitable, executor_class=GatewayExecutor)
+        return await result if optimized_is_awaitable(result) else result
+
+    targets = {"GatewaySchema.execute (the pipeline)": pipeline, "strawberry with 4 schema extensions": hooks,
+               "graphql-core execute alone": core}
+    times: dict[str, list[float]] = {name: [] for name in targets}
+    for run in targets.values():
+        assert (await run()).data == {"__typename": "Query"}
+    for _ in range(runs):
+        for name, run in targets.items():
+            started = time.process_time()
+            await run()
+            times[name].append(time.process_time() - started)
+    print(f"1. {query}, CPU µs per request (median of {runs}, interleaved)")
+    for name, spent in times.items():
+        print(f"   {name:40s} {statistics.median(spent) * 1e6:8.1f}")
+
+
+def objects(runs: int) -> None:
+    entity = Entity(bench_graphql.REGISTRY_ID, "/messagegroups/g/messages/m", "resource", "messagegroups/messages",
+                    {}, None)
+    made = timeit.repeat(lambda: node_of(Message, entity), number=runs, repeat=5)
+    init = timeit.repeat(lambda: Message(entity=entity), number=runs, repeat=5)
+    print(f"2. an entity's object, µs (best of 5 × {runs}): node_of {min(made) / runs * 1e6:.2f}, "
+          f"Message(entity=…) {min(init) / runs * 1e6:.2f}; instance attributes "
+          f"{len(vars(node_of(Message, entity)))} against {len(vars(Message(entity=entity)))}")
+
+
+async def gen1(settings: Settings, sources: dict[str, Any], registry: LocalRegistry, threshold: int,
+               rounds: int) -> None:
+    schema = build_schema(settings)
+    query = bench_graphql.QUERIES["endpoint page"]
+    baseline = bench_graphql.BASELINES["endpoint page"]
+    cpython, other = (700, 10, 10), (700, threshold, 10)
+    spent: dict[tuple[int, int, int], tuple[list[float], list[float]]] = {cpython: ([], []), other: ([], [])}
+    for _ in range(5):
+        await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+    for n in range(rounds):
+        for thresholds in (cpython, other) if n % 2 == 0 else (other, cpython):
+            gc.set_threshold(*thresholds)
+            for _ in range(10):
+                started = time.process_time()
+                await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+                spent[thresholds][0].append(time.process_time() - started)
+                started = time.process_time()
+                await baseline(registry)
+                spent[thresholds][1].append(time.process_time() - started)
+    gc.set_threshold(*cpython)
+    print(f"3. endpoint page, CPU ms per request (mean of {rounds * 10} each, thresholds alternating every 10)")
+    for thresholds, (graphql, base) in spent.items():
+        print(f"   gc thresholds {thresholds!s:15s} graphql {statistics.mean(graphql) * 1e3:7.2f}  "
+              f"baseline {statistics.mean(base) * 1e3:7.2f}")
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=2000, help="requests (1) and objects (2) timed")
+    ap.add_argument("--gen1", type=int, help="also compare this gen-1 threshold with CPython's 10 (3)")
+    ap.add_argument("--rounds", type=int, default=100, help="rounds of 10 requests per threshold (3)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmpdir:
+        db = Path(tmpdir) / "registry.db"
+        await bench_graphql.prepare(db)
+        settings = Settings(data_dir=db.parent, registry_id=bench_graphql.REGISTRY_ID)
+        async with LocalRegistry(SQLiteStore(db), registry_id=bench_graphql.REGISTRY_ID,
+                                 base_url="http://127.0.0.1/registry") as registry:
+            sources: dict[str, Any] = {bench_graphql.REGISTRY_ID: LocalSource(registry)}
+            gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
+            await around_execution(settings, sources, args.runs)
+            objects(args.runs * 50)
+            if args.gen1 is not None:
+                await gen1(settings, sources, registry, args.gen1, args.rounds)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
