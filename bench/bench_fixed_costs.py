@@ -10,8 +10,13 @@ object costs to make, and what the collector's gen-1 threshold does to the endpo
 3. **The gen-1 threshold** (``--gen1 50``): the endpoint page of ``bench_graphql.py`` with
    CPython's thresholds ``(700, 10, 10)`` and with ``(700, N, 10)``, alternating every 10
    requests in one process; mean CPU ms of GraphQL and of the baseline under each.
+4. **Message + schema, step by step.** ``bench_graphql.py``'s "message + schema" query built up
+   one step at a time (the lookup, the message's own fields, the reference to its schema, the
+   schema), against its baseline, one store read, and the same read through a request's loader
+   (what each of the query's two steps into the store pays around the read). CPU µs, medians,
+   the order shuffled in every round.
 
-Usage: python bench/bench_fixed_costs.py [--runs 2000] [--gen1 50 --rounds 100]
+Usage: python bench/bench_fixed_costs.py [--runs 2000] [--step-runs 500] [--gen1 50 --rounds 100]
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import random
 import statistics
 import sys
 import tempfile
@@ -166,9 +172,59 @@ async def gen1(settings: Settings, sources: dict[str, Any], registry: LocalRegis
               f"baseline {statistics.mean(base) * 1e3:7.2f}")
 
 
+async def message_steps(settings: Settings, sources: dict[str, Any], registry: LocalRegistry, runs: int) -> None:
+    schema = build_schema(settings)
+    message = bench_graphql.MESSAGE
+    own = "xid name envelope envelopemetadata dataschemaformat"
+    def on_message(selection: str) -> str:
+        return '{ lookup(xid: "MESSAGE") { SELECTION } }'.replace("MESSAGE", message).replace("SELECTION", selection)
+
+    steps = {
+        "{ __typename }": "{ __typename }",
+        "lookup { __typename }": on_message("__typename"),
+        "+ the message's own fields": on_message(f"... on Message {{ {own} }}"),
+        "+ dataschema { xid }": on_message(f"... on Message {{ {own} dataschema {{ xid }} }}"),
+        "+ schema { xid }": on_message(f"... on Message {{ {own} dataschema {{ xid schema {{ xid }} }} }}"),
+        "the whole query": bench_graphql.QUERIES["message + schema"],
+    }
+    targets: dict[str, Any] = {}
+    for name, query in steps.items():
+        async def run(query: str = query) -> None:
+            result = await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+            assert not result.errors, result.errors
+        targets[name] = run
+
+    async def baseline() -> None:
+        await bench_graphql.BASELINES["message + schema"](registry)
+
+    async def store_read() -> None:
+        await registry.store.get_many([message.lower()])
+
+    async def loader_read() -> None:
+        context = Context(settings, sources, bench_graphql.REGISTRY_ID)
+        await context.loaders.entity(bench_graphql.REGISTRY_ID, message, None)
+
+    targets.update({"baseline (the same JSON from the store)": baseline, "one store read (get_many)": store_read,
+                    "the same read through a request's loader": loader_read})
+    times: dict[str, list[float]] = {name: [] for name in targets}
+    for run in targets.values():
+        await run()
+    order = list(targets.items())
+    for _ in range(runs):
+        random.shuffle(order)
+        for name, run in order:
+            started = time.process_time()
+            await run()
+            times[name].append(time.process_time() - started)
+    print(f"4. message + schema step by step, CPU µs per request (median of {runs}, shuffled)")
+    for name, spent in times.items():
+        print(f"   {name:45s} {statistics.median(spent) * 1e6:8.1f}")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2000, help="requests (1) and objects (2) timed")
+    ap.add_argument("--step-runs", type=int, default=500, help="rounds of the message + schema steps (4)")
     ap.add_argument("--gen1", type=int, help="also compare this gen-1 threshold with CPython's 10 (3)")
     ap.add_argument("--rounds", type=int, default=100, help="rounds of 10 requests per threshold (3)")
     args = ap.parse_args()
@@ -182,6 +238,7 @@ async def main() -> None:
             gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
             await around_execution(settings, sources, args.runs)
             objects(args.runs * 50)
+            await message_steps(settings, sources, registry, args.step_runs)
             if args.gen1 is not None:
                 await gen1(settings, sources, registry, args.gen1, args.rounds)
 
