@@ -123,17 +123,25 @@ async def around_execution(settings: Settings, sources: dict[str, Any], runs: in
 
     targets = {"GatewaySchema.execute (the pipeline)": pipeline, "strawberry with 4 schema extensions": hooks,
                "graphql-core execute alone": core}
-    times: dict[str, list[float]] = {name: [] for name in targets}
     for run in targets.values():
         assert (await run()).data == {"__typename": "Query"}
+    print(f"1. {query}, CPU µs per request (median of {runs}, interleaved)")
+    for name, median in (await _medians(targets, runs)).items():
+        print(f"   {name:40s} {median:8.1f}")
+
+
+async def _medians(targets: dict[str, Any], runs: int, shuffled: bool = False) -> dict[str, float]:
+    """Each target's median CPU µs over ``runs`` rounds of them all, in order or ``shuffled``."""
+    times: dict[str, list[float]] = {name: [] for name in targets}
+    order = list(targets.items())
     for _ in range(runs):
-        for name, run in targets.items():
+        if shuffled:
+            random.shuffle(order)
+        for name, run in order:
             started = time.process_time()
             await run()
             times[name].append(time.process_time() - started)
-    print(f"1. {query}, CPU µs per request (median of {runs}, interleaved)")
-    for name, spent in times.items():
-        print(f"   {name:40s} {statistics.median(spent) * 1e6:8.1f}")
+    return {name: statistics.median(spent) * 1e6 for name, spent in times.items()}
 
 
 def objects(runs: int) -> None:
@@ -206,19 +214,11 @@ async def message_steps(settings: Settings, sources: dict[str, Any], registry: L
 
     targets.update({"baseline (the same JSON from the store)": baseline, "one store read (get_many)": store_read,
                     "the same read through a request's loader": loader_read})
-    times: dict[str, list[float]] = {name: [] for name in targets}
     for run in targets.values():
         await run()
-    order = list(targets.items())
-    for _ in range(runs):
-        random.shuffle(order)
-        for name, run in order:
-            started = time.process_time()
-            await run()
-            times[name].append(time.process_time() - started)
     print(f"4. message + schema step by step, CPU µs per request (median of {runs}, shuffled)")
-    for name, spent in times.items():
-        print(f"   {name:45s} {statistics.median(spent) * 1e6:8.1f}")
+    for name, median in (await _medians(targets, runs, shuffled=True)).items():
+        print(f"   {name:45s} {median:8.1f}")
 
 
 async def main() -> None:
