@@ -27,7 +27,6 @@ import gc
 import random
 import statistics
 import sys
-import tempfile
 import time
 import timeit
 from collections.abc import AsyncIterator, Iterator
@@ -46,11 +45,8 @@ from strawberry.extensions import SchemaExtension  # noqa: E402
 from strawberry.schema.config import StrawberryConfig  # noqa: E402
 
 from adapters.base import Entity  # noqa: E402
-from adapters.local import LocalSource  # noqa: E402
-from gateway import gc_tuning  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.current_model import sync_current_model  # noqa: E402
 from resolvers.execution import GatewayExecutor  # noqa: E402
@@ -228,19 +224,12 @@ async def main() -> None:
     ap.add_argument("--gen1", type=int, help="also compare this gen-1 threshold with CPython's 10 (3)")
     ap.add_argument("--rounds", type=int, default=100, help="rounds of 10 requests per threshold (3)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmpdir:
-        db = Path(tmpdir) / "registry.db"
-        await bench_graphql.prepare(db)
-        settings = Settings(data_dir=db.parent, registry_id=bench_graphql.REGISTRY_ID)
-        async with LocalRegistry(SQLiteStore(db), registry_id=bench_graphql.REGISTRY_ID,
-                                 base_url="http://127.0.0.1/registry") as registry:
-            sources: dict[str, Any] = {bench_graphql.REGISTRY_ID: LocalSource(registry)}
-            gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
-            await around_execution(settings, sources, args.runs)
-            objects(args.runs * 50)
-            await message_steps(settings, sources, registry, args.step_runs)
-            if args.gen1 is not None:
-                await gen1(settings, sources, registry, args.gen1, args.rounds)
+    async with bench_graphql.corpus_registry() as (settings, registry, sources):
+        await around_execution(settings, sources, args.runs)
+        objects(args.runs * 50)
+        await message_steps(settings, sources, registry, args.step_runs)
+        if args.gen1 is not None:
+            await gen1(settings, sources, registry, args.gen1, args.rounds)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -25,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ def build_app(db: Path) -> Any:
     """The gateway app over ``db``, plus ``/baseline/{n}`` for query number n."""
     from gateway.app import create_app
 
-    registry = LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID, base_url="http://127.0.0.1/registry")
+    registry = open_registry(db)
     app = create_app(Settings(data_dir=db.parent, registry_id=REGISTRY_ID), registry=registry)
     names = list(BASELINES)
 
@@ -224,7 +225,7 @@ async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, f
     settings = Settings(data_dir=db.parent, registry_id=REGISTRY_ID)
     schema = build_schema(settings)
     out = {}
-    async with LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID, base_url="http://127.0.0.1/registry") as reg:
+    async with open_registry(db) as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
         gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
         collecting = [0.0, 0.0]  # CPU time in collections, start of the current one
@@ -265,6 +266,30 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def open_registry(db: Path) -> LocalRegistry:
+    """The corpus registry in ``db`` as the gateway serves it (with the base URL the baselines'
+    views use); open it with ``async with``."""
+    return LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID, base_url="http://127.0.0.1/registry")
+
+
+@contextlib.asynccontextmanager
+async def corpus_registry() -> AsyncIterator[tuple[Settings, LocalRegistry, dict[str, Any]]]:
+    """The corpus in a temporary SQLite registry, open: the gateway's settings over it, the
+    registry, and the sources a request's context takes. As in the app, the schema of those
+    settings is built (``build_schema`` keeps it) before the collector is tuned."""
+    from adapters.local import LocalSource
+    from resolvers.schema import build_schema
+
+    with tempfile.TemporaryDirectory() as tmpdir:
+        db = Path(tmpdir) / "registry.db"
+        await prepare(db)
+        settings = Settings(data_dir=db.parent, registry_id=REGISTRY_ID)
+        build_schema(settings)
+        async with open_registry(db) as registry:
+            gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
+            yield settings, registry, {REGISTRY_ID: LocalSource(registry)}
 
 
 async def prepare(db: Path) -> None:

@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -35,11 +34,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import bench_graphql  # noqa: E402
 
-from adapters.local import LocalSource  # noqa: E402
-from gateway import gc_tuning  # noqa: E402
 from gateway.config import Settings  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
@@ -86,36 +81,29 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100, help="runs of each (medians)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmpdir:
-        db = Path(tmpdir) / "registry.db"
-        await bench_graphql.prepare(db)
-        settings = Settings(data_dir=db.parent, registry_id=bench_graphql.REGISTRY_ID)
+    async with bench_graphql.corpus_registry() as (settings, registry, sources):
         schema = build_schema(settings)
-        async with LocalRegistry(SQLiteStore(db), registry_id=bench_graphql.REGISTRY_ID,
-                                 base_url="http://127.0.0.1/registry") as registry:
-            sources: dict[str, Any] = {bench_graphql.REGISTRY_ID: LocalSource(registry)}
-            gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
 
-            async def graphql() -> Any:
-                context = Context(settings, sources, bench_graphql.REGISTRY_ID)
-                result = await schema.execute(QUERY, context_value=context)
-                assert not result.errors, result.errors
-                return result.data
+        async def graphql() -> Any:
+            context = Context(settings, sources, bench_graphql.REGISTRY_ID)
+            result = await schema.execute(QUERY, context_value=context)
+            assert not result.errors, result.errors
+            return result.data
 
-            targets = {
-                "graphql": graphql,
-                "resolvers only": lambda: resolvers_only(settings, sources),
-                "baseline": lambda: bench_graphql.baseline_endpoint_page(registry),
-            }
-            answers = [await run() for run in targets.values()]
-            assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
-            fields = bench_graphql._fields(answers[0])
-            times: dict[str, list[float]] = {name: [] for name in targets}
-            for _ in range(args.runs):
-                for name, run in targets.items():
-                    started = time.process_time()
-                    await run()
-                    times[name].append(time.process_time() - started)
+        targets = {
+            "graphql": graphql,
+            "resolvers only": lambda: resolvers_only(settings, sources),
+            "baseline": lambda: bench_graphql.baseline_endpoint_page(registry),
+        }
+        answers = [await run() for run in targets.values()]
+        assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
+        fields = bench_graphql._fields(answers[0])
+        times: dict[str, list[float]] = {name: [] for name in targets}
+        for _ in range(args.runs):
+            for name, run in targets.items():
+                started = time.process_time()
+                await run()
+                times[name].append(time.process_time() - started)
     ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
     base = ms["baseline"]
     print(f"endpoint page ({fields} fields), CPU ms per request, median of {args.runs}, in turn in one process")
