@@ -37,6 +37,7 @@ import bench_graphql  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
+from resolvers.queries import _bare_registry  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from resolvers.types import _messagegroups_of, _messages_of, collection  # noqa: E402
 
@@ -48,8 +49,9 @@ async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[st
     ctx = Context(settings, sources, bench_graphql.REGISTRY_ID)
     info: Any = SimpleNamespace(context=ctx)  # what these resolvers read of ``info``
     try:
-        root = await ctx.loaders.entity(bench_graphql.REGISTRY_ID, "/", None)
-        assert root is not None
+        source = ctx.sources[bench_graphql.REGISTRY_ID]
+        await source.check_revision(None)
+        root = _bare_registry(source.id).entity  # as ``Query.registry``: the root record is not read
         page = await collection(info, root, ("endpoints",), None, None, Paging(first=50))
         endpoints = page.nodes
         infos = [info] * len(endpoints)
