@@ -263,9 +263,10 @@ class Settings(BaseSettings):
     gc_freeze: bool = Field(
         True, description="After start-up, move what is loaded into the garbage collector's permanent generation "
                           "(gc.freeze): collections no longer walk it.")
-    gc_gen0_threshold: int | None = Field(
-        None, ge=1, description="The garbage collector's gen-0 threshold after start-up (unset: CPython's 700); "
-                                "larger values collect less often but keep more garbage in memory.")
+    gc_gen0_threshold: int = Field(
+        5000, ge=1, description="The garbage collector's gen-0 threshold after start-up (CPython's is 700): a "
+                                "GraphQL response's short-lived objects mostly die before a collection walks them; "
+                                "larger values collect less often but keep more cyclic garbage in memory.")
     otel_enabled: bool = Field(
         False, description="Record OpenTelemetry traces (also on when OTEL_TRACES_EXPORTER or an OTLP endpoint is "
                            "set).")

@@ -14,7 +14,7 @@ import gc
 
 
 def tune(*, freeze: bool, gen0_threshold: int | None) -> None:
-    """Freeze the objects alive now (``freeze``) and set the gen-0 threshold (``None``: CPython's)."""
+    """Freeze the objects alive now (``freeze``) and set the gen-0 threshold (``None``: left as it is)."""
     if freeze:
         gc.collect()
         gc.freeze()

@@ -1,5 +1,5 @@
 """The served process's garbage-collector settings: after start-up the gateway freezes what is
-loaded (``XREG_GC_FREEZE``) and sets the gen-0 threshold when ``XREG_GC_GEN0_THRESHOLD`` is set."""
+loaded (``XREG_GC_FREEZE``) and sets the gen-0 threshold (``XREG_GC_GEN0_THRESHOLD``, 5000 unless set)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ def served_collector(tmp_path: Path, **settings: object) -> tuple[tuple[int, int
         return gc.get_threshold(), gc.get_freeze_count()
 
 
-def test_start_up_freezes_what_is_loaded_and_keeps_cpython_thresholds(tmp_path: Path, collector: None) -> None:
+def test_start_up_freezes_what_is_loaded_and_raises_the_gen0_threshold(tmp_path: Path, collector: None) -> None:
     threshold, frozen = served_collector(tmp_path)
-    assert threshold == (700, 10, 10)
+    assert threshold == (5000, 10, 10)  # the older generations keep CPython's
     assert frozen > 10_000  # modules, the schema, the model: never walked by a collection again
 
 
@@ -48,8 +48,8 @@ def test_the_gen0_threshold_is_set_when_configured(tmp_path: Path, collector: No
     assert frozen > 10_000
 
 
-def test_freezing_can_be_turned_off(tmp_path: Path, collector: None) -> None:
-    assert served_collector(tmp_path, gc_freeze=False) == ((700, 10, 10), 0)
+def test_freezing_can_be_turned_off_and_cpythons_threshold_kept(tmp_path: Path, collector: None) -> None:
+    assert served_collector(tmp_path, gc_freeze=False, gc_gen0_threshold=700) == ((700, 10, 10), 0)
 
 
 def test_a_threshold_below_one_is_refused(tmp_path: Path) -> None:
