@@ -16,7 +16,8 @@ from gateway.formats.payloads import validate_payload
 from gateway.registry.changeset import Changeset
 from gateway.registry.schema_checks import document_of
 from gateway.xid import Xid
-from resolvers.types import DataSchema
+from resolvers.references import only
+from resolvers.types import dataschema_targets
 
 
 @strawberry.type(description="One defect: where (a JSON pointer or path) and what.")
@@ -107,7 +108,7 @@ class Checks:
         schema_xid = None
         document = attrs.get("dataschema")
         if document is None:
-            target = await DataSchema(message=entity, memo={})._resolved(info)
+            target = only(await dataschema_targets([info], [entity]))
             if target is None:
                 return _outcome(findings, fmt, None, "not validated: the message has no schema the gateway can read")
             schema_xid = target.xid

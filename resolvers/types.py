@@ -9,7 +9,6 @@ entity was read at, so a registry read ``asOf`` a revision stays at that revisio
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -17,6 +16,7 @@ from enum import Enum
 from typing import Any, TypeVar
 
 import strawberry
+from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from strawberry import ID, Private
 from strawberry.scalars import JSON
 from strawberry.types import Info
@@ -438,10 +438,27 @@ class Version(Entity):
 # -- message domain --------------------------------------------------------------------------
 
 
+#: The fields of a :class:`DataSchema` that read what its reference points at.
+_READS_TARGET = frozenset({"xid", "registryid", "schema", "version", "document"})
+
+
+@dataclasses.dataclass(slots=True)
+class _Found:
+    """What a message's schema reference points at, as far as the query reads it: the target (a
+    schema or a schema version), the schema resource and the schema version it stands for (a
+    version reference's resource, a schema reference's default version); ``failed``: why the
+    extra load of the resource or the version failed, for the field that reads it."""
+
+    target: SourceEntity | None = None
+    schema: SourceEntity | None = None
+    version: SourceEntity | None = None
+    failed: Exception | None = None
+
+
 @strawberry.type(description="The payload schema of a message: inline, or a reference into any registry.")
 class DataSchema:
     message: Private[SourceEntity]
-    memo: Private[dict]
+    found: Private[_Found]  # resolved with the schemas of the other messages of the level (:func:`dataschemas_of`)
 
     @strawberry.field(description="The message's `dataschemaformat`.")
     def format(self) -> str | None:
@@ -456,72 +473,154 @@ class DataSchema:
         return self.message.attribute("dataschemauri")
 
     @strawberry.field(description="The XID of the schema or schema version the reference resolves to.")
-    async def xid(self, info: Info) -> str | None:
-        target = await self._resolved(info)
+    def xid(self) -> str | None:
+        target = self.found.target
         return target.xid if target is not None else None
 
     @strawberry.field(description="The registry the referenced schema is in.")
-    async def registryid(self, info: Info) -> str | None:
-        target = await self._resolved(info)
+    def registryid(self) -> str | None:
+        target = self.found.target
         return target.registry if target is not None else None
 
     @strawberry.field(description="The schema the reference points at (the resource of a version reference).")
-    async def schema(self, info: Info) -> Schema | None:
-        target = await self._resolved(info)
-        if target is not None and target.kind == "version":
-            return await _load(info, target, str(Xid.parse(target.xid).resource))
-        node = to_node(target) if target is not None else None
+    def schema(self) -> Schema | None:
+        found = self.found
+        if found.schema is None and found.failed is not None and found.target is not None \
+                and found.target.kind == "version":
+            raise found.failed
+        node = to_node(found.schema) if found.schema is not None else None
         return node if isinstance(node, Schema) else None
 
     @strawberry.field(description="The version the reference points at (a schema reference: its default version).")
-    async def version(self, info: Info) -> SchemaVersion | None:
-        target = await self._resolved(info)
-        if target is not None and target.kind == "resource" and target.view.get("versionid"):
-            node = await _load(info, target, str(Xid.parse(target.xid).version(str(target.view["versionid"]))))
-        else:
-            node = to_node(target) if target is not None else None
+    def version(self) -> SchemaVersion | None:
+        found = self.found
+        if found.version is None and found.failed is not None and found.target is not None \
+                and found.target.kind == "resource":
+            raise found.failed
+        node = to_node(found.version) if found.version is not None else None
         return node if isinstance(node, SchemaVersion) else None
 
     @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
-    async def document(self, info: Info) -> JSON | None:
+    def document(self) -> JSON | None:
         inline = self.message.attribute("dataschema")
         if inline is not None:
             return inline
-        target = await self._resolved(info)
+        target = self.found.target
         return target.attribute("schema") if target is not None else None
 
-    async def _resolved(self, info: Info) -> SourceEntity | None:
-        """The referenced schema or version, resolved once for all the fields asking: by the
-        first, in its own coroutine (no task); the others wait for its outcome."""
-        shared = self.memo.get("target")
-        if shared is not None:
-            return await shared
-        shared = self.memo["target"] = asyncio.get_running_loop().create_future()
-        try:
-            target = await self._resolve(info)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                shared.set_exception(exc)
-                shared.exception()  # retrieved: the first caller raises it itself
-            else:
-                shared.cancel()
-            raise
-        shared.set_result(target)
-        return target
 
-    async def _resolve(self, info: Info) -> SourceEntity | None:
-        message = self.message
-        name = "dataschemaxid" if message.attribute("dataschemaxid") else "dataschemauri"
-        reference = message.attribute(name)
-        if not reference:
-            return None
-        owner = _writer_of(self.message, name)
-        if name == "dataschemauri":
-            try:
-                info.context.references.targets(reference, owner.registry, owner.xid)
-            except XRegistryError:
-                return None  # a schema document outside the registries: not a registry reference
-        return await resolve(info, owner, reference, ("schemas", "schemas/versions"))
+def _dataschema_reference(ctx: Any, message: SourceEntity) -> tuple[SourceEntity, str] | None:
+    """The schema reference of ``message`` and the entity it was written in (references in an
+    inherited attribute are relative to its base's registry); ``None`` when it has none that
+    points into a registry (a ``dataschemauri`` may name a schema document elsewhere)."""
+    name = "dataschemaxid" if message.attribute("dataschemaxid") else "dataschemauri"
+    reference = message.attribute(name)
+    if not reference:
+        return None
+    owner = _writer_of(message, name)
+    if name == "dataschemauri":
+        try:
+            ctx.references.targets(reference, owner.registry, owner.xid)
+        except XRegistryError:
+            return None  # a schema document outside the registries: not a registry reference
+    return owner, reference
+
+
+async def dataschema_targets(infos: Sequence[Info], messages: Sequence[SourceEntity]) -> list[SourceEntity | None]:
+    """What each message's schema reference points at (a schema or a schema version), resolved
+    together (``None``: no registry reference, or one that does not resolve, reported); a
+    message whose resolution failed otherwise has its exception."""
+    ctx = infos[0].context
+    references = [_dataschema_reference(ctx, m) for m in messages]
+    places = [k for k, r in enumerate(references) if r is not None]
+    out: list[Any] = [None] * len(messages)
+    if places:
+        found = await resolve_each([infos[k] for k in places], [references[k][0] for k in places],  # type: ignore[index]
+                                   [[references[k][1]] for k in places], ("schemas", "schemas/versions"))  # type: ignore[index]
+        for k, targets in zip(places, found, strict=True):
+            out[k] = targets if isinstance(targets, Exception) else targets[0]
+    return out
+
+
+async def dataschemas_of(objects: list[Any], infos: Sequence[Info]) -> list[DataSchema | Exception | None]:
+    """The payload schemas of many messages (objects wrapping them). Their references are
+    resolved together when the query reads what they point at (:data:`_READS_TARGET`), and then
+    the schema resources of version references and the default versions of schema references
+    that it reads, together again."""
+    schemas: list[DataSchema | Exception | None] = []
+    asking: list[int] = []
+    asked: dict[int, frozenset[str]] = {}
+    for k, obj in enumerate(objects):
+        made = _dataschema(obj.entity)
+        schemas.append(made)
+        if made is None:
+            continue
+        names = _asked(infos[k], asked)
+        # the document of a message with an inline schema is that schema
+        if names - {"document"} or (names and obj.entity.attribute("dataschema") is None):
+            asking.append(k)
+    if not asking:
+        return schemas
+    ctx = infos[0].context
+    targets = await dataschema_targets([infos[k] for k in asking], [objects[k].entity for k in asking])
+    follow: list[tuple[_Found, str, SourceEntity, str]] = []  # found, its slot, the target, the XID to load
+    for k, target in zip(asking, targets, strict=True):
+        schema = schemas[k]
+        assert isinstance(schema, DataSchema)
+        if isinstance(target, Exception):
+            schemas[k] = target
+            continue
+        if target is None:
+            continue
+        found = schema.found = _Found(target)
+        names = _asked(infos[k], asked)
+        if target.kind == "version":
+            found.version = target
+            if "schema" in names:
+                follow.append((found, "schema", target, str(Xid.parse(target.xid).resource)))
+        else:
+            found.schema = target
+            versionid = target.attribute("versionid") if "version" in names and target.kind == "resource" else None
+            if versionid:
+                follow.append((found, "version", target, str(Xid.parse(target.xid).version(str(versionid)))))
+    if follow:
+        loaded = await gather(*(ctx.loaders.entity(t.registry, xid, t.as_of) for _, _, t, xid in follow), settle=True)
+        for (found, slot, _, _), entity in zip(follow, loaded, strict=True):
+            if isinstance(entity, Exception):
+                found.failed = entity
+            else:
+                setattr(found, slot, entity)
+    return schemas
+
+
+def _asked(info: Info, memo: dict[int, frozenset[str]]) -> frozenset[str]:
+    """Which fields of :data:`_READS_TARGET` the query selects under ``info``'s field (through
+    fragments; remembered in ``memo`` per list of field nodes)."""
+    raw = info._raw_info
+    nodes = raw.field_nodes
+    names = memo.get(id(nodes))
+    if names is None:
+        names = memo[id(nodes)] = frozenset(_selected(nodes, raw.fragments) & _READS_TARGET)
+    return names
+
+
+def _selected(nodes: Sequence[FieldNode], fragments: dict[str, Any]) -> set[str]:
+    """The names of the fields selected directly under ``nodes``, fragments included."""
+    names: set[str] = set()
+    spread: set[str] = set()
+    pending = [n.selection_set for n in nodes if n.selection_set is not None]
+    while pending:
+        for selection in pending.pop().selections:
+            if isinstance(selection, FieldNode):
+                names.add(selection.name.value)
+            elif isinstance(selection, InlineFragmentNode):
+                pending.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode) and selection.name.value not in spread:
+                spread.add(selection.name.value)
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None:
+                    pending.append(fragment.selection_set)
+    return names
 
 
 def _writer_of(message: SourceEntity, attribute: str) -> SourceEntity:
@@ -565,15 +664,19 @@ class DeclaredMessage:
         return [Label(key=k, value=str(v)) for k, v in labels.items()] if isinstance(labels, dict) else []
 
     @strawberry.field(description="The payload schema the message declares.")
-    def dataschema(self) -> DataSchema | None:
-        return _dataschema(self.entity)
+    @batched(dataschemas_of)
+    async def dataschema(self, info: Info) -> DataSchema | None:
+        return only(await dataschemas_of([self], [info]))
 
 
 def _dataschema(entity: SourceEntity) -> DataSchema | None:
     if entity.attribute("dataschema") is None and not entity.attribute("dataschemauri") \
             and not entity.attribute("dataschemaxid"):
         return None
-    return DataSchema(message=entity, memo={})
+    return DataSchema(message=entity, found=_NOTHING)
+
+
+_NOTHING = _Found()  # nothing read (yet) of a schema reference: never changed
 
 
 @strawberry.interface(description="The attributes of a message definition (message domain). Every attribute is "
@@ -631,8 +734,9 @@ class MessageDefinition:
         return JSON({k: v for k, v in self.entity.attributes.items() if not _is_link(k, self.entity.view)})
 
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
-    def dataschema(self, info: Info) -> DataSchema | None:
-        return _dataschema(self.entity)
+    @batched(dataschemas_of)
+    async def dataschema(self, info: Info) -> DataSchema | None:
+        return only(await dataschemas_of([self], [info]))
 
 
 @strawberry.type(description="A message definition.")
