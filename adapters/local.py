@@ -261,13 +261,14 @@ class LocalSource(RegistrySource):
         if listing.backward and before is None:
             before = _end_cursor(listing.sort)
         pages = []
+        materialised = self._materialised(listing)
         for ctype in listing.ctypes:
             sel = Selection(ctype, parent=parent, filters=listing.filters, sort=listing.sort, limit=listing.limit,
-                            after=after, before=before, as_of=listing.as_of, materialised=self._materialised(listing),
+                            after=after, before=before, as_of=listing.as_of, materialised=materialised,
                             search=listing.search)
             pages.append((ctype, await select(self.store, sel)))
-        rows = [(rec, store_sort(ctype, listing.sort, self._materialised(listing)))
-                for ctype, page in pages for rec in page.items]
+        rows = [(rec, sort) for ctype, page in pages  # each collection's sort, made once
+                for sort in (store_sort(ctype, listing.sort, materialised),) for rec in page.items]
         has_next = any(p.has_next for _, p in pages)
         has_prev = any(p.has_prev for _, p in pages)
         if len(pages) > 1:  # merge the collections' pages in sort order
