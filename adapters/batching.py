@@ -61,6 +61,55 @@ class EntityBatcher:
             out.append(found if found is not None else cast("asyncio.Future[Entity | None]", self.loader.load(key)))
         return out
 
+    async def fetch(self, keys: list[Key]) -> list[Entity | BaseException | None]:
+        """Per ``(registry, as_of, XID)``, in order: the entity (``None``: it does not exist), or
+        the exception its registry failed with. The keys are read now, as a batch of their own —
+        for a caller that has every load of a step at once (the references of a whole level), so
+        that no loader batch needs to gather them over a loop turn. Those the request knows
+        already (read by a page, loaded, or being loaded) come from there; the others are read with
+        one :meth:`~adapters.base.RegistrySource.get_many` per registry and revision, and
+        remembered for the rest of the request."""
+        primed, cache = self.primed, self.loader.cache_map
+        out: list[Any] = [None] * len(keys)
+        loading: list[tuple[int, asyncio.Future[Entity | None]]] = []
+        reading: dict[Key, list[int]] = {}  # by case-folded key: the places that want it
+        written: list[Key] = []  # the first of each as written (a remote's paths are case-sensitive)
+        for index, key in enumerate(keys):
+            folded = (key[0], key[1], key[2].lower())
+            found = primed.get(folded)
+            if found is not None:
+                out[index] = found
+                continue
+            future = cache.get(key)
+            if future is not None and not future.cancelled():
+                loading.append((index, future))
+            elif folded in reading:
+                reading[folded].append(index)
+            else:
+                reading[folded] = [index]
+                written.append(key)
+        if reading:
+            read = await self._load(written)
+            loop = asyncio.get_running_loop()
+            for folded, value in zip(reading, read, strict=True):
+                for index in reading[folded]:
+                    out[index] = value
+                if isinstance(value, Entity):
+                    primed[folded] = value
+                    continue
+                remembered = loop.create_future()  # that it does not exist, or why it failed
+                if isinstance(value, BaseException):
+                    remembered.set_exception(value)
+                    remembered.exception()  # retrieved: a later load raises it itself
+                else:
+                    remembered.set_result(None)
+                cache.set(folded, remembered)
+        if loading:
+            await asyncio.gather(*(f for _, f in loading), return_exceptions=True)
+            for index, future in loading:
+                out[index] = future.exception() or future.result()
+        return out
+
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read otherwise (a page), so that loading them again is free."""
         primed = self.primed

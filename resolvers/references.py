@@ -47,13 +47,6 @@ async def resolve(info: Info, owner: Entity, reference: Any, expect: Sequence[st
         return None
 
 
-async def resolve_all(info: Info, owner: Entity, references: Sequence[Any],
-                      expect: Sequence[str] | None = None) -> list[Entity | None]:
-    """:func:`resolve` of each of ``references`` (made by ``owner``), in order (:func:`resolve_each`
-    for one owner)."""
-    return only(await resolve_each([info], [owner], [references], expect))
-
-
 def only(values: list[Any]) -> Any:
     """The one value of a form for many objects called for one (its failure raised)."""
     value = values[0]
@@ -63,12 +56,15 @@ def only(values: list[Any]) -> Any:
 
 
 async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], references: Sequence[Sequence[Any]],
-                       expect: Sequence[str] | None = None) -> list[list[Entity | None] | Exception]:
+                       expect: Sequence[str] | None = None, *,
+                       at_once: bool = False) -> list[list[Entity | None] | Exception]:
     """For each owner (its ``info`` and its references, in order): :func:`resolve` of each of its
     references, or the exception that failed it. Those with one candidate target (XIDs, ``#/``
     pointers, URLs inside one registry: nearly all) are looked up together, for every owner at
     once, and awaited once, without a coroutine each; the others, and entities whose
-    materialisation has still to be completed, take :func:`resolve`."""
+    materialisation has still to be completed, take :func:`resolve`. The loads go through the
+    request's loader (batched with other loads of them), or, ``at_once`` (every owner of a level
+    is here), are read at once (:meth:`~adapters.batching.EntityBatcher.fetch`)."""
     ctx = infos[0].context
     rules = ctx.references
     outs: list[list[Entity | None]] = []
@@ -86,25 +82,27 @@ async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], referenc
                 single.append((k, index, targets[0]))
             else:
                 one_by_one.append((k, index))
-    loads = ctx.loaders.batcher.lookup(
-        [(t.registry, owners[k].as_of if t.registry == owners[k].registry else None, t.xid) for k, _, t in single])
-    await settled([load for load in loads if isinstance(load, asyncio.Future)])
+    keys = [(t.registry, owners[k].as_of if t.registry == owners[k].registry else None, t.xid) for k, _, t in single]
+    if at_once:
+        loads = await ctx.loaders.batcher.fetch(keys)
+    else:
+        found = ctx.loaders.batcher.lookup(keys)
+        await settled([load for load in found if isinstance(load, asyncio.Future)])
+        loads = [(load.exception() or load.result()) if isinstance(load, asyncio.Future) else load for load in found]
     failed: dict[int, Exception] = {}
-    for (k, index, target), load in zip(single, loads, strict=True):
-        entity = load
+    for (k, index, target), entity in zip(single, loads, strict=True):
         owner = owners[k]
-        if isinstance(load, asyncio.Future):
-            error = load.exception()
-            if isinstance(error, SourceUnavailable):
-                ctx.report(rules.error(references[k][index], owner.registry, owner.xid, error.reason), infos[k])
-                continue
-            if isinstance(error, XRegistryError):
-                ctx.report(error, infos[k])
-                continue
-            if isinstance(error, Exception):
-                failed.setdefault(k, error)
-                continue
-            entity = load.result()
+        if isinstance(entity, SourceUnavailable):
+            ctx.report(rules.error(references[k][index], owner.registry, owner.xid, entity.reason), infos[k])
+            continue
+        if isinstance(entity, XRegistryError):
+            ctx.report(entity, infos[k])
+            continue
+        if isinstance(entity, BaseException):
+            if not isinstance(entity, Exception):
+                raise entity
+            failed.setdefault(k, entity)
+            continue
         reason = rules.mismatch(entity, target, expect)
         if reason is not None:
             ctx.report(rules.error(references[k][index], owner.registry, owner.xid, reason), infos[k])

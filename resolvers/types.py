@@ -281,11 +281,12 @@ def _listed(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value] if value else []
 
 
-async def _messagegroups_of(endpoints: list[Any], infos: list[Info]) -> list[Any]:
-    """The message groups of many endpoints (their ``messagegroups`` references, resolved together)."""
+async def _messagegroups_of(endpoints: list[Any], infos: list[Info], *, at_once: bool = True) -> list[Any]:
+    """The message groups of many endpoints (their ``messagegroups`` references, resolved together;
+    ``at_once``: they are every endpoint of a level, see :func:`~resolvers.references.resolve_each`)."""
     owners = [e.entity for e in endpoints]
     found = await resolve_each(infos, owners, [_listed(o.declared("messagegroups")) for o in owners],
-                               ("messagegroups",))
+                               ("messagegroups",), at_once=at_once)
     return [f if isinstance(f, Exception) else [node_of(MessageGroup, e) for e in f if e is not None] for f in found]
 
 
@@ -526,27 +527,30 @@ def _dataschema_reference(ctx: Any, message: SourceEntity) -> tuple[SourceEntity
     return owner, reference
 
 
-async def dataschema_targets(infos: Sequence[Info], messages: Sequence[SourceEntity]) -> list[SourceEntity | None]:
+async def dataschema_targets(infos: Sequence[Info], messages: Sequence[SourceEntity], *,
+                             at_once: bool = False) -> list[SourceEntity | None]:
     """What each message's schema reference points at (a schema or a schema version), resolved
     together (``None``: no registry reference, or one that does not resolve, reported); a
-    message whose resolution failed otherwise has its exception."""
+    message whose resolution failed otherwise has its exception. ``at_once``: as
+    :func:`~resolvers.references.resolve_each`."""
     ctx = infos[0].context
-    references = [_dataschema_reference(ctx, m) for m in messages]
-    places = [k for k, r in enumerate(references) if r is not None]
+    wanted = [(k, ref) for k, m in enumerate(messages) if (ref := _dataschema_reference(ctx, m)) is not None]
     out: list[Any] = [None] * len(messages)
-    if places:
-        found = await resolve_each([infos[k] for k in places], [references[k][0] for k in places],  # type: ignore[index]
-                                   [[references[k][1]] for k in places], ("schemas", "schemas/versions"))  # type: ignore[index]
-        for k, targets in zip(places, found, strict=True):
+    if wanted:
+        found = await resolve_each([infos[k] for k, _ in wanted], [owner for _, (owner, _) in wanted],
+                                   [[reference] for _, (_, reference) in wanted], ("schemas", "schemas/versions"),
+                                   at_once=at_once)
+        for (k, _), targets in zip(wanted, found, strict=True):
             out[k] = targets if isinstance(targets, Exception) else targets[0]
     return out
 
 
-async def dataschemas_of(objects: list[Any], infos: Sequence[Info]) -> list[DataSchema | Exception | None]:
-    """The payload schemas of many messages (objects wrapping them). Their references are
-    resolved together when the query reads what they point at (:data:`_READS_TARGET`), and then
-    the schema resources of version references and the default versions of schema references
-    that it reads, together again."""
+async def dataschemas_of(objects: list[Any], infos: Sequence[Info], *,
+                         at_once: bool = True) -> list[DataSchema | Exception | None]:
+    """The payload schemas of many messages (objects wrapping them; ``at_once``: every message of
+    a level). Their references are resolved together when the query reads what they point at
+    (:data:`_READS_TARGET`), and then the schema resources of version references and the default
+    versions of schema references that it reads, together again."""
     schemas: list[DataSchema | Exception | None] = []
     asking: list[int] = []
     asked: dict[int, frozenset[str]] = {}
@@ -562,7 +566,8 @@ async def dataschemas_of(objects: list[Any], infos: Sequence[Info]) -> list[Data
     if not asking:
         return schemas
     ctx = infos[0].context
-    targets = await dataschema_targets([infos[k] for k in asking], [objects[k].entity for k in asking])
+    targets = await dataschema_targets([infos[k] for k in asking], [objects[k].entity for k in asking],
+                                       at_once=at_once)
     follow: list[tuple[_Found, str, SourceEntity, str]] = []  # found, its slot, the target, the XID to load
     for k, target in zip(asking, targets, strict=True):
         schema = schemas[k]
@@ -666,7 +671,7 @@ class DeclaredMessage:
     @strawberry.field(description="The payload schema the message declares.")
     @batched(dataschemas_of)
     async def dataschema(self, info: Info) -> DataSchema | None:
-        return only(await dataschemas_of([self], [info]))
+        return only(await dataschemas_of([self], [info], at_once=False))
 
 
 def _dataschema(entity: SourceEntity) -> DataSchema | None:
@@ -736,7 +741,7 @@ class MessageDefinition:
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
     @batched(dataschemas_of)
     async def dataschema(self, info: Info) -> DataSchema | None:
-        return only(await dataschemas_of([self], [info]))
+        return only(await dataschemas_of([self], [info], at_once=False))
 
 
 @strawberry.type(description="A message definition.")
@@ -793,7 +798,7 @@ class Endpoint(Group):
                                   "not resolve are left out and reported in `errors`).")
     @batched(_messagegroups_of)
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
-        return only(await _messagegroups_of([self], [info]))
+        return only(await _messagegroups_of([self], [info], at_once=False))
 
     @strawberry.field(description="The MQTT will message (`protocoloptions.willmessage`).")
     async def willmessage(self, info: Info) -> Message | None:

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from adapters.base import Listing
+from adapters.base import Listing, SourceUnavailable
 from adapters.batching import EntityBatcher
 from adapters.effective import complete
 from adapters.federation import Federation
@@ -189,3 +189,34 @@ async def test_fifty_references_over_three_slow_remotes_fan_out(fed, remotes):
     # each remote's busy time, from its first request's start to its last one's end
     busy = [(min(start for start, _ in s), max(end for _, end in s)) for s in spans.values()]
     assert max(start for start, _ in busy) < min(end for _, end in busy), spans  # all of them at once
+
+
+async def test_fetch_reads_a_steps_keys_at_once_and_remembers_them(registry, faulty, open_remote):
+    """``EntityBatcher.fetch`` (every reference of a level at once): the keys in order, one read per
+    registry with case-folded duplicates read once, ``None`` for what does not exist, a failing
+    registry's error for its keys only; and what it read, found missing or saw fail is not asked
+    for again by later loads of the request."""
+    from tests.federation.conftest import remote_config
+    from tests.federation.test_faults import faulty_url
+
+    await registry.apply_document({"messagegroups": {"local": {"name": "L"}, "other": {"name": "O"}}})
+    broken = await open_remote(remote_config("broken", faulty_url(faulty, "500"), retries=0))
+    batcher = EntityBatcher({"test": LocalSource(registry), "broken": broken})
+    await batcher.load("test", "/messagegroups/other")  # loaded earlier in the request
+    calls, hits = registry.store.stats.calls, faulty[1]
+    calls.clear()
+    hits.clear()
+    found = await batcher.fetch([("test", None, "/messagegroups/local"), ("broken", None, "/messagegroups/x"),
+                                 ("test", None, "/MessageGroups/LOCAL"), ("test", None, "/messagegroups/missing"),
+                                 ("test", None, "/messagegroups/other"), ("nowhere", None, "/messagegroups/local")])
+    local, failed, same, missing, other, unknown = found
+    assert local is same and local.xid == "/messagegroups/local" and local.attribute("name") == "L"
+    assert isinstance(failed, SourceUnavailable) and failed.registry == "broken"
+    assert missing is None and unknown is None
+    assert other.attribute("name") == "O"
+    assert calls["get_many"] == 1 and hits["500"] == 1  # one read each; "other" was known already
+    again = [await batcher.load("test", "/messagegroups/LOCAL"), await batcher.load("test", "/messagegroups/missing")]
+    assert again == [local, None]
+    with pytest.raises(SourceUnavailable):
+        await batcher.load("broken", "/messagegroups/x")
+    assert calls["get_many"] == 1 and hits["500"] == 1  # nothing asked again
