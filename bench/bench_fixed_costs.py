@@ -7,16 +7,18 @@ object costs to make, and what the collector's gen-1 threshold does to the endpo
    strawberry's own ``Schema.execute`` with the gateway's four concerns as schema extensions
    (``_Hooked`` below: what the gateway ran before ``resolvers/operation.py``). CPU µs, medians.
 2. **An entity's object.** ``node_of(Message, entity)`` against ``Message(entity=entity)``.
-3. **The gen-1 threshold** (``--gen1 50``): the endpoint page of ``bench_graphql.py`` with
-   CPython's thresholds ``(700, 10, 10)`` and with ``(700, N, 10)``, alternating every 10
-   requests in one process; mean CPU ms of GraphQL and of the baseline under each.
+3. **A collector threshold** (``--gen1 50``, ``--gen0 5000``): the endpoint page of
+   ``bench_graphql.py`` with CPython's thresholds ``(700, 10, 10)`` and with ``(700, N, 10)`` or
+   ``(N, 10, 10)``, alternating every 10 requests in one process; mean CPU ms of GraphQL and of
+   the baseline under each, and the collector's mean CPU ms per GraphQL request. Given either
+   option, the script runs this section alone.
 4. **Message + schema, step by step.** ``bench_graphql.py``'s "message + schema" query built up
    one step at a time (the lookup, the message's own fields, the reference to its schema, the
    schema), against its baseline, one store read, and the same read through a request's loader
    (what each of the query's two steps into the store pays around the read). CPU µs, medians,
    the order shuffled in every round.
 
-Usage: python bench/bench_fixed_costs.py [--runs 2000] [--step-runs 500] [--gen1 50 --rounds 100]
+Usage: python bench/bench_fixed_costs.py [--runs 2000] [--step-runs 500] [--gen1 50 | --gen0 5000] [--rounds 100]
 """
 
 from __future__ import annotations
@@ -150,30 +152,46 @@ def objects(runs: int) -> None:
           f"{len(vars(node_of(Message, entity)))} against {len(vars(Message(entity=entity)))}")
 
 
-async def gen1(settings: Settings, sources: dict[str, Any], registry: LocalRegistry, threshold: int,
-               rounds: int) -> None:
+async def thresholds(settings: Settings, sources: dict[str, Any], registry: LocalRegistry,
+                     other: tuple[int, int, int], rounds: int) -> None:
     schema = build_schema(settings)
     query = bench_graphql.QUERIES["endpoint page"]
     baseline = bench_graphql.BASELINES["endpoint page"]
-    cpython, other = (700, 10, 10), (700, threshold, 10)
-    spent: dict[tuple[int, int, int], tuple[list[float], list[float]]] = {cpython: ([], []), other: ([], [])}
+    cpython = (700, 10, 10)
+    spent: dict[tuple[int, int, int], tuple[list[float], list[float], list[float]]] = {
+        cpython: ([], [], []), other: ([], [], [])}
+    collecting = [0.0, 0.0]  # CPU time in collections, start of the current one
+
+    def clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.process_time()
+        else:
+            collecting[0] += time.process_time() - collecting[1]
+
     for _ in range(5):
         await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
-    for n in range(rounds):
-        for thresholds in (cpython, other) if n % 2 == 0 else (other, cpython):
-            gc.set_threshold(*thresholds)
-            for _ in range(10):
-                started = time.process_time()
-                await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
-                spent[thresholds][0].append(time.process_time() - started)
-                started = time.process_time()
-                await baseline(registry)
-                spent[thresholds][1].append(time.process_time() - started)
-    gc.set_threshold(*cpython)
+    gc.callbacks.append(clock)
+    try:
+        for n in range(rounds):
+            for setting in (cpython, other) if n % 2 == 0 else (other, cpython):
+                gc.set_threshold(*setting)
+                for _ in range(10):
+                    collecting[0] = 0.0
+                    started = time.process_time()
+                    await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
+                    spent[setting][0].append(time.process_time() - started)
+                    spent[setting][2].append(collecting[0])
+                    started = time.process_time()
+                    await baseline(registry)
+                    spent[setting][1].append(time.process_time() - started)
+    finally:
+        gc.callbacks.remove(clock)
+        gc.set_threshold(*cpython)
     print(f"3. endpoint page, CPU ms per request (mean of {rounds * 10} each, thresholds alternating every 10)")
-    for thresholds, (graphql, base) in spent.items():
-        print(f"   gc thresholds {thresholds!s:15s} graphql {statistics.mean(graphql) * 1e3:7.2f}  "
-              f"baseline {statistics.mean(base) * 1e3:7.2f}")
+    for setting, (graphql, base, collector) in spent.items():
+        print(f"   gc thresholds {setting!s:17s} graphql {statistics.mean(graphql) * 1e3:7.2f}  "
+              f"baseline {statistics.mean(base) * 1e3:7.2f}  collector during graphql "
+              f"{statistics.mean(collector) * 1e3:5.2f}")
 
 
 async def message_steps(settings: Settings, sources: dict[str, Any], registry: LocalRegistry, runs: int) -> None:
@@ -222,14 +240,20 @@ async def main() -> None:
     ap.add_argument("--runs", type=int, default=2000, help="requests (1) and objects (2) timed")
     ap.add_argument("--step-runs", type=int, default=500, help="rounds of the message + schema steps (4)")
     ap.add_argument("--gen1", type=int, help="also compare this gen-1 threshold with CPython's 10 (3)")
+    ap.add_argument("--gen0", type=int, help="also compare this gen-0 threshold with CPython's 700 (3)")
     ap.add_argument("--rounds", type=int, default=100, help="rounds of 10 requests per threshold (3)")
     args = ap.parse_args()
+    if args.gen0 is not None and args.gen1 is not None:
+        ap.error("one threshold at a time: --gen0 or --gen1")
     async with bench_graphql.corpus_registry() as (settings, registry, sources):
-        await around_execution(settings, sources, args.runs)
-        objects(args.runs * 50)
-        await message_steps(settings, sources, registry, args.step_runs)
-        if args.gen1 is not None:
-            await gen1(settings, sources, registry, args.gen1, args.rounds)
+        if args.gen0 is not None:  # section 3 alone
+            await thresholds(settings, sources, registry, (args.gen0, 10, 10), args.rounds)
+        elif args.gen1 is not None:
+            await thresholds(settings, sources, registry, (700, args.gen1, 10), args.rounds)
+        else:
+            await around_execution(settings, sources, args.runs)
+            objects(args.runs * 50)
+            await message_steps(settings, sources, registry, args.step_runs)
 
 
 if __name__ == "__main__":
