@@ -448,12 +448,21 @@ class _Found:
     """What a message's schema reference points at, as far as the query reads it: the target (a
     schema or a schema version), the schema resource and the schema version it stands for (a
     version reference's resource, a schema reference's default version); ``failed``: why the
-    extra load of the resource or the version failed, for the field that reads it."""
+    extra load of the one or the other failed, by its name."""
 
     target: SourceEntity | None = None
     schema: SourceEntity | None = None
     version: SourceEntity | None = None
-    failed: Exception | None = None
+    failed: dict[str, Exception] = dataclasses.field(default_factory=dict)
+
+    def node(self, name: str, cls: type) -> Any:
+        """The object of the ``schema`` or ``version`` found when it is a ``cls`` (the failure
+        of its load raised)."""
+        entity = getattr(self, name)
+        if entity is None and name in self.failed:
+            raise self.failed[name]
+        node = to_node(entity) if entity is not None else None
+        return node if isinstance(node, cls) else None
 
 
 @strawberry.type(description="The payload schema of a message: inline, or a reference into any registry.")
@@ -485,21 +494,11 @@ class DataSchema:
 
     @strawberry.field(description="The schema the reference points at (the resource of a version reference).")
     def schema(self) -> Schema | None:
-        found = self.found
-        if found.schema is None and found.failed is not None and found.target is not None \
-                and found.target.kind == "version":
-            raise found.failed
-        node = to_node(found.schema) if found.schema is not None else None
-        return node if isinstance(node, Schema) else None
+        return self.found.node("schema", Schema)
 
     @strawberry.field(description="The version the reference points at (a schema reference: its default version).")
     def version(self) -> SchemaVersion | None:
-        found = self.found
-        if found.version is None and found.failed is not None and found.target is not None \
-                and found.target.kind == "resource":
-            raise found.failed
-        node = to_node(found.version) if found.version is not None else None
-        return node if isinstance(node, SchemaVersion) else None
+        return self.found.node("version", SchemaVersion)
 
     @strawberry.field(description="The schema document: the inline schema, or the referenced version's `schema`.")
     def document(self) -> JSON | None:
@@ -592,7 +591,7 @@ async def dataschemas_of(objects: list[Any], infos: Sequence[Info], *,
         loaded = await gather(*(ctx.loaders.entity(t.registry, xid, t.as_of) for _, _, t, xid in follow), settle=True)
         for (found, slot, _, _), entity in zip(follow, loaded, strict=True):
             if isinstance(entity, Exception):
-                found.failed = entity
+                found.failed[slot] = entity
             else:
                 setattr(found, slot, entity)
     return schemas
