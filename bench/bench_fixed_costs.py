@@ -160,14 +160,7 @@ async def thresholds(settings: Settings, sources: dict[str, Any], registry: Loca
     cpython = (700, 10, 10)
     spent: dict[tuple[int, int, int], tuple[list[float], list[float], list[float]]] = {
         cpython: ([], [], []), other: ([], [], [])}
-    collecting = [0.0, 0.0]  # CPU time in collections, start of the current one
-
-    def clock(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            collecting[1] = time.process_time()
-        else:
-            collecting[0] += time.process_time() - collecting[1]
-
+    clock = bench_graphql.CollectorClock()
     for _ in range(5):
         await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
     gc.callbacks.append(clock)
@@ -176,11 +169,11 @@ async def thresholds(settings: Settings, sources: dict[str, Any], registry: Loca
             for setting in (cpython, other) if n % 2 == 0 else (other, cpython):
                 gc.set_threshold(*setting)
                 for _ in range(10):
-                    collecting[0] = 0.0
+                    clock.spent = 0.0
                     started = time.process_time()
                     await schema.execute(query, context_value=Context(settings, sources, bench_graphql.REGISTRY_ID))
                     spent[setting][0].append(time.process_time() - started)
-                    spent[setting][2].append(collecting[0])
+                    spent[setting][2].append(clock.spent)
                     started = time.process_time()
                     await baseline(registry)
                     spent[setting][1].append(time.process_time() - started)

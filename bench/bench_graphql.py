@@ -210,6 +210,21 @@ async def compare(targets: dict[str, Callable[[], Awaitable[httpx.Response]]], r
     return out
 
 
+class CollectorClock:
+    """The CPU time the garbage collector spends while this is one of ``gc.callbacks``
+    (:attr:`spent`, seconds; reset it by hand)."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.spent += time.process_time() - self._started
+
+
 async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, float, float]]:
     """Per query: fields in the response, and the median in-process CPU time (ms) of executing
     it and of its baseline function, one request at a time, alternating, and the mean CPU time (ms)
@@ -228,24 +243,18 @@ async def in_process(db: Path, runs: int = 100) -> dict[str, tuple[int, float, f
     async with open_registry(db) as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
         gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # as the app does
-        collecting = [0.0, 0.0]  # CPU time in collections, start of the current one
-
-        def clock(phase: str, info: dict[str, int]) -> None:
-            if phase == "start":
-                collecting[1] = time.process_time()
-            else:
-                collecting[0] += time.process_time() - collecting[1]
+        clock = CollectorClock()
 
         for name, query in QUERIES.items():
             graphql, baseline, fields, gc_time = [], [], 0, 0.0
             for _ in range(runs):
                 gc.callbacks.append(clock)
-                collecting[0] = 0.0
+                clock.spent = 0.0
                 t0 = time.process_time()
                 result = await schema.execute(query, context_value=Context(settings, sources, REGISTRY_ID))
                 graphql.append(time.process_time() - t0)
                 gc.callbacks.remove(clock)
-                gc_time += collecting[0]
+                gc_time += clock.spent
                 assert not result.errors, result.errors
                 fields = _fields(result.data)
                 t0 = time.process_time()
