@@ -551,7 +551,7 @@ async def dataschemas_of(objects: list[Any], infos: Sequence[Info], *,
     (:data:`_READS_TARGET`), and then the schema resources of version references and the default
     versions of schema references that it reads, together again."""
     schemas: list[DataSchema | Exception | None] = []
-    asking: list[int] = []
+    asking: list[tuple[int, DataSchema, frozenset[str]]] = []  # place, schema, the target fields asked for
     asked: dict[int, frozenset[str]] = {}
     for k, obj in enumerate(objects):
         made = _dataschema(obj.entity)
@@ -561,23 +561,20 @@ async def dataschemas_of(objects: list[Any], infos: Sequence[Info], *,
         names = _asked(infos[k], asked)
         # the document of a message with an inline schema is that schema
         if names - {"document"} or (names and obj.entity.attribute("dataschema") is None):
-            asking.append(k)
+            asking.append((k, made, names))
     if not asking:
         return schemas
     ctx = infos[0].context
-    targets = await dataschema_targets([infos[k] for k in asking], [objects[k].entity for k in asking],
+    targets = await dataschema_targets([infos[k] for k, _, _ in asking], [objects[k].entity for k, _, _ in asking],
                                        at_once=at_once)
     follow: list[tuple[_Found, str, SourceEntity, str]] = []  # found, its slot, the target, the XID to load
-    for k, target in zip(asking, targets, strict=True):
-        schema = schemas[k]
-        assert isinstance(schema, DataSchema)
+    for (k, schema, names), target in zip(asking, targets, strict=True):
         if isinstance(target, Exception):
             schemas[k] = target
             continue
         if target is None:
             continue
         found = schema.found = _Found(target)
-        names = _asked(infos[k], asked)
         if target.kind == "version":
             found.version = target
             if "schema" in names:
