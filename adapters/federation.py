@@ -28,7 +28,7 @@ from adapters.base import RegistrySource, SourceStatus
 from adapters.cache import RegistryCache, create_backend, fingerprint
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.file import FileSource
-from adapters.references import References
+from adapters.references import References, rules_over
 from adapters.remote import RemoteSource
 from gateway.config import RegistryConfig, Settings, load_settings
 from gateway.errors import XRegistryError
@@ -238,7 +238,7 @@ class Federation:
 
     def references(self, sources: Sequence[RegistrySource] | None = None) -> References:
         """The reference rules over the current registries."""
-        return References(sources if sources is not None else self.ordered(), self.roots())
+        return rules_over(sources if sources is not None else self.ordered(), self.roots())
 
 
 def _same(source: RegistrySource, old: RegistryConfig | None, new: RegistryConfig) -> bool:

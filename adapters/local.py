@@ -90,7 +90,7 @@ class StoredEntity(Entity):
     __slots__ = ("_message", "_model", "_plain", "_record", "_source")
     _message: bool
     _model: RegistryModel
-    _plain: tuple[frozenset[str], dict[str, Any], dict[str, Any] | None] | None
+    _plain: tuple[frozenset[str], dict[str, Any], dict[str, Any] | None, bool | None] | None
     _record: EntityRecord
     _source: LocalSource
 
@@ -142,9 +142,9 @@ class StoredEntity(Entity):
     def materialised(self) -> Materialisation | None:
         return self._built(_MATERIALISED)
 
-    def _stored(self) -> tuple[frozenset[str], dict[str, Any], dict[str, Any] | None]:
-        """The names the view does not show as stored, the stored attributes, and the
-        materialised ones (``None``: not materialised)."""
+    def _stored(self) -> tuple[frozenset[str], dict[str, Any], dict[str, Any] | None, bool | None]:
+        """The names the view does not show as stored, the stored attributes, the materialised
+        ones (``None``: not materialised), and :meth:`pending_chain`."""
         plain = self._plain
         if plain is None:
             rec = self._record
@@ -155,12 +155,16 @@ class StoredEntity(Entity):
                 own = _group_own(self._model, rec.ctype)
                 stored = rec.doc
             derived = derived_of(rec.kind, rec.doc) if self._message else None
-            plain = (own, stored, derived["attributes"] if derived else None)
+            if derived:
+                unresolved = derived.get("unresolved")
+                plain = (own, stored, derived["attributes"], bool(unresolved and unresolved["reason"] == "external"))
+            else:
+                plain = (own, stored, None, None)
             object.__setattr__(self, "_plain", plain)
         return plain
 
     def attribute(self, name: str) -> Any:
-        own, stored, derived = self._plain or self._stored()
+        own, stored, derived, _ = self._plain or self._stored()
         if name in own:
             if name == "versionid" and derived is None and self._record.kind == "resource":
                 return default_versionid(self._record)
@@ -170,7 +174,7 @@ class StoredEntity(Entity):
         return stored.get(name)
 
     def declared(self, name: str) -> Any:
-        own, stored, _ = self._plain or self._stored()
+        own, stored, _, _ = self._plain or self._stored()
         return super().declared(name) if name in own else stored.get(name)
 
     def origin(self, name: str) -> tuple[str, str] | None:
@@ -181,14 +185,7 @@ class StoredEntity(Entity):
         return (self._source.id, base) if base is not None else None
 
     def pending_chain(self) -> bool | None:
-        if not self._message:
-            return None  # not a message: nothing of its own to complete
-        rec = self._record
-        derived = derived_of(rec.kind, rec.doc)
-        if not derived:
-            return None
-        unresolved = derived.get("unresolved")
-        return bool(unresolved and unresolved["reason"] == "external")
+        return (self._plain or self._stored())[3]  # ``None``: not a message, or not materialised
 
 
 _REGISTRY, _XID, _KIND, _CTYPE, _AS_OF, _PARTIAL, _REVISION = (

@@ -85,6 +85,27 @@ def _xid_problem(xid: str) -> str | None:
     return f": {problem}" if problem else None
 
 
+#: The rules made by :func:`rules_over`, by the identities of their registries and their roots.
+_RULES: dict[tuple[Any, ...], tuple[tuple[Any, ...], References]] = {}
+#: How many sets of rules :func:`rules_over` keeps (each keeps its registries' objects alive).
+_KEPT_RULES = 32
+
+
+def rules_over(sources: Sequence[RegistrySource], roots: Mapping[str, Sequence[str]]) -> References:
+    """``References(sources, roots)``, the same object again for the same registry objects and
+    roots: the rules hold nothing of a request, and parsing every root URL again for each
+    request cost more than resolving a small query's references."""
+    key = (*map(id, sources), *((r, *urls) for r, urls in roots.items()))
+    found = _RULES.get(key)
+    if found is not None:  # its registries are kept alive with it: their ids are theirs still
+        return found[1]
+    if len(_RULES) >= _KEPT_RULES:
+        _RULES.clear()
+    rules = References(sources, roots)
+    _RULES[key] = (tuple(sources), rules)
+    return rules
+
+
 class References:
     """The reference rules over a set of registries (see the module documentation)."""
 

@@ -17,6 +17,7 @@ import os
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client import multiprocess as _multiprocess
@@ -96,6 +97,22 @@ def operation_label(name: str | None) -> str:
             return "other"
         _operations.add(name)
     return name
+
+
+#: The children of the operation metrics by label and outcome (``labels`` takes a lock and checks
+#: its arguments on every call; the labels are a bounded set, so the children are kept here).
+_operation_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+
+def count_operation(label: str, outcome: str, seconds: float) -> None:
+    """Count one GraphQL operation of ``label`` (:func:`operation_label`) and ``outcome``, and
+    observe its duration."""
+    children = _operation_children.get((label, outcome))
+    if children is None:
+        children = _operation_children[(label, outcome)] = (
+            GRAPHQL_OPERATIONS.labels(label, outcome), GRAPHQL_OPERATION_DURATION.labels(label))
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def method_label(method: str) -> str:

@@ -13,7 +13,7 @@ from strawberry.types import Info
 
 from adapters.base import RegistrySource
 from adapters.local import LocalSource
-from adapters.references import References
+from adapters.references import References, rules_over
 from gateway.auth import Authenticator, Principal
 from gateway.config import Settings
 from gateway.errors import XRegistryError
@@ -39,7 +39,7 @@ def references_of(app: Any, sources: Mapping[str, RegistrySource]) -> References
     federation = getattr(app.state, "federation", None)
     if federation is not None:
         return federation.references(list(sources.values()))
-    return References(list(sources.values()), {s.id: [s.base_url] for s in sources.values() if s.base_url})
+    return rules_over(list(sources.values()), {s.id: [s.base_url] for s in sources.values() if s.base_url})
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Context:
         """How references between entities are resolved in this request."""
         if self.rules is not None:
             return self.rules
-        return References(list(self.sources.values()),
+        return rules_over(list(self.sources.values()),
                           {s.id: [s.base_url] for s in self.sources.values() if s.base_url})
 
     def close(self) -> None:

@@ -42,9 +42,7 @@ class ObservedOperation:
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  traceback: TracebackType | None) -> None:
         name, outcome, span = self.name, self.outcome, self._span
-        label = metrics.operation_label(name)
-        metrics.GRAPHQL_OPERATIONS.labels(label, outcome).inc()
-        metrics.GRAPHQL_OPERATION_DURATION.labels(label).observe(time.perf_counter() - self._started)
+        metrics.count_operation(metrics.operation_label(name), outcome, time.perf_counter() - self._started)
         record = current()
         if record is not None:
             record.operation, record.outcome = (name or "anonymous")[:128], outcome

@@ -1204,16 +1204,32 @@ def node_of(cls: type, entity: SourceEntity) -> Any:
 _new = object.__new__
 
 
+def _node_class(kind: str, ctype: str) -> type:
+    """The object type of entities of ``kind`` in collections of ``ctype``."""
+    if kind == "registry":
+        return Registry
+    if kind == "group":
+        return _GROUPS.get(ctype, GenericGroup)
+    parts = ctype.split("/")
+    if kind == "resource":
+        return _RESOURCES.get(parts[-1], GenericResource)
+    if kind == "version":
+        return _VERSIONS.get(parts[-2] if len(parts) > 2 else "", GenericVersion)
+    return Meta
+
+
+#: :func:`_node_class` by ``(kind, ctype)``: a registry model has a few collection types
+_NODE_CLASSES: dict[tuple[str, str], type] = {}
+
+
 def to_node(entity: SourceEntity) -> Any:
     """The GraphQL object for a source entity."""
-    kind = entity.kind
-    if kind == "registry":
-        return node_of(Registry, entity)
-    if kind == "group":
-        return node_of(_GROUPS.get(entity.ctype, GenericGroup), entity)
-    parts = entity.ctype.split("/")
-    if kind == "resource":
-        return node_of(_RESOURCES.get(parts[-1], GenericResource), entity)
-    if kind == "version":
-        return node_of(_VERSIONS.get(parts[-2] if len(parts) > 2 else "", GenericVersion), entity)
-    return node_of(Meta, entity)
+    key = (entity.kind, entity.ctype)
+    cls = _NODE_CLASSES.get(key)
+    if cls is None:
+        if len(_NODE_CLASSES) >= 256:  # models are few, but a remote registry's types are its own
+            _NODE_CLASSES.clear()
+        cls = _NODE_CLASSES[key] = _node_class(*key)
+    obj: Any = _new(cls)
+    obj.__dict__["entity"] = entity
+    return obj
