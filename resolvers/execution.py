@@ -32,7 +32,8 @@ where an object is completed, its awaiting resolvers (connections, references) a
 their places in its result left open; every one called on a level is awaited together, once, and
 their values are completed into those places, which calls the next level's. A resolver marked
 with a form for many objects (:func:`resolvers.types.batched`) is called once for all the objects
-of a level that ask for it with the same arguments. An error that would null an object already
+of a level that ask for it with the same arguments (or, for a form that takes each call's
+arguments, once for all its calls on the level: a root field's aliases). An error that would null an object already
 completed (a failed non-null field) executes the query again one field at a time (below), which
 nulls it exactly as graphql-core does; the errors reported meanwhile are dropped first.
 
@@ -299,16 +300,19 @@ def _batches(level: list[_Deferred]) -> list[list[_Deferred]]:
     for deferred in level:
         if deferred.many is not None:
             many, _, _, kwargs = deferred.many
-            groups.setdefault((id(many), id(kwargs)), []).append(deferred)
+            groups.setdefault((id(many), 0 if getattr(many, "each", False) else id(kwargs)), []).append(deferred)
     return list(groups.values())
 
 
 def _call_many(batch: list[_Deferred]) -> Any:
     """One call of a field's form for many objects (:func:`resolvers.types.batched`)."""
-    many, _, (info_class, field), kwargs = batch[0].many  # type: ignore[misc]
+    calls = [d.many for d in batch if d.many is not None]  # every one: _batches groups those with a form
+    many, _, (info_class, field), kwargs = calls[0]
     try:
-        return many([d.many[1] for d in batch], _Infos(info_class, field, [d.info for d in batch]),  # type: ignore[index]
-                    **kwargs)
+        infos = _Infos(info_class, field, [d.info for d in batch])
+        if getattr(many, "each", False):  # each call's own arguments
+            return many([c[1] for c in calls], infos, [c[3] for c in calls])
+        return many([c[1] for c in calls], infos, **kwargs)
     except Exception as raw_error:
         return _awaiting_error(raw_error)
 

@@ -120,6 +120,18 @@ class Loaders:
         entity = await self.batcher.load(registry, xid, as_of)
         return await self._settled(entity) if entity is not None else None
 
+    async def read(self, keys: list[EntityKey]) -> list[Entity | BaseException | None]:
+        """Entities by ``(registry, as_of, XID)``, in order, read now as a step of their own
+        (:meth:`EntityBatcher.fetch`: no batch to wait for), materialised: per key the entity,
+        ``None`` (it does not exist), or the exception its registry failed with."""
+        found = await self.batcher.fetch(keys)
+        places = [k for k, e in enumerate(found) if isinstance(e, Entity) and needs_completion(e)]
+        if places:
+            settled = await gather(*(self._settled(found[k]) for k in places), settle=True)  # type: ignore[arg-type]
+            for k, entity in zip(places, settled, strict=True):
+                found[k] = entity
+        return found
+
     async def many(self, registry: str, xids: list[str], as_of: int | None) -> list[Entity | None]:
         """Several entities by XID, in order, materialised."""
         found = await self.batcher.load_many([(registry, as_of, x) for x in xids])

@@ -3,6 +3,7 @@ and collections across all registries."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import strawberry
@@ -19,6 +20,7 @@ from resolvers.federation import across
 from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGroupFilter, SchemaFilter, SortBy
 from resolvers.gathering import gather
 from resolvers.ids import parse_global_id
+from resolvers.references import only
 from resolvers.types import (
     Endpoint,
     Group,
@@ -29,6 +31,7 @@ from resolvers.types import (
     Resource,
     Schema,
     SchemaGroup,
+    batched,
     to_node,
 )
 
@@ -51,6 +54,70 @@ def _navigates_only(info: Info) -> bool:
 def _bare_registry(rid: str) -> Registry:
     """The registry ``rid`` without its record read: its id alone."""
     return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
+
+
+async def _nodes_at_once(infos: Sequence[Info], wanted: list[tuple[str, str, int | None] | Exception | None],
+                         ) -> list[Any]:
+    """The objects of a level's root look-ups, each ``(registry, XID, as_of)`` (or the exception
+    it already failed with, or ``None``: nothing to read), read together: one read per registry
+    and revision (:meth:`~resolvers.loaders.Loaders.read`), each revision checked once."""
+    ctx = infos[0].context
+    out: list[Any] = [None] * len(wanted)
+    checked: dict[tuple[str, int | None], Exception | None] = {}
+    keys: list[tuple[str, int | None, str]] = []
+    places: list[int] = []
+    for k, one in enumerate(wanted):
+        if not isinstance(one, tuple):
+            out[k] = one
+            continue
+        registry, xid, as_of = one
+        if (registry, as_of) not in checked:
+            try:
+                await ctx.sources[registry].check_revision(as_of)
+                checked[(registry, as_of)] = None
+            except Exception as exc:
+                checked[(registry, as_of)] = exc
+        failed = checked[(registry, as_of)]
+        if failed is not None:
+            out[k] = failed
+            continue
+        keys.append((registry, as_of, xid))
+        places.append(k)
+    if keys:
+        for k, entity in zip(places, await ctx.loaders.read(keys), strict=True):
+            out[k] = to_node(entity) if isinstance(entity, SourceEntity) else entity
+    return out
+
+
+def _lookup_of(info: Info, arguments: dict[str, Any]) -> tuple[str, str, int | None] | Exception:
+    """What ``lookup`` reads for its arguments, or why it cannot."""
+    xid = arguments["xid"]
+    try:
+        source = info.context.source(arguments.get("registry"))
+    except XRegistryError as exc:
+        return exc
+    if not xid.startswith("/"):
+        return XRegistryError("malformed_xid", xid, xid=xid, detail="an XID starts with '/'")
+    return source.id, xid, arguments.get("as_of")
+
+
+async def lookups_of(roots: list[Any], infos: Sequence[Info], arguments: list[dict[str, Any]]) -> list[Any]:
+    """The entities of a level's ``lookup`` calls (its aliases), read together."""
+    return await _nodes_at_once(infos, [_lookup_of(info, a) for info, a in zip(infos, arguments, strict=True)])
+
+
+def _node_of(info: Info, arguments: dict[str, Any]) -> tuple[str, str, int | None] | Exception | None:
+    """What ``node`` reads for its global id (``None``: a registry not served here)."""
+    try:
+        registry, xid = parse_global_id(arguments["id"])
+    except Exception as exc:
+        return exc
+    return (registry, xid, None) if registry in info.context.sources else None
+
+
+async def node_lookups_of(roots: list[Any], infos: Sequence[Info], arguments: list[dict[str, Any]]) -> list[Any]:
+    """The objects of a level's ``node`` calls (its aliases), read together."""
+    return await _nodes_at_once(infos, [_node_of(info, a) for info, a in zip(infos, arguments, strict=True)])
 
 
 async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any:
@@ -86,9 +153,9 @@ class Query(Checks):
         return await _entity(info, source.id, "/", as_of)
 
     @strawberry.field(description="The object with this global id (Relay).")
+    @batched(node_lookups_of, each=True)
     async def node(self, info: Info, id: ID) -> Node | None:
-        registry, xid = parse_global_id(id)
-        return await _entity(info, registry, xid, None) if registry in info.context.sources else None
+        return only(await node_lookups_of([self], [info], [{"id": id}]))
 
     @strawberry.field(description="The objects with these global ids, in order (null where none).")
     async def nodes(self, info: Info, ids: list[ID]) -> list[Node | None]:
@@ -108,14 +175,11 @@ class Query(Checks):
 
     @strawberry.field(description="An entity by XID (`/endpoints/e1`, `…/versions/v1`, `…/meta`), in the "
                                   "gateway's own registry unless `registry` names another.")
+    @batched(lookups_of, each=True)
     async def lookup(
         self, info: Info, xid: str, registry: str | None = None, as_of: int | None = None,
     ) -> Node | None:
-        source = info.context.source(registry)
-        if not xid.startswith("/"):
-            raise XRegistryError("malformed_xid", xid, xid=xid, detail="an XID starts with '/'")
-        await source.check_revision(as_of)
-        return await _entity(info, source.id, xid, as_of)
+        return only(await lookups_of([self], [info], [{"xid": xid, "registry": registry, "as_of": as_of}]))
 
     # -- across all registries ------------------------------------------------------------------
     @paged_field("Endpoints of every registry (or of `registries`), merged in sort order.")

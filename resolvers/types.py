@@ -76,11 +76,18 @@ def reads(path: str) -> Callable[[F], F]:
     return mark
 
 
-def batched(many: Callable[..., Awaitable[list[Any]]]) -> Callable[[F], F]:
+def batched(many: Callable[..., Awaitable[list[Any]]], *, each: bool = False) -> Callable[[F], F]:
     """Marks a resolver method with its form for many objects: ``many(objects, infos, **arguments)``
     gives each object's value, in order (an exception for an object that failed). Executing a
-    query level by level, the executor calls it once for all the objects of a level
-    (``resolvers/execution.py``); the method itself serves one object."""
+    query level by level, the executor calls it once for all the objects of a level that give the
+    field the same arguments (``resolvers/execution.py``); the method itself serves one object.
+
+    With ``each``, the form takes each call's arguments, ``many(objects, infos, arguments)``
+    (a list of keyword dictionaries), and is called once for all the calls of a level whatever
+    their arguments: a root field (one object) called under several aliases."""
+    if each:
+        many.each = True  # type: ignore[attr-defined]
+
     def mark(method: F) -> F:
         method.many = many  # type: ignore[attr-defined]
         return method

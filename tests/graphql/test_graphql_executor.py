@@ -171,6 +171,35 @@ async def test_planned_selections_are_the_same_as_strawberrys(corpus_db, tmp_pat
         assert not ours.errors and ours.data["registry"]["endpoints"]["nodes"]
 
 
+ROOT_LOOKUPS = """query($id: ID!) {
+  a: lookup(xid: "/messagegroups/IO.AISstream/messages/IO.AISstream.PositionReport") {
+    xid ... on Message { name dataschema { xid } } }
+  b: lookup(xid: "/messagegroups/io.aisstream") { __typename xid }
+  missing: lookup(xid: "/endpoints/nope") { xid }
+  bad: lookup(xid: "endpoints") { xid }
+  nowhere: lookup(xid: "/endpoints", registry: "nowhere") { xid }
+  ahead: lookup(xid: "/messagegroups/IO.AISstream", asOf: 100000000) { xid }
+  n: node(id: $id) { xid } badNode: node(id: "%%%") { xid } }"""
+
+
+async def test_root_lookups_read_together_are_the_same_as_strawberrys(corpus_db, tmp_path):
+    """``lookup`` and ``node`` under several aliases: the gateway calls their form for many
+    objects once for the level, strawberry calls the resolver once per alias."""
+    from resolvers.ids import global_id
+
+    settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
+    gateway, plain = build_schema(settings), _plain_schema()
+    variables = {"id": global_id(REGISTRY_ID, "/messagegroups/IO.AISstream")}
+    async with open_registry(corpus_db) as reg:
+        sources = {REGISTRY_ID: LocalSource(reg)}
+        ours = await gateway.execute(ROOT_LOOKUPS, variables, Context(settings, sources, REGISTRY_ID))
+        theirs = await plain.execute(ROOT_LOOKUPS, variables, Context(settings, sources, REGISTRY_ID))
+    assert ours.data == theirs.data
+    assert sorted(_errors(ours)) == sorted(_errors(theirs))  # the same errors (their order is the executors')
+    assert ours.data is not None and ours.data["a"]["dataschema"]["xid"] and ours.data["n"]["xid"]
+    assert {e[1][0] for e in _errors(ours)} == {"bad", "nowhere", "ahead", "badNode"}
+
+
 async def test_arguments_are_converted_per_field_node(corpus_db, tmp_path):
     """Two aliases of one connection field with different arguments keep their own arguments."""
     settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
