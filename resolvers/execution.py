@@ -78,6 +78,7 @@ from graphql.pyutils import Path, Undefined
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.types.arguments import convert_arguments
+from strawberry.types.cast import get_strawberry_type_cast
 from strawberry.types.field import StrawberryField
 
 from adapters.base import Entity as SourceEntity
@@ -278,6 +279,12 @@ def _constant_of(schema: Any, operation: Any, fragments: dict[str, Any]) -> _Con
         _CONSTANT_OPERATIONS.clear()
     found = _CONSTANT_OPERATIONS[id(operation)] = _Constant(schema, operation, fragments)
     return found
+
+
+#: Per abstract type (interface, union; the schema's own objects) and class of object: the object
+#: type its instances resolve to (``GatewayExecutor.complete_abstract_value``). Emptied when full.
+_RUNTIME_TYPES: dict[tuple[Any, type], GraphQLObjectType] = {}
+_RUNTIME_TYPES_BOUND = 1024
 
 
 def _uses_variables(node: Any) -> bool:
@@ -764,6 +771,32 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             if not new_defer_usages:
                 return self.execute_fields(return_type, result, path, grouped_field_set, None)
         return super().complete_object_value(return_type, field_details_list, info, path, result, position_context)
+
+    def complete_abstract_value(
+        self, return_type: Any, field_details_list: Any, info: Any, path: Path, result: Any, position_context: Any,
+    ) -> Any:
+        """graphql-core's, with the object type an interface or union resolves to remembered per
+        class (:data:`_RUNTIME_TYPES`): an instance of a (non-generic) strawberry type, not cast
+        with ``strawberry.cast``, is of its class's type."""
+        cls = result.__class__
+        runtime = _RUNTIME_TYPES.get((return_type, cls))
+        if runtime is None or get_strawberry_type_cast(result) is not None:
+            definition = getattr(cls, "__strawberry_definition__", None)
+            if definition is None or definition.is_graphql_generic or get_strawberry_type_cast(result) is not None:
+                return super().complete_abstract_value(return_type, field_details_list, info, path, result,
+                                                       position_context)
+            resolve_type = return_type.resolve_type or self.type_resolver
+            name = resolve_type(result, info, return_type)
+            if self.is_awaitable(name) or name != definition.name:  # not the class's own type: no shortcut
+                if name.__class__ is CoroutineType:
+                    name.close()
+                return super().complete_abstract_value(return_type, field_details_list, info, path, result,
+                                                       position_context)
+            runtime = self.ensure_valid_runtime_type(name, return_type, field_details_list, info, result)
+            if len(_RUNTIME_TYPES) >= _RUNTIME_TYPES_BOUND:
+                _RUNTIME_TYPES.clear()
+            _RUNTIME_TYPES[(return_type, cls)] = runtime
+        return self.complete_object_value(runtime, field_details_list, info, path, result, position_context)
 
     def _accepts(self, object_type: GraphQLObjectType, result: Any, info: Any) -> bool:
         """``is_type_of`` of an object type, remembered per class for the request's other objects

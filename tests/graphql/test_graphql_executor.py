@@ -131,6 +131,48 @@ async def test_errors_and_nulls_are_the_same_as_strawberrys(query: str):
     assert errors(a)  # every case fails somewhere
 
 
+@strawberry.interface
+class Shape:
+    name: str
+
+
+@strawberry.type
+class Circle(Shape):
+    radius: float
+
+
+@strawberry.type
+class Square(Shape):
+    side: float
+
+
+@strawberry.type
+class Shapes:
+    @strawberry.field
+    def shapes(self) -> list[Shape]:
+        # the third is a Circle cast to Square: an instance's cast wins over its class
+        cast = Circle(name="c", radius=3.0)
+        cast.side = 3.0  # type: ignore[attr-defined]
+        return [Circle(name="a", radius=1.0), Square(name="b", side=2.0), strawberry.cast(Square, cast),
+                Circle(name="d", radius=4.0)]
+
+    @strawberry.field
+    def first(self) -> Shape:
+        return Circle(name="e", radius=5.0)
+
+
+async def test_interfaces_resolve_as_strawberrys_casts_included():
+    """The object type an interface resolves to is remembered per class, except for a cast object."""
+    query = "{ first { __typename name } shapes { __typename name ... on Circle { radius } ... on Square { side } } }"
+    ours = strawberry.Schema(query=Shapes, types=[Circle, Square], execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Shapes, types=[Circle, Square])
+    for _ in range(2):  # the second time, the classes' types are known
+        a, b = await ours.execute(query), await theirs.execute(query)
+        assert a.data == b.data and not a.errors and not b.errors
+    assert a.data is not None
+    assert [s["__typename"] for s in a.data["shapes"]] == ["Circle", "Square", "Square", "Circle"]
+
+
 # -- compiled plans: fragments, aliases, directives, variables, arguments, abstract types --------
 
 PLANNED = """query($n: Int!, $m: Int, $skip: Boolean!, $more: Boolean!, $proto: String, $after: String) {
