@@ -1,0 +1,103 @@
+"""What the HTTP route costs beyond executing the query: ``POST /graphql`` against
+``schema.execute``, and the baseline's route against its function, in one process.
+
+``bench_graphql.py`` compares GraphQL with the baseline twice: over HTTP (throughput) and
+in-process (the query alone). This script tells how much of the gap between the two is the
+routes' own work (reading and checking the request, the operation's document and context,
+encoding the answer; for the baseline, Starlette's ``JSONResponse``): both routes are called
+through the real app over ``httpx.ASGITransport`` (no sockets), each query and each target in
+turn, shuffled every round. CPU ms, medians.
+
+Usage: python bench/bench_route.py [--query "endpoint page"] [--rounds 80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import bench_graphql  # noqa: E402
+import httpx  # noqa: E402
+
+from adapters.local import LocalSource  # noqa: E402
+from gateway.config import Settings  # noqa: E402
+from resolvers.context import Context  # noqa: E402
+from resolvers.schema import build_schema  # noqa: E402
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--query", default="endpoint page", choices=list(bench_graphql.QUERIES))
+    ap.add_argument("--rounds", type=int, default=80, help="rounds of the four targets (medians)")
+    args = ap.parse_args()
+    query, number = bench_graphql.QUERIES[args.query], list(bench_graphql.BASELINES).index(args.query)
+    baseline = bench_graphql.BASELINES[args.query]
+    with tempfile.TemporaryDirectory() as tmpdir:
+        db = Path(tmpdir) / "registry.db"
+        await bench_graphql.prepare(db)
+        app = bench_graphql.build_app(db)  # the gateway's app plus /baseline/{n}
+        async with app.router.lifespan_context(app), httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
+            registry = app.state.registry
+            settings = Settings(data_dir=db.parent, registry_id=bench_graphql.REGISTRY_ID)
+            sources = {bench_graphql.REGISTRY_ID: LocalSource(registry)}
+            schema = build_schema(settings)
+
+            async def graphql_route() -> None:
+                response = await client.post("/graphql", json={"query": query})
+                assert response.status_code == 200 and "errors" not in response.json(), response.text
+
+            async def execute() -> None:
+                result = await schema.execute(query, context_value=Context(settings, sources,
+                                                                           bench_graphql.REGISTRY_ID))
+                assert not result.errors, result.errors
+
+            async def baseline_route() -> None:
+                response = await client.get(f"/baseline/{number}")
+                assert response.status_code == 200, response.text
+
+            async def baseline_function() -> None:
+                await baseline(registry)
+
+            targets: dict[str, Callable[[], Awaitable[None]]] = {
+                "GraphQL route": graphql_route, "schema.execute": execute,
+                "baseline route": baseline_route, "baseline function": baseline_function}
+            assert (await client.post("/graphql", json={"query": query})).json()["data"] == \
+                (await client.get(f"/baseline/{number}")).json()["data"]
+            times: dict[str, list[float]] = {name: [] for name in targets}
+            order = list(targets.items())
+            for _ in range(5):  # warm-up
+                for _, run in order:
+                    await run()
+            for _ in range(args.rounds):
+                random.shuffle(order)
+                for name, run in order:
+                    started = time.process_time()
+                    await run()
+                    times[name].append(time.process_time() - started)
+    ms = {name: statistics.median(spent) * 1e3 for name, spent in times.items()}
+    print(f"{args.query}: CPU ms per request, median of {args.rounds}, in-process over ASGI, shuffled")
+    for name, value in ms.items():
+        print(f"  {name:20s} {value:7.2f}")
+    graphql_http, baseline_http = ms["GraphQL route"] - ms["schema.execute"], \
+        ms["baseline route"] - ms["baseline function"]
+    print(f"the route beyond the query: GraphQL {graphql_http:.2f} ms, baseline {baseline_http:.2f} ms "
+          f"(the client's own work included in both); GraphQL's route costs {graphql_http - baseline_http:+.2f} ms "
+          "more")
+    print(f"throughput ratio from these medians: routes {ms['baseline route'] / ms['GraphQL route']:.0%}, "
+          f"the queries alone {ms['baseline function'] / ms['schema.execute']:.0%}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
