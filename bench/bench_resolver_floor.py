@@ -1,7 +1,8 @@
-"""How much of the endpoint page's GraphQL cost is the executor, and how much the resolvers under it.
+"""How much of a query's GraphQL cost is the executor, and how much the resolvers under it.
 
-The endpoint page of ``bench_graphql.py`` is built three ways in one process, over the same
-SQLite copy of the 117-feed corpus, in turn (CPU time, median of ``--runs``):
+The endpoint page of ``bench_graphql.py`` (or, ``--query "message + schema"``, its message
+with its schema) is built three ways in one process, over the same SQLite copy of the 117-feed
+corpus, in turn (CPU time, median of ``--runs``):
 
 - **graphql**: the schema executes the query (``schema.execute``), as the in-process figures of
   ``bench_graphql.py``;
@@ -14,13 +15,17 @@ SQLite copy of the 117-feed corpus, in turn (CPU time, median of ``--runs``):
 The three answers are checked equal before timing. The gap between the first two is the
 executor's own cost; the gap between the last two is the resolver layer's.
 
-Usage: python bench/bench_resolver_floor.py [--runs 100]
+For message + schema, "resolvers only" calls the root look-up's and ``dataschema``'s forms for
+many objects (``lookups_of``, ``dataschemas_of``) and reads the fields from the entities.
+
+Usage: python bench/bench_resolver_floor.py [--runs 100] [--query "message + schema"]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import statistics
 import sys
 import time
@@ -33,15 +38,14 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import bench_graphql  # noqa: E402
+from graphql import parse  # noqa: E402
 
 from gateway.config import Settings  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
-from resolvers.queries import _bare_registry  # noqa: E402
+from resolvers.queries import _bare_registry, lookups_of  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
-from resolvers.types import _messagegroups_of, _messages_of, collection  # noqa: E402
-
-QUERY = bench_graphql.QUERIES["endpoint page"]
+from resolvers.types import _messagegroups_of, _messages_of, collection, dataschemas_of  # noqa: E402
 
 
 async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[str, Any]:
@@ -79,23 +83,53 @@ async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[st
         ctx.close()
 
 
+@functools.cache
+def _dataschema_node() -> Any:
+    """The ``dataschema`` field node of the message + schema query (what its form reads of ``info``)."""
+    operation = parse(bench_graphql.QUERIES["message + schema"]).definitions[0]
+    lookup = operation.selection_set.selections[0]  # type: ignore[attr-defined]
+    fields = lookup.selection_set.selections[0].selection_set.selections
+    return next(f for f in fields if f.name.value == "dataschema")
+
+
+async def message_resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[str, Any]:
+    """Message + schema from the gateway's resolvers: the look-up's form, ``dataschema``'s form
+    (asked for the fields the query selects), the fields read from the entities."""
+    ctx = Context(settings, sources, bench_graphql.REGISTRY_ID)
+    info: Any = SimpleNamespace(context=ctx, _raw_info=SimpleNamespace(field_nodes=[_dataschema_node()], fragments={}))
+    try:
+        (node,) = await lookups_of([None], [info], [{"xid": bench_graphql.MESSAGE, "registry": None, "as_of": None}])
+        (schema,) = await dataschemas_of([node], [info])
+        message, target = node.entity, schema.found.target
+        return {"lookup": {"xid": message.xid, **{n: message.attribute(n) for n in (
+            "name", "envelope", "envelopemetadata", "dataschemaformat")}, "dataschema": {
+            "xid": target.xid, "schema": {"xid": target.xid, "format": target.attribute("format"),
+                                          "versionid": target.attribute("versionid")},
+            "document": target.attribute("schema")}}}
+    finally:
+        ctx.close()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100, help="runs of each (medians)")
+    ap.add_argument("--query", default="endpoint page", choices=["endpoint page", "message + schema"])
     args = ap.parse_args()
+    query = bench_graphql.QUERIES[args.query]
+    floor = resolvers_only if args.query == "endpoint page" else message_resolvers_only
     async with bench_graphql.corpus_registry() as (settings, registry, sources):
         schema = build_schema(settings)
 
         async def graphql() -> Any:
             context = Context(settings, sources, bench_graphql.REGISTRY_ID)
-            result = await schema.execute(QUERY, context_value=context)
+            result = await schema.execute(query, context_value=context)
             assert not result.errors, result.errors
             return result.data
 
         targets = {
             "graphql": graphql,
-            "resolvers only": lambda: resolvers_only(settings, sources),
-            "baseline": lambda: bench_graphql.baseline_endpoint_page(registry),
+            "resolvers only": lambda: floor(settings, sources),
+            "baseline": lambda: bench_graphql.BASELINES[args.query](registry),
         }
         answers = [await run() for run in targets.values()]
         assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
@@ -108,7 +142,7 @@ async def main() -> None:
                 times[name].append(time.process_time() - started)
     ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
     base = ms["baseline"]
-    print(f"endpoint page ({fields} fields), CPU ms per request, median of {args.runs}, in turn in one process")
+    print(f"{args.query} ({fields} fields), CPU ms per request, median of {args.runs}, in turn in one process")
     for name, value in ms.items():
         print(f"  {name:15s} {value:7.2f} ms   baseline / this {base / value:5.2f}   "
               f"+{(value - base) * 1e3 / fields:5.1f} µs per field over the baseline")
