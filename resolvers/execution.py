@@ -33,9 +33,10 @@ their places in its result left open; every one called on a level is awaited tog
 their values are completed into those places, which calls the next level's. A resolver marked
 with a form for many objects (:func:`resolvers.types.batched`) is called once for all the objects
 of a level that ask for it with the same arguments (or, for a form that takes each call's
-arguments, once for all its calls on the level: a root field's aliases). An error that would null an object already
-completed (a failed non-null field) executes the query again one field at a time (below), which
-nulls it exactly as graphql-core does; the errors reported meanwhile are dropped first.
+arguments, once for all its calls on the level: a root field's aliases). An error that would null
+an object already completed (a failed non-null field) executes the query again one field at a
+time (below), which nulls it exactly as graphql-core does; the errors reported meanwhile are
+dropped first.
 
 Otherwise (a mutation, field middleware, ``@stream``; and whatever runs while a level is awaited)
 the awaiting fields of an object and the awaiting items of a list are awaited together by
@@ -778,25 +779,30 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         """graphql-core's, with the object type an interface or union resolves to remembered per
         class (:data:`_RUNTIME_TYPES`): an instance of a (non-generic) strawberry type, not cast
         with ``strawberry.cast``, is of its class's type."""
-        cls = result.__class__
-        runtime = _RUNTIME_TYPES.get((return_type, cls))
-        if runtime is None or get_strawberry_type_cast(result) is not None:
-            definition = getattr(cls, "__strawberry_definition__", None)
-            if definition is None or definition.is_graphql_generic or get_strawberry_type_cast(result) is not None:
+        key = (return_type, result.__class__)
+        runtime = _RUNTIME_TYPES.get(key) if get_strawberry_type_cast(result) is None else None
+        if runtime is None:
+            runtime = self._class_type(return_type, field_details_list, info, result)
+            if runtime is None:  # cast, generic, or resolved otherwise: strawberry's own way
                 return super().complete_abstract_value(return_type, field_details_list, info, path, result,
                                                        position_context)
-            resolve_type = return_type.resolve_type or self.type_resolver
-            name = resolve_type(result, info, return_type)
-            if self.is_awaitable(name) or name != definition.name:  # not the class's own type: no shortcut
-                if name.__class__ is CoroutineType:
-                    name.close()
-                return super().complete_abstract_value(return_type, field_details_list, info, path, result,
-                                                       position_context)
-            runtime = self.ensure_valid_runtime_type(name, return_type, field_details_list, info, result)
             if len(_RUNTIME_TYPES) >= _RUNTIME_TYPES_BOUND:
                 _RUNTIME_TYPES.clear()
-            _RUNTIME_TYPES[(return_type, cls)] = runtime
+            _RUNTIME_TYPES[key] = runtime
         return self.complete_object_value(runtime, field_details_list, info, path, result, position_context)
+
+    def _class_type(self, return_type: Any, field_details_list: Any, info: Any, result: Any) -> Any:
+        """The object type ``result`` resolves to when it is its class's own (``None``: a cast or
+        generic object, or a type resolver that answers otherwise)."""
+        definition = getattr(result.__class__, "__strawberry_definition__", None)
+        if definition is None or definition.is_graphql_generic or get_strawberry_type_cast(result) is not None:
+            return None
+        name = (return_type.resolve_type or self.type_resolver)(result, info, return_type)
+        if self.is_awaitable(name) or name != definition.name:
+            if name.__class__ is CoroutineType:
+                name.close()
+            return None
+        return self.ensure_valid_runtime_type(name, return_type, field_details_list, info, result)
 
     def _accepts(self, object_type: GraphQLObjectType, result: Any, info: Any) -> bool:
         """``is_type_of`` of an object type, remembered per class for the request's other objects

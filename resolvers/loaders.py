@@ -125,12 +125,8 @@ class Loaders:
         (:meth:`EntityBatcher.fetch`: no batch to wait for), materialised: per key the entity,
         ``None`` (it does not exist), or the exception its registry failed with."""
         found = await self.batcher.fetch(keys)
-        places = [k for k, e in enumerate(found) if isinstance(e, Entity) and needs_completion(e)]
-        if places:
-            settled = await gather(*(self._settled(found[k]) for k in places), settle=True)  # type: ignore[arg-type]
-            for k, entity in zip(places, settled, strict=True):
-                found[k] = entity
-        return found
+        settled = iter(await self.settle([e for e in found if isinstance(e, Entity)]))
+        return [next(settled) if isinstance(e, Entity) else e for e in found]
 
     async def many(self, registry: str, xids: list[str], as_of: int | None) -> list[Entity | None]:
         """Several entities by XID, in order, materialised."""

@@ -1237,6 +1237,4 @@ def to_node(entity: SourceEntity) -> Any:
         if len(_NODE_CLASSES) >= 256:  # models are few, but a remote registry's types are its own
             _NODE_CLASSES.clear()
         cls = _NODE_CLASSES[key] = _node_class(*key)
-    obj: Any = _new(cls)
-    obj.__dict__["entity"] = entity
-    return obj
+    return node_of(cls, entity)
