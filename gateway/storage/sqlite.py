@@ -55,6 +55,10 @@ Deleting an entity that does not exist writes nothing (the commit still takes a 
 
 All statements run on one connection, serialised by an ``asyncio.Lock`` (so a read never sees
 a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transaction.
+Statements run in the connection's thread (``aiosqlite``), except quick reads — point reads of
+fewer than ``QUICK_KEYS`` keys by index, the revision counter, a meta value — which run on the
+event loop: a hop to the thread and back costs several times such a read. The lock holds the
+thread idle while they run.
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ import contextlib
 import json
 import os
 import re
+import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -286,6 +291,9 @@ class _SQL:
 
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
 THREAD_DECODE_ROWS = 64
+#: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
+#: larger ones in the connection's thread.
+QUICK_KEYS = THREAD_DECODE_ROWS
 
 
 class SQLiteStore(Store):
@@ -295,6 +303,7 @@ class SQLiteStore(Store):
         self.path = path if str(path) == ":memory:" else Path(path)
         self.stats = StoreStats()
         self._db: aiosqlite.Connection | None = None
+        self._raw: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
         #: ``(device, inode)`` of the file when it was opened: the file the connection writes.
         self._identity: tuple[int, int] | None = None
@@ -305,7 +314,13 @@ class SQLiteStore(Store):
             return
         if isinstance(self.path, Path):
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = await aiosqlite.connect(self.path, isolation_level=None)
+        opened: list[sqlite3.Connection] = []
+
+        def connect() -> sqlite3.Connection:  # as aiosqlite.connect's, keeping the connection for quick reads
+            opened.append(sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False))
+            return opened[0]
+
+        db = await aiosqlite.Connection(connect, iter_chunk_size=64)
         try:
             await db.execute("PRAGMA journal_mode=WAL")
             await db.execute("PRAGMA synchronous=NORMAL")
@@ -320,7 +335,7 @@ class SQLiteStore(Store):
         except BaseException:
             await db.close()
             raise
-        self._db = db
+        self._db, self._raw = db, opened[0]
         self._instance = str(row[0]) if row else None
         if isinstance(self.path, Path):
             st = os.stat(self.path)
@@ -328,7 +343,7 @@ class SQLiteStore(Store):
 
     async def close(self) -> None:
         if self._db is not None:
-            db, self._db = self._db, None
+            db, self._db, self._raw = self._db, None, None
             await db.close()
 
     async def check_ready(self) -> None:
@@ -360,8 +375,18 @@ class SQLiteStore(Store):
         return self._db
 
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
-        async with self.db.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+        """The rows of a statement run by the connection's thread (the event loop stays free)."""
+        return list(await self.db.execute_fetchall(sql, params))
+
+    def _quick(self, sql: str, params: Any = ()) -> list[Any]:
+        """The rows of a quick read — a few keys by index, the revision counter, a meta value —
+        run at once on the event loop: handing it to the connection's thread and back costs
+        several times the read (``bench/bench_store.py``, point reads). Like every use of the
+        connection it runs under the store's lock, so the thread is idle meanwhile (SQLite is
+        built serialized: the connection may be used from either thread)."""
+        if self._raw is None:
+            raise RuntimeError("SQLiteStore is not open")
+        return self._raw.execute(sql, params).fetchall()
 
     async def _one(self, sql: str, params: Any = ()) -> Any:
         rows = await self._all(sql, params)
@@ -369,10 +394,11 @@ class SQLiteStore(Store):
 
     # -- revisions ----------------------------------------------------------------------------
     async def _current(self) -> int:
-        return await self._one("SELECT coalesce(max(rev), 0) FROM revisions")
+        return self._quick("SELECT coalesce(max(rev), 0) FROM revisions")[0][0]
 
     async def _oldest(self) -> int:
-        return int(await self._one("SELECT value FROM meta WHERE key = 'oldest'") or 0)
+        rows = self._quick("SELECT value FROM meta WHERE key = 'oldest'")
+        return int(rows[0][0] or 0) if rows else 0
 
     def _reading(self) -> contextlib.AbstractAsyncContextManager[Any]:
         return self._lock
@@ -421,7 +447,8 @@ class SQLiteStore(Store):
                     sql = (f"SELECT {_COLUMNS} FROM states WHERE xkey IN ({marks}) AND rev_from <= ? "
                            "AND (rev_to IS NULL OR rev_to > ?) AND deleted = 0")
                     params = [*chunk, as_of, as_of]
-                for row in await self._all(sql, params):
+                rows = self._quick(sql, params) if len(chunk) < QUICK_KEYS else await self._all(sql, params)
+                for row in rows:
                     rec = self._record(row)
                     out[rec.key] = rec
         return out
