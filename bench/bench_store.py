@@ -7,7 +7,9 @@ baseline measured in the same run:
 - import: entities/s through the engine (normalise + validate + commit), against committing the
   same number of prepared writes straight into the store (the engine's overhead as a ratio);
 - page read: median / p99 latency of reading 50 entities after a random keyset cursor among
-  100,000, against reading the whole collection (what a scan costs), plus the query plan.
+  100,000, against reading the whole collection (what a scan costs), plus the query plan;
+- point reads (SQLite): median wall and CPU time of ``get_many`` of one key, run on the event
+  loop (the store's quick reads), against the same reads handed to the connection's thread.
 
 mongomock checks unique indexes and evaluates every find by scanning all documents in Python,
 so loading grows quadratically (10,000 entities take minutes, 100,000 would take hours): it
@@ -113,13 +115,40 @@ async def bench_pages(backend: str, tmp: Path, n: int, pages: int) -> dict:
         scans.append(time.perf_counter() - s)
         assert len(everything.items) == n
     plan = await store.explain(Query(ctype=ctype, limit=50, after=Cursor(key=keys[0])))
+    existing = [f"/messagegroups/g{i % 1000:04d}/messages/m{i:06d}" for i in (rng.randrange(n) for _ in range(pages))]
+    points = await bench_point_reads(store, existing) if backend == "sqlite" else {}
     await store.close()
     p50 = statistics.median(global_lat)
-    return {"entities": n, "load_s": t_load, "page_p50_ms": p50 * 1e3,
+    return {**points, "entities": n, "load_s": t_load, "page_p50_ms": p50 * 1e3,
             "page_p99_ms": sorted(global_lat)[int(0.99 * (len(global_lat) - 1))] * 1e3,
             "parent_page_p50_ms": statistics.median(parent_lat) * 1e3,
             "full_read_ms": statistics.median(scans) * 1e3,
             "full_read_over_page_x": statistics.median(scans) / p50, "plan": plan}
+
+
+async def bench_point_reads(store: Store, keys: list[str]) -> dict:
+    """``get_many`` of one key: on the event loop (quick reads) against through the connection's
+    thread (``QUICK_KEYS`` set to 0 sends every read there), interleaved, same keys."""
+    from gateway.storage import sqlite
+
+    quick_keys = sqlite.QUICK_KEYS
+    wall: dict[bool, list[float]] = {True: [], False: []}
+    cpu: dict[bool, list[float]] = {True: [], False: []}
+    try:
+        for _ in range(5):
+            for quick in (True, False):
+                sqlite.QUICK_KEYS = quick_keys if quick else 0
+                for k in keys:
+                    w, c = time.perf_counter(), time.process_time()
+                    assert len(await store.get_many([k])) == 1
+                    cpu[quick].append(time.process_time() - c)
+                    wall[quick].append(time.perf_counter() - w)
+    finally:
+        sqlite.QUICK_KEYS = quick_keys
+    us = {q: (statistics.median(wall[q]) * 1e6, statistics.fmean(cpu[q]) * 1e6) for q in (True, False)}
+    return {"point_loop_us": us[True][0], "point_thread_us": us[False][0],
+            "point_loop_cpu_us": us[True][1], "point_thread_cpu_us": us[False][1],
+            "point_thread_over_loop_x": us[False][0] / us[True][0]}
 
 
 async def main() -> None:
@@ -155,9 +184,15 @@ async def main() -> None:
         ("page in parent p50 (ms)", "pages", "parent_page_p50_ms", "{:.2f}"),
         ("full read (ms)", "pages", "full_read_ms", "{:.0f}"),
         ("full read / page (x)", "pages", "full_read_over_page_x", "{:.0f}"),
+        ("point read, loop (us)", "pages", "point_loop_us", "{:.0f}"),
+        ("point read, thread (us)", "pages", "point_thread_us", "{:.0f}"),
+        ("  cpu, loop (us)", "pages", "point_loop_cpu_us", "{:.0f}"),
+        ("  cpu, thread (us)", "pages", "point_thread_cpu_us", "{:.0f}"),
+        ("point thread / loop (x)", "pages", "point_thread_over_loop_x", "{:.1f}"),
     ]
     for label, part, key, fmt in rows:
-        print(f"{label:26}" + "".join(f"{fmt.format(r[part][key]):>18}" for r in results.values()))
+        print(f"{label:26}" + "".join(f"{fmt.format(r[part][key]) if key in r[part] else '-':>18}"
+                                      for r in results.values()))
     for backend, r in results.items():
         print(f"\n{backend} page query plan:\n{r['pages']['plan']}")
     print("\n" + json.dumps({b: {k: {kk: vv for kk, vv in v.items() if kk != 'plan'} for k, v in r.items()}
