@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from strawberry.dataloader import DataLoader
 
@@ -25,13 +25,23 @@ from adapters.base import Entity, RegistrySource
 Key = tuple[str, "int | None", str]
 
 
+class Hold(Protocol):
+    """What keeps a request's loader batches open while it is taken (``resolvers.pacing.Hold``)."""
+
+    def take(self) -> None: ...
+
+    def give(self) -> None: ...
+
+
 class EntityBatcher:
     """Batched, cached entity loads of one request."""
 
     def __init__(self, sources: Mapping[str, RegistrySource],
-                 loader: Callable[..., DataLoader[Any, Any]] = DataLoader) -> None:
-        """``loader`` makes the DataLoader (a subclass that schedules its batches otherwise)."""
+                 loader: Callable[..., DataLoader[Any, Any]] = DataLoader, hold: Hold | None = None) -> None:
+        """``loader`` makes the DataLoader (a subclass that schedules its batches otherwise);
+        ``hold``, the loaders' hold, is taken while :meth:`fetch` reads."""
         self.sources = sources
+        self.hold = hold
         self.loader: DataLoader[Key, Entity | None] = loader(
             self._load, cache_key_fn=lambda k: (k[0], k[1], k[2].lower()))
         #: entities read otherwise (pages), by ``(registry, as_of, lower-case XID)``
@@ -68,7 +78,10 @@ class EntityBatcher:
         that no loader batch needs to gather them over a loop turn. Those the request knows
         already (read by a page, loaded, or being loaded) come from there; the others are read with
         one :meth:`~adapters.base.RegistrySource.get_many` per registry and revision, and
-        remembered for the rest of the request."""
+        remembered for the rest of the request. While they are read, the request's loaders keep
+        their batches open (``hold``): the loads the caller then issues with what it found (a
+        schema's version after the schema) join the loads of the same step, however long the
+        read took, instead of following them in a batch of their own."""
         primed, cache = self.primed, self.loader.cache_map
         out: list[Any] = [None] * len(keys)
         loading: list[tuple[int, asyncio.Future[Entity | None]]] = []
@@ -89,7 +102,14 @@ class EntityBatcher:
                 reading[folded] = [index]
                 written.append(key)
         if reading:
-            read = await self._load(written)
+            hold = self.hold
+            if hold is not None:
+                hold.take()
+            try:
+                read = await self._load(written)
+            finally:
+                if hold is not None:
+                    hold.give()  # released one loop turn later: the caller's next loads join first
             loop = asyncio.get_running_loop()
             for folded, value in zip(reading, read, strict=True):
                 for index in reading[folded]:

@@ -9,6 +9,9 @@ of source (and store) calls grows with the depth of a query, not with the size o
 A paced list completion (``resolvers/pacing.py``) lets the event loop run in the middle of a
 level; while it does, the request's :class:`~resolvers.pacing.Hold` is taken and the loaders
 (:class:`HeldLoader`) keep their batches open, so that a level's loads still go out together.
+The hold is taken too while a level's references are read at once
+(:meth:`~adapters.batching.EntityBatcher.fetch`), so the loads issued with what they found join
+the level's batches however many loop turns the read took.
 
 Every message handed out is materialised (:meth:`Loaders.settle`): a chain that leaves its
 registry is completed here through the reference rules, the chains of a page advancing
@@ -97,7 +100,7 @@ class Loaders:
         def loader(load_fn: Any, **options: Any) -> HeldLoader:
             return HeldLoader(load_fn, hold, **options)
 
-        self.batcher = EntityBatcher(sources, loader)
+        self.batcher = EntityBatcher(sources, loader, hold)
         self.entities: DataLoader[EntityKey, Entity | None] = self.batcher.loader
         self.children: DataLoader[ChildrenKey, SourcePage] = loader(self._children)
         self.views: DataLoader[Entity, dict] = loader(

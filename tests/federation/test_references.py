@@ -220,3 +220,25 @@ async def test_fetch_reads_a_steps_keys_at_once_and_remembers_them(registry, fau
     with pytest.raises(SourceUnavailable):
         await batcher.load("broken", "/messagegroups/x")
     assert calls["get_many"] == 1 and hits["500"] == 1  # nothing asked again
+
+
+async def test_loads_issued_with_what_a_fetch_found_join_the_batch_open_during_it(fed, registry):
+    """While :meth:`EntityBatcher.fetch` reads (here a remote's round trip, many loop turns), the
+    request's loaders keep their batches open: a load issued before the fetch and one issued
+    with what it found (a schema's version after the schema) go out as one read, not two."""
+    from resolvers.loaders import Loaders
+    from resolvers.pacing import Hold
+
+    await registry.apply_document({"messagegroups": {"a": {"name": "A"}, "b": {"name": "B"}}})
+    hold = Hold()
+    batcher = Loaders(fed.sources, fed.references, hold).batcher
+    calls = registry.store.stats.calls
+    calls.clear()
+    early = asyncio.ensure_future(batcher.load("test", "/messagegroups/a"))
+    await asyncio.sleep(0)  # the early load is in the loader's batch, whose dispatch is scheduled
+    (found,) = await batcher.fetch([("erp", None, ERP_GROUP)])
+    assert found is not None and found.xid == ERP_GROUP
+    a, b = await asyncio.gather(early, batcher.load("test", "/messagegroups/b"))
+    assert (a.attribute("name"), b.attribute("name")) == ("A", "B")
+    assert calls["get_many"] == 1  # both in one batch
+    assert not hold.taken
