@@ -14,6 +14,7 @@ from strawberry.types import Info
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
 from gateway.errors import UserInputError, XRegistryError
+from gateway.registry.ids import Xid
 from resolvers.checks import Checks
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
@@ -96,8 +97,10 @@ def _lookup_of(info: Info, arguments: dict[str, Any]) -> tuple[str, str, int | N
         source = info.context.source(arguments.get("registry"))
     except XRegistryError as exc:
         return exc
-    if not xid.startswith("/"):
-        return XRegistryError("malformed_xid", xid, xid=xid, detail="an XID starts with '/'")
+    try:
+        Xid.parse(xid)  # its shape: what the registry's model allows is the registry's to say
+    except XRegistryError as exc:
+        return exc
     return source.id, xid, arguments.get("as_of")
 
 

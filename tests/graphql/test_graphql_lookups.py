@@ -28,13 +28,17 @@ async def test_aliased_lookups_are_one_read_and_each_answered_alone(messages):
       same: lookup(xid: "{MESSAGES}/m1") {{ xid }}
       missing: lookup(xid: "{MESSAGES}/none") {{ xid }}
       bad: lookup(xid: "messagegroups/g") {{ xid }}
+      empty: lookup(xid: "/messagegroups//messages/m0") {{ xid }}
+      collection: lookup(xid: "/messagegroups") {{ xid }}
       elsewhere: lookup(xid: "/messagegroups/g", registry: "nowhere") {{ xid }} }}"""
     with recorded_reads(messages.registry.store) as reads:
         body = await messages(query)
     assert reads == [[f"{MESSAGES}/m0", f"{MESSAGES}/m1", f"{MESSAGES}/none"]]  # one read, each XID once
     assert body["data"] == {"a": {"xid": f"{MESSAGES}/m0"}, "b": {"xid": f"{MESSAGES}/m1", "name": "first 1"},
-                            "same": {"xid": f"{MESSAGES}/m1"}, "missing": None, "bad": None, "elsewhere": None}
-    assert _errors(body) == {"bad": "malformed_xid", "elsewhere": "not_found"}
+                            "same": {"xid": f"{MESSAGES}/m1"}, "missing": None, "bad": None, "empty": None,
+                            "collection": None, "elsewhere": None}
+    assert _errors(body) == {"bad": "malformed_xid", "empty": "malformed_xid", "collection": "malformed_xid",
+                             "elsewhere": "not_found"}
 
 
 async def test_lookups_at_two_revisions_read_each_revision_once(messages):
