@@ -14,7 +14,7 @@ from strawberry.types import Info
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
 from gateway.errors import UserInputError, XRegistryError
-from gateway.registry.ids import Xid
+from gateway.xid import Xid
 from resolvers.checks import Checks
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
