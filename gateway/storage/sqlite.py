@@ -382,8 +382,9 @@ class SQLiteStore(Store):
         """The rows of a quick read — a few keys by index, the revision counter, a meta value —
         run at once on the event loop: handing it to the connection's thread and back costs
         several times the read (``bench/bench_store.py``, point reads). Like every use of the
-        connection it runs under the store's lock, so the thread is idle meanwhile (SQLite is
-        built serialized: the connection may be used from either thread)."""
+        connection it runs under the store's lock, so the connection's thread is idle meanwhile:
+        the connection is never used by two threads at once (``check_same_thread=False`` lets
+        either thread use it)."""
         if self._raw is None:
             raise RuntimeError("SQLiteStore is not open")
         return self._raw.execute(sql, params).fetchall()
