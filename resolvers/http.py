@@ -39,7 +39,7 @@ from typing import Any
 
 from aiocache.base import BaseCache
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
@@ -47,6 +47,7 @@ from gateway import http_cache, json_limits
 from gateway.auth import AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import GraphQLRequestError
+from gateway.json_encoding import dumps
 from resolvers.context import Context, references_of, sources_of
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
@@ -62,7 +63,7 @@ _REQUEST_ERROR_STATUS = {"unauthorized": 401, "forbidden": 403, INTERNAL: 500}
 
 
 def _reply(media: str, body: dict[str, Any], status: int, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse(body, status, headers=headers, media_type=content_type(media))
+    return Response(dumps(body), status, headers=headers, media_type=content_type(media))
 
 
 def _problem(media: str, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> Response:

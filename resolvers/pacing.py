@@ -31,7 +31,6 @@ latency.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import weakref
 from collections import deque
@@ -39,6 +38,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from starlette.responses import Response
+
+from gateway.json_encoding import dumps
 
 #: Answers of operations costing at least this much are encoded in a worker thread.
 LARGE_COST = 2000
@@ -162,49 +163,40 @@ SPLIT_LIST = 16
 SPLIT_DEPTH = 8
 
 
-#: ``json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))``, with one
-#: encoder for every call (``json.dumps`` makes one per call when given options)
-_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
-
-
-def _encode(body: Any) -> bytes:
-    return _dumps(body).encode("utf-8")
-
-
-def _pieces(value: Any, depth: int = 0) -> Iterator[str]:
+def _pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
     """``value`` as JSON text in pieces: the objects and lists of its first levels piece by piece,
-    the items of a long list each in one call of the C encoder, everything else at once."""
+    the items of a long list each in one call of the encoder, everything else at once."""
     if depth < SPLIT_DEPTH and isinstance(value, dict) and value:
         for i, (key, item) in enumerate(value.items()):
-            yield ("," if i else "{") + _dumps(key) + ":"
+            yield (b"," if i else b"{") + dumps(key) + b":"
             yield from _pieces(item, depth + 1)
-        yield "}"
+        yield b"}"
     elif depth < SPLIT_DEPTH and isinstance(value, list) and value:
         long = len(value) > SPLIT_LIST
         for i, item in enumerate(value):
-            yield "," if i else "["
+            yield b"," if i else b"["
             if long:
-                yield _dumps(item)
+                yield dumps(item)
             else:
                 yield from _pieces(item, depth + 1)
-        yield "]"
+        yield b"]"
     else:
-        yield _dumps(value)
+        yield dumps(value)
 
 
 async def encode_paced(body: Any, slice_seconds: float) -> bytes:
-    """``body`` as JSON (exactly :func:`json.dumps`'s compact form), encoded on the event loop in
+    """``body`` as JSON (exactly :func:`gateway.json_encoding.dumps`'s), encoded on the event loop in
     slices with turns in between (:class:`Slicer`), so a large answer holds up nothing for long.
 
     A worker thread would not do: the C encoder holds the interpreter lock for the whole call, a
     megabyte answer tens of milliseconds during which no other thread (the event loop's) runs."""
     turns = slicer()
-    out: list[str] = []
+    out: list[bytes] = []
     for piece in _pieces(body):
         out.append(piece)
         if turns.spent(slice_seconds):
             await turns.turn()
-    return "".join(out).encode("utf-8")
+    return b"".join(out)
 
 
 async def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None,
@@ -213,9 +205,9 @@ async def json_response(body: Any, status: int = 200, headers: dict[str, str] | 
     """A JSON response; a ``large`` body is encoded in slices of ``slice_seconds`` on the event
     loop (:func:`encode_paced`), or in a worker thread when slices are off (0)."""
     if not large:
-        content = _encode(body)
+        content = dumps(body)
     elif slice_seconds > 0:
         content = await encode_paced(body, slice_seconds)
     else:
-        content = await asyncio.to_thread(_encode, body)
+        content = await asyncio.to_thread(dumps, body)
     return Response(content, status, headers, media_type=media_type)

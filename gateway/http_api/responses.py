@@ -7,20 +7,19 @@ Root HTTP Header"), ``X-Request-Id`` and ``xRegistry-instanceid`` (the registry 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from starlette.responses import Response
 
 from gateway.errors import ValidationErrors, XRegistryError
+from gateway.json_encoding import dumps
 
 JSON = "application/json; charset=utf-8"
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A JSON response (UTF-8, not ASCII-escaped)."""
-    content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
-    return Response(content, status_code=status, headers=headers, media_type=JSON)
+    """A JSON response (compact, UTF-8, not ASCII-escaped: :func:`gateway.json_encoding.dumps`)."""
+    return Response(dumps(body), status_code=status, headers=headers, media_type=JSON)
 
 
 def problem_body(err: XRegistryError, instance: str) -> dict[str, Any]:
