@@ -8,6 +8,12 @@ encoding the answer; for the baseline, Starlette's ``JSONResponse``): both route
 through the real app over ``httpx.ASGITransport`` (no sockets), each query and each target in
 turn, shuffled every round. CPU ms, medians.
 
+Then the answer's encoding alone, CPU ms (medians of 200): the standard library's encoder (what
+the baseline's ``JSONResponse`` uses) against the gateway's (``gateway/json_encoding.py``), at
+once and in paced pieces (``resolvers/pacing.py``'s ``encode_paced``, the way answers of costly
+operations are encoded); and the client's parse of the answer (``json.loads``), which the
+GraphQL route's figure includes and the baseline route's does not.
+
 Usage: python bench/bench_route.py [--query "endpoint page"] [--rounds 80]
 """
 
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import sys
@@ -22,6 +29,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -86,6 +94,9 @@ async def main() -> None:
                     started = time.process_time()
                     await run()
                     times[name].append(time.process_time() - started)
+            answer = {"data": (await schema.execute(query, context_value=Context(
+                settings, sources, bench_graphql.REGISTRY_ID))).data}
+            encoded = await encoding_ms(answer)
     ms = {name: statistics.median(spent) * 1e3 for name, spent in times.items()}
     print(f"{args.query}: CPU ms per request, median of {args.rounds}, in-process over ASGI, shuffled")
     for name, value in ms.items():
@@ -97,6 +108,41 @@ async def main() -> None:
           "more")
     print(f"throughput ratio from these medians: routes {ms['baseline route'] / ms['GraphQL route']:.0%}, "
           f"the queries alone {ms['baseline function'] / ms['schema.execute']:.0%}")
+    size, *figures = encoded
+    print(f"the answer's encoding ({size / 1024:.0f} KiB), CPU ms, median of {ENCODINGS}: " + ", ".join(
+        f"{name} {value:.3f}" for name, value in zip(("standard library at once", "gateway at once",
+                                                        "gateway in paced pieces", "client's parse"), figures,
+                                                       strict=True)))
+
+
+#: encodings of the answer timed (medians)
+ENCODINGS = 200
+
+
+async def encoding_ms(answer: Any) -> tuple[int, float, float, float, float]:
+    """The answer's size, and the CPU ms of encoding it each way and of parsing it (medians)."""
+    from gateway.json_encoding import dumps
+    from resolvers.pacing import encode_paced
+
+    standard = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+    text = dumps(answer)
+    assert standard(answer).encode("utf-8") == text == await encode_paced(answer, 0.004)
+
+    async def paced() -> None:
+        await encode_paced(answer, 0.004)
+
+    async def timed(run: Callable[[], Any]) -> float:
+        spent = []
+        for _ in range(ENCODINGS):
+            started = time.process_time()
+            done = run()
+            if asyncio.iscoroutine(done):
+                await done
+            spent.append(time.process_time() - started)
+        return statistics.median(spent) * 1e3
+
+    return (len(text), await timed(lambda: standard(answer)), await timed(lambda: dumps(answer)), await timed(paced),
+            await timed(lambda: json.loads(text)))
 
 
 if __name__ == "__main__":
