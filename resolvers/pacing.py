@@ -41,7 +41,7 @@ from starlette.responses import Response
 
 from gateway.json_encoding import dumps
 
-#: Answers of operations costing at least this much are encoded in a worker thread.
+#: Answers of operations costing at least this much are encoded in slices (:func:`json_response`).
 LARGE_COST = 2000
 
 
@@ -185,11 +185,12 @@ def _pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
 
 
 async def encode_paced(body: Any, slice_seconds: float) -> bytes:
-    """``body`` as JSON (exactly :func:`gateway.json_encoding.dumps`'s), encoded on the event loop in
-    slices with turns in between (:class:`Slicer`), so a large answer holds up nothing for long.
+    """``body`` as JSON (:func:`gateway.json_encoding.dumps` piece by piece: the same JSON as
+    encoding it at once), encoded on the event loop in slices with turns in between
+    (:class:`Slicer`), so a large answer holds up nothing for long.
 
-    A worker thread would not do: the C encoder holds the interpreter lock for the whole call, a
-    megabyte answer tens of milliseconds during which no other thread (the event loop's) runs."""
+    A worker thread would not do: the encoder holds the interpreter lock for the whole call, during
+    which no other thread (the event loop's) runs."""
     turns = slicer()
     out: list[bytes] = []
     for piece in _pieces(body):
