@@ -51,6 +51,8 @@ RUN groupadd --system --gid 10001 xreg \
       --shell /usr/sbin/nologin xreg \
  && install -d -o 10001 -g 10001 -m 0750 /var/lib/xreg-gateway
 COPY --from=build /opt/xreg-gateway /opt/xreg-gateway
+# The sample registry, which the Helm chart's seed initContainer imports by default (seed.paths).
+COPY samples/ /usr/share/xreg-gateway/samples/
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 10001:10001
 WORKDIR /var/lib/xreg-gateway

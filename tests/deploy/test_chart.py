@@ -1,8 +1,9 @@
-"""The Helm chart (helm/xreg-gateway), checked without helm: YAML lint, the values against
-values.schema.json, every value a template reads exists, the expected manifests (what
-`helm template` renders for the default and the production example values, written by hand in
-tests/deploy/expected/) valid against the Kubernetes API schemas, and consistent with the
-templates and the values they were rendered from."""
+"""The Helm chart (helm/xreg-gateway) rendered and linted by Helm itself (tests/deploy/chart.py),
+for the default values (the trial profile), ci/trial-values.yaml and ci/production-values.yaml:
+`helm lint --strict` clean, every rendered object valid against the Kubernetes API schemas
+(offline, strict), and the objects an operator needs there — the seed import, the claim, the
+Secret references, HPA, PDB, ServiceAccount, NetworkPolicy, PrometheusRule, the test hook, the
+Ingress switches."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import re
 import tomllib
 from typing import Any
 
+import helm_python as helm
 import jsonschema
 import kubernetes_validate
 import pytest
@@ -23,14 +25,19 @@ from yamllint.config import YamlLintConfig
 from tests.deploy.chart import (
     CASES,
     CHART,
-    EXPECTED,
+    CUSTOM_KINDS,
+    DEFAULT,
+    PRODUCTION,
     ROOT,
-    TEMPLATES,
+    TRIAL_CASES,
     Case,
     default_values,
+    lint,
     load_yaml,
     lookup,
+    render,
     template_texts,
+    validate_values,
     values_paths,
 )
 
@@ -50,23 +57,40 @@ rules:
   truthy: {check-keys: false}
 """)
 
+DATA_DIR = "/var/lib/xreg-gateway"
+SAMPLES_IN_IMAGE = "/usr/share/xreg-gateway/samples"
 
-def schema() -> dict[str, Any]:
-    return json.loads((CHART / "values.schema.json").read_text(encoding="utf-8"))
+
+def env_of(container: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in container.get("env", [])}
 
 
-def schema_errors(values: dict[str, Any]) -> list[str]:
-    validator = jsonschema.Draft7Validator(schema())
-    return [f"{'.'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in validator.iter_errors(values)]
+def secret_names(rendered_docs: list[dict[str, Any]]) -> set[str]:
+    """Every Secret a rendered object refers to (env, volumes, image pull Secrets)."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "secretKeyRef" in node:
+                found.add(node["secretKeyRef"]["name"])
+            if "secret" in node and isinstance(node["secret"], dict):
+                found.add(node["secret"]["secretName"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(rendered_docs)
+    return found
 
 
 # -- YAML lint ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["Chart.yaml", "values.yaml", "ci/production-values.yaml",
-                                  "../../tests/deploy/expected/default.yaml",
-                                  "../../tests/deploy/expected/production.yaml"])
+@pytest.mark.parametrize("name", ["Chart.yaml", "values.yaml", "ci/production-values.yaml", "ci/trial-values.yaml",
+                                  "files/prometheus-rules.yaml"])
 def test_yaml_files_lint_clean(name):
-    path = (CHART / name).resolve()
+    path = CHART / name
     problems = [f"{path.name}:{p.line}:{p.column}: {p.desc} ({p.rule})"
                 for p in linter.run(path.read_text(encoding="utf-8"), YAMLLINT, str(path))]
     assert problems == []
@@ -78,7 +102,7 @@ def test_yamllint_reports_a_broken_file():
     assert problems
 
 
-# -- Chart.yaml -----------------------------------------------------------------------------------
+# -- Chart.yaml and helm lint ---------------------------------------------------------------------
 
 def test_chart_metadata_matches_the_project():
     chart = load_yaml(CHART / "Chart.yaml")
@@ -87,58 +111,64 @@ def test_chart_metadata_matches_the_project():
     assert chart["name"] == CHART.name
     assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
     assert chart["appVersion"] == project["version"]
+    assert chart["icon"].startswith(("https://", "data:image/svg+xml;base64,"))
+    assert chart["kubeVersion"] == f">={KUBERNETES_VERSIONS[0]}.0-0"
 
 
-# -- values.schema.json ---------------------------------------------------------------------------
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_helm_lint_strict_is_clean(case: Case):
+    assert lint(case.overrides) == []
+
+
+def test_helm_lint_reports_values_that_do_not_fit():
+    assert any("replicaCount" in m for m in lint({"replicaCount": "two"}))
+
+
+def test_helm_is_the_v4_sdk():
+    assert helm.helm_sdk_version().startswith("v4.")
+
+
+# -- values.schema.json (checked by Helm) ---------------------------------------------------------
 
 def test_schema_is_a_valid_draft_7_schema():
-    jsonschema.Draft7Validator.check_schema(schema())
+    jsonschema.Draft7Validator.check_schema(json.loads((CHART / "values.schema.json").read_text(encoding="utf-8")))
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_values_validate_against_the_schema(case: Case):
-    assert schema_errors(case.values) == []
-
-
-def changed(**paths: Any) -> dict[str, Any]:
-    """The default values with dotted ``paths`` (``a__b`` for ``a.b``) set."""
-    values = copy.deepcopy(default_values())
-    for dotted, value in paths.items():
-        *heads, last = dotted.split("__")
-        node = values
-        for head in heads:
-            node = node[head]
-        node[last] = value
-    return values
+    validate_values(case.overrides)
 
 
 REFUSED = {
-    "a remote token in plain text": changed(config__registries=[
-        {"id": "contoso", "kind": "xregistry", "url": "https://c.example/registry", "auth": {"bearer": "t0ken"}}]),
-    "a store URL in the settings file": changed(config__settings={"store_url": "mongodb://u:p@a/x"}),
-    "a writable root filesystem": changed(securityContext__readOnlyRootFilesystem=False),
-    "privilege escalation": changed(securityContext__allowPrivilegeEscalation=True),
-    "running as root": changed(podSecurityContext__runAsNonRoot=False),
-    "capabilities kept": changed(securityContext__capabilities={"drop": ["NET_RAW"]}),
-    "the embedded store with two replicas": changed(store__existingSecret="", replicaCount=2),
-    "the embedded store with autoscaling": changed(store__existingSecret="", replicaCount=1,
-                                                   autoscaling__enabled=True),
-    "both PDB bounds": changed(podDisruptionBudget__minAvailable=1),
-    "an unknown top-level value": changed(replicas=3),
-    "a log format the gateway does not know": changed(logFormat="xml"),
-    "a remote credential without a mode": changed(remoteCredentials=[
-        {"registry": "contoso", "existingSecret": "contoso", "key": "token"}]),
-    "zero workers": changed(workers=0),
+    "a remote token in plain text": {"config": {"registries": [
+        {"id": "contoso", "kind": "xregistry", "url": "https://c.example/registry", "auth": {"bearer": "t0ken"}}]}},
+    "a store URL in the settings file": {"config": {"settings": {"store_url": "mongodb://u:p@a/x"}}},
+    "a writable root filesystem": {"securityContext": {"readOnlyRootFilesystem": False}},
+    "privilege escalation": {"securityContext": {"allowPrivilegeEscalation": True}},
+    "running as root": {"podSecurityContext": {"runAsNonRoot": False}},
+    "capabilities kept": {"securityContext": {"capabilities": {"drop": ["NET_RAW"]}}},
+    "the embedded store with two replicas": {"replicaCount": 2},
+    "the embedded store with autoscaling": {"autoscaling": {"enabled": True}},
+    "the seed import on MongoDB": {"store": {"existingSecret": "xreg-mongodb"}},
+    "both PDB bounds": {"podDisruptionBudget": {"enabled": True, "minAvailable": 1}},
+    "an unknown top-level value": {"replicas": 3},
+    "a log format the gateway does not know": {"logFormat": "xml"},
+    "a remote credential without a mode": {"remoteCredentials": [
+        {"registry": "contoso", "existingSecret": "contoso", "key": "token"}]},
+    "zero workers": {"workers": 0},
+    "ingress paths of the old shape": {"ingress": {"hosts": [{"host": "x.example", "paths": [{"path": "/"}]}]}},
+    "a seed path with a quote": {"seed": {"paths": ["/a'; rm -rf /"]}},
 }
 
 
-@pytest.mark.parametrize("values", REFUSED.values(), ids=REFUSED.keys())
-def test_schema_refuses(values):
-    assert schema_errors(values)
+@pytest.mark.parametrize("override", REFUSED.values(), ids=REFUSED.keys())
+def test_schema_refuses(override):
+    with pytest.raises(helm.HelmValuesError):
+        validate_values(override)
 
 
-def test_schema_accepts_the_embedded_store_with_one_replica():
-    assert schema_errors(changed(store__existingSecret="", replicaCount=1)) == []
+def test_schema_accepts_mongodb_without_the_seed_and_several_replicas():
+    validate_values({"store": {"existingSecret": "xreg-mongodb"}, "seed": {"enabled": False}, "replicaCount": 3})
 
 
 # -- templates and values -------------------------------------------------------------------------
@@ -161,78 +191,37 @@ def test_the_reference_check_finds_a_missing_value():
     assert values_paths("{{ $.Values.store.key }} {{ .Values.a.b_c }}") == {("store", "key"), ("a", "b_c")}
 
 
-# -- the expected manifests -----------------------------------------------------------------------
+def test_every_template_renders_in_some_case():
+    rendered = {s for case in CASES for s in case.rendered.sources()}
+    with_objects = {name for name in template_texts() if name.endswith(".yaml")}
+    assert rendered == with_objects
+
+
+# -- Kubernetes API schemas -----------------------------------------------------------------------
 
 def validated_manifests() -> list[tuple[str, dict[str, Any]]]:
     return [(f"{case.name}:{doc['kind']}", doc) for case in CASES for doc in case.manifests()
-            if doc["kind"] != "ServiceMonitor"]
+            if doc["kind"] not in CUSTOM_KINDS]
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize(("name", "manifest"), validated_manifests(), ids=[n for n, _ in validated_manifests()])
-def test_expected_manifest_validates_against_the_kubernetes_schema(name, manifest, version):
+def test_rendered_manifest_validates_against_the_kubernetes_schema(name, manifest, version):
     kubernetes_validate.validate(manifest, version, strict=True)
 
 
 def test_the_kubernetes_schemas_are_checked_offline_and_strictly():
     """A misspelt field fails (strict: no unknown properties), without any network access."""
-    bad = copy.deepcopy(CASES[0].one("Deployment"))
+    bad = copy.deepcopy(DEFAULT.one("Deployment"))
     bad["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["paht"] = "/healthz"
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, KUBERNETES_VERSIONS[0], strict=True)
-    with pytest.raises(SchemaNotFoundError):  # hence the hand-written checks below
-        kubernetes_validate.validate(CASES[1].one("ServiceMonitor"), KUBERNETES_VERSIONS[0], strict=True)
+    for kind in CUSTOM_KINDS:  # hence the checks of these below
+        with pytest.raises(SchemaNotFoundError):
+            kubernetes_validate.validate(PRODUCTION.one(kind), KUBERNETES_VERSIONS[0], strict=True)
 
 
-def test_the_service_monitor_scrapes_metrics_of_the_service():
-    case = CASES[1]
-    monitor, service = case.one("ServiceMonitor"), case.one("Service")
-    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
-    assert set(monitor["metadata"]) == {"name", "labels"}
-    assert set(monitor["spec"]) == {"selector", "endpoints"}
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    [endpoint] = monitor["spec"]["endpoints"]
-    assert endpoint["path"] == "/metrics"
-    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
-    assert monitor["metadata"]["labels"].items() >= case.values["serviceMonitor"]["labels"].items()
-    for key in ("interval", "scrapeTimeout"):
-        assert endpoint[key] == case.values["serviceMonitor"][key]
-
-
-def templates_of_kind() -> dict[str, str]:
-    """Template file → the kind it renders."""
-    out = {}
-    for name, text in template_texts().items():
-        kinds = re.findall(r"^kind: (\w+)$", text, flags=re.M)
-        if kinds:
-            assert len(kinds) == 1, name
-            out[name] = kinds[0]
-    return out
-
-
-def enabled_by(name: str) -> str | None:
-    """The `.Values.x.enabled` a template is wrapped in, if any."""
-    m = re.match(r"\{\{- if \.Values\.(\w+)\.enabled \}\}", template_texts()[name])
-    return m.group(1) if m else None
-
-
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_expected_manifests_are_those_the_templates_render(case: Case):
-    """One document per template whose switch is on in the case's values, in Helm's install
-    order, each of the template's kind."""
-    kinds = templates_of_kind()
-    wanted = {name for name in kinds if enabled_by(name) is None or case.values[enabled_by(name)]["enabled"]}
-    assert set(case.sources()) == wanted
-    order = ["PodDisruptionBudget", "ConfigMap", "Service", "Deployment", "HorizontalPodAutoscaler", "Ingress",
-             "ServiceMonitor"]
-    assert [d["kind"] for d in case.manifests()] == [kinds[s] for s in case.sources()]
-    assert [d["kind"] for d in case.manifests()] == sorted((kinds[s] for s in wanted), key=order.index)
-
-
-def test_every_template_with_a_kind_is_rendered_in_some_expected_case():
-    rendered = {s for case in CASES for s in case.sources()}
-    assert set(templates_of_kind()) == rendered
-
+# -- names and labels -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_names_and_labels(case: Case):
@@ -240,6 +229,8 @@ def test_names_and_labels(case: Case):
     selector = {"app.kubernetes.io/name": "xreg-gateway", "app.kubernetes.io/instance": case.release}
     chart = load_yaml(CHART / "Chart.yaml")
     for doc in case.manifests():
+        if doc["kind"] == "Pod":
+            continue
         assert doc["metadata"]["name"] == name
         assert doc["metadata"]["labels"].items() >= {
             **selector, "helm.sh/chart": f"xreg-gateway-{chart['version']}",
@@ -248,9 +239,13 @@ def test_names_and_labels(case: Case):
     assert deployment["spec"]["selector"]["matchLabels"] == selector
     assert deployment["spec"]["template"]["metadata"]["labels"].items() >= selector.items()
     assert case.one("Service")["spec"]["selector"] == selector
-    if case.values["podDisruptionBudget"]["enabled"]:
-        assert case.one("PodDisruptionBudget")["spec"]["selector"]["matchLabels"] == selector
+    for kind in ("PodDisruptionBudget", "NetworkPolicy"):
+        for doc in case.rendered.all(kind):
+            key = "selector" if kind == "PodDisruptionBudget" else "podSelector"
+            assert doc["spec"][key]["matchLabels"] == selector
 
+
+# -- the Deployment -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_deployment_follows_the_values(case: Case):
@@ -260,18 +255,17 @@ def test_deployment_follows_the_values(case: Case):
         assert "replicas" not in deployment["spec"]
     else:
         assert deployment["spec"]["replicas"] == values["replicaCount"]
-    assert deployment["spec"]["strategy"] == values["updateStrategy"]
     tag = values["image"]["tag"] or load_yaml(CHART / "Chart.yaml")["appVersion"]
     assert container["image"] == f"{values['image']['repository']}:{tag}"
     assert container["resources"] == values["resources"]
     assert container["securityContext"] == values["securityContext"]
     assert pod["securityContext"] == values["podSecurityContext"]
-    assert pod["automountServiceAccountToken"] is False
     assert pod["terminationGracePeriodSeconds"] == values["terminationGracePeriodSeconds"]
     assert container["lifecycle"]["preStop"]["exec"]["command"] == ["sleep", str(values["preStopSleepSeconds"])]
     workers = ["--workers", str(values["workers"])] if values["workers"] > 1 else []
     assert container["command"] + container["args"] == [
         "xreg-gateway", "serve", "--host", "0.0.0.0", "--port", "8080", *workers]
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("http", 8080)]
     for probe, path in (("startup", "/healthz"), ("liveness", "/healthz"), ("readiness", "/readyz")):
         rendered = dict(container[f"{probe}Probe"])
         assert rendered.pop("httpGet") == {"path": path, "port": "http"}
@@ -281,41 +275,13 @@ def test_deployment_follows_the_values(case: Case):
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_deployment_matches_the_template_text(case: Case):
-    """What the template writes literally — probe paths, the port, the env names, the mounts —
-    is what the expected Deployment has."""
-    text = template_texts()["deployment.yaml"]
-    container = case.container()
-    assert {p["httpGet"]["path"] for p in (container["livenessProbe"], container["readinessProbe"])} == \
-        set(re.findall(r"path: (/\w+)", text))
-    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == \
-        [(n, int(v)) for n, v in re.findall(r"- name: (\w+)\n\s+containerPort: (\d+)", text)]
-    literal = set(re.findall(r"- name: (XREG_[A-Z_]+)$", text, flags=re.M))
-    per_registry = set(re.findall(r"__AUTH__(\w+)$", text, flags=re.M))
-    extra = {e["name"] for e in case.values["extraEnv"]}
-    for env in container["env"]:
-        if env["name"] in extra:
-            continue
-        if env["name"].startswith("XREG_REGISTRIES__"):
-            assert env["name"].rsplit("__AUTH__", 1)[1] in per_registry
-        else:
-            assert env["name"] in literal
-    mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert set(re.findall(r"mountPath: (/[\w/-]+)$", text, flags=re.M)) <= mounts
-    for key in ("readOnlyRootFilesystem", "allowPrivilegeEscalation", "runAsNonRoot"):
-        assert key in container["securityContext"]
-
-
-@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_writable_paths_are_volumes_and_secrets_are_references(case: Case):
-    values, container = case.values, case.container()
-    pod = case.one("Deployment")["spec"]["template"]["spec"]
+def test_writable_paths_are_volumes_and_the_settings_file_a_config_map(case: Case):
+    pod, container = case.rendered.pod(), case.container()
     volumes = {v["name"]: v for v in pod["volumes"]}
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert all(m["name"] in volumes for m in mounts.values())
-    env = {e["name"]: e for e in container["env"]}
-    # A read-only root filesystem: the data directory and /tmp are emptyDirs.
-    assert "emptyDir" in volumes[mounts[env["XREG_DATA_DIR"]["value"]]["name"]]
+    env = env_of(container)
+    assert env["XREG_DATA_DIR"]["value"] == DATA_DIR
     assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
     # XREG_CONFIG names a key of the ConfigMap, mounted read-only as a directory (updates reach the pod).
     config_dir, config_file = env["XREG_CONFIG"]["value"].rsplit("/", 1)
@@ -323,16 +289,59 @@ def test_writable_paths_are_volumes_and_secrets_are_references(case: Case):
     assert config_mount["readOnly"] is True and "subPath" not in config_mount
     assert volumes[config_mount["name"]]["configMap"]["name"] == case.one("ConfigMap")["metadata"]["name"]
     assert config_file in case.one("ConfigMap")["data"]
-    # Secrets: references to the Secrets the values name, never values.
+
+
+@pytest.mark.parametrize("case", TRIAL_CASES, ids=[c.name for c in TRIAL_CASES])
+def test_trial_keeps_the_embedded_store_on_a_claim(case: Case):
+    pod, container = case.rendered.pod(), case.container()
+    claim = case.one("PersistentVolumeClaim")
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    data = next(m for m in container["volumeMounts"] if m["mountPath"] == DATA_DIR)
+    assert volumes[data["name"]]["persistentVolumeClaim"] == {"claimName": claim["metadata"]["name"]}
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert claim["spec"]["resources"]["requests"]["storage"] == case.values["persistence"]["size"]
+    # One pod owns the SQLite file: no MongoDB URL, one replica, never two pods at once.
+    assert "XREG_STORE_URL" not in env_of(container)
+    assert case.one("Deployment")["spec"]["replicas"] == 1
+    assert case.one("Deployment")["spec"]["strategy"] == {"type": "Recreate"}
+    assert not case.rendered.all("HorizontalPodAutoscaler")
+
+
+@pytest.mark.parametrize("case", TRIAL_CASES, ids=[c.name for c in TRIAL_CASES])
+def test_trial_imports_the_samples_before_serving(case: Case):
+    pod = case.rendered.pod()
+    [seed] = pod["initContainers"]
+    gateway = case.container()
+    assert seed["image"] == gateway["image"]
+    assert seed["command"][:2] == ["/bin/sh", "-c"] and "xreg-gateway import" in seed["command"][2]
+    assert seed["args"] == [SAMPLES_IN_IMAGE]
+    # The same settings and store as the server: same environment, same mounts.
+    assert seed["env"] == gateway["env"]
+    assert seed["volumeMounts"] == gateway["volumeMounts"]
+    assert seed["securityContext"] == gateway["securityContext"]
+
+
+@pytest.mark.parametrize("case", TRIAL_CASES, ids=[c.name for c in TRIAL_CASES])
+def test_trial_allows_anonymous_reads_and_needs_no_secret(case: Case):
+    env = env_of(case.container())
+    assert env["XREG_ANONYMOUS_READ"] == {"name": "XREG_ANONYMOUS_READ", "value": "true"}
+    # The chart creates no Secret, so a trial must not refer to any.
+    assert secret_names(case.manifests()) == set()
+    assert "Secret" not in case.rendered.kinds()
+
+
+def test_production_reads_every_secret_from_the_values():
+    values, container = PRODUCTION.values, PRODUCTION.container()
+    env = env_of(container)
     refs = {name: e["valueFrom"]["secretKeyRef"] for name, e in env.items() if "valueFrom" in e}
     assert all("value" not in e for e in env.values() if "valueFrom" in e)
     wanted = {"XREG_STORE_URL": values["store"], "XREG_CACHE_URL": values["cache"],
               "XREG_API_KEYS": values["auth"]["apiKeys"], "XREG_JWT_SECRET": values["auth"]["jwt"]}
     for name, ref in wanted.items():
-        if ref["existingSecret"]:
-            assert refs.pop(name) == {"name": ref["existingSecret"], "key": ref["key"]}
-        else:
-            assert name not in env
+        assert refs.pop(name) == {"name": ref["existingSecret"], "key": ref["key"]}
+    pod = PRODUCTION.rendered.pod()
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     for cred in values["remoteCredentials"]:
         key = re.sub(r"[^A-Z0-9]", "_", cred["registry"].upper())
         if cred["mountAs"] == "env":
@@ -347,6 +356,33 @@ def test_writable_paths_are_volumes_and_secrets_are_references(case: Case):
         if "valueFrom" in extra:
             assert refs.pop(extra["name"]) == extra["valueFrom"]["secretKeyRef"]
     assert refs == {}
+    assert env["XREG_ANONYMOUS_READ"]["value"] == "false"
+
+
+def test_production_scales_on_mongodb_without_claim_or_seed():
+    rendered, values = PRODUCTION.rendered, PRODUCTION.values
+    pod = rendered.pod()
+    assert "initContainers" not in pod
+    assert not rendered.all("PersistentVolumeClaim")
+    data = next(m for m in rendered.container()["volumeMounts"] if m["mountPath"] == DATA_DIR)
+    assert "emptyDir" in {v["name"]: v for v in pod["volumes"]}[data["name"]]
+    assert rendered.one("Deployment")["spec"]["strategy"] == values["updateStrategy"]
+    hpa = rendered.one("HorizontalPodAutoscaler")["spec"]
+    assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "name": rendered.one("Deployment")["metadata"]["name"]}
+    assert (hpa["minReplicas"], hpa["maxReplicas"]) == (3, 10)
+    targets = {m["resource"]["name"]: m["resource"]["target"]["averageUtilization"] for m in hpa["metrics"]}
+    assert targets == {"cpu": 70, "memory": 80}
+    assert "cpu" in rendered.container()["resources"]["requests"]  # utilisation is relative to the request
+    assert rendered.one("PodDisruptionBudget")["spec"]["maxUnavailable"] == 1
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_shutdown_fits_in_the_termination_grace_period(case: Case):
+    values = case.values
+    assert values["preStopSleepSeconds"] + values["shutdownGraceSeconds"] < values["terminationGracePeriodSeconds"]
+    env = env_of(case.container())
+    assert float(env["XREG_SHUTDOWN_GRACE_SECONDS"]["value"]) == values["shutdownGraceSeconds"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
@@ -359,41 +395,143 @@ def test_config_map_holds_the_settings_and_registries(case: Case):
     assert settings == wanted
 
 
+# -- ServiceAccount, NetworkPolicy ----------------------------------------------------------------
+
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_service_ingress_and_autoscaler_point_at_the_gateway(case: Case):
-    values, service, container = case.values, case.one("Service"), case.container()
-    [port] = service["spec"]["ports"]
-    assert port["port"] == values["service"]["port"] and service["spec"]["type"] == values["service"]["type"]
-    assert port["targetPort"] in {p["name"] for p in container["ports"]}
-    docs = {d["kind"]: d for d in case.manifests()}
-    if "Ingress" in docs:
-        ingress = docs["Ingress"]["spec"]
-        assert ingress["ingressClassName"] == values["ingress"]["className"]
-        assert [r["host"] for r in ingress["rules"]] == [h["host"] for h in values["ingress"]["hosts"]]
-        assert ingress["tls"] == values["ingress"]["tls"]
-        for rule in ingress["rules"]:
-            for path in rule["http"]["paths"]:
-                assert path["backend"]["service"] == {"name": service["metadata"]["name"], "port": {"name": port["name"]}}
-    if "HorizontalPodAutoscaler" in docs:
-        hpa = docs["HorizontalPodAutoscaler"]["spec"]
-        assert hpa["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
-                                         "name": case.one("Deployment")["metadata"]["name"]}
-        assert (hpa["minReplicas"], hpa["maxReplicas"]) == (values["autoscaling"]["minReplicas"],
-                                                            values["autoscaling"]["maxReplicas"])
-        targets = {m["resource"]["name"]: m["resource"]["target"]["averageUtilization"] for m in hpa["metrics"]}
-        assert targets["cpu"] == values["autoscaling"]["targetCPUUtilizationPercentage"]
-        assert targets.get("memory") == values["autoscaling"]["targetMemoryUtilizationPercentage"]
-        assert "cpu" in container["resources"]["requests"]  # utilisation is relative to the request
+def test_pods_run_as_their_service_account_without_its_token(case: Case):
+    account, pod = case.one("ServiceAccount"), case.rendered.pod()
+    assert account["automountServiceAccountToken"] is False
+    assert pod["serviceAccountName"] == account["metadata"]["name"]
+    assert pod["automountServiceAccountToken"] is False
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_shutdown_fits_in_the_termination_grace_period(case: Case):
-    values = case.values
-    assert values["preStopSleepSeconds"] + values["shutdownGraceSeconds"] < values["terminationGracePeriodSeconds"]
-    env = {e["name"]: e.get("value") for e in case.container()["env"]}
-    assert float(env["XREG_SHUTDOWN_GRACE_SECONDS"]) == values["shutdownGraceSeconds"]
+def test_network_policy_opens_only_the_gateway_port(case: Case):
+    policy = case.one("NetworkPolicy")["spec"]
+    [rule] = policy["ingress"]
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+    test_pod = case.one("Pod")["metadata"]["labels"]
+    if "from" in rule:  # restricted peers: the test pod is still let in
+        assert any(p.get("podSelector", {}).get("matchLabels", {}).items() <= test_pod.items() and "podSelector" in p
+                   for p in rule["from"])
+    restrict = case.values["networkPolicy"]["egress"]["restrict"]
+    assert ("Egress" in policy["policyTypes"]) == restrict == ("egress" in policy)
 
 
-def test_expected_directory_holds_only_the_cases():
-    assert sorted(p.name for p in EXPECTED.iterdir()) == sorted(c.expected_file.name for c in CASES)
-    assert (TEMPLATES / "NOTES.txt").is_file() and (TEMPLATES / "_helpers.tpl").is_file()
+def test_production_network_policy_restricts_both_ways():
+    policy = PRODUCTION.one("NetworkPolicy")["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    assert len(policy["ingress"][0]["from"]) == len(PRODUCTION.values["networkPolicy"]["ingressFrom"]) + 1
+    dns, *others = policy["egress"]
+    assert {(p["port"], p["protocol"]) for p in dns["ports"]} == {(53, "UDP"), (53, "TCP")}
+    assert others == PRODUCTION.values["networkPolicy"]["egress"]["to"]
+
+
+# -- monitoring -----------------------------------------------------------------------------------
+
+def documented_alert_rules() -> dict[str, Any]:
+    doc = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    [block] = re.findall(r"^```yaml\n(groups:\n.*?)^```", doc, flags=re.M | re.S)
+    return yaml.safe_load(block)
+
+
+def test_the_prometheus_rule_ships_exactly_the_documented_alerts():
+    rule = PRODUCTION.one("PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1"
+    assert rule["metadata"]["labels"].items() >= PRODUCTION.values["prometheusRule"]["labels"].items()
+    assert rule["spec"] == documented_alert_rules()
+    names = [r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    assert len(names) == 11 and "XregGatewayDown" in names
+    # Prometheus' own templates reach the rule untouched (not expanded by Helm).
+    summaries = " ".join(r["annotations"]["summary"] for g in rule["spec"]["groups"] for r in g["rules"])
+    assert "{{ $labels.registry }}" in summaries
+
+
+def test_the_service_monitor_scrapes_metrics_of_the_service():
+    monitor, service = PRODUCTION.one("ServiceMonitor"), PRODUCTION.one("Service")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert set(monitor["spec"]) == {"selector", "endpoints"}
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+    [endpoint] = monitor["spec"]["endpoints"]
+    assert endpoint["path"] == "/metrics"
+    assert endpoint["port"] in {p["name"] for p in service["spec"]["ports"]}
+    assert monitor["metadata"]["labels"].items() >= PRODUCTION.values["serviceMonitor"]["labels"].items()
+
+
+def test_monitoring_objects_are_off_by_default():
+    assert not {"ServiceMonitor", "PrometheusRule"} & set(DEFAULT.rendered.kinds())
+
+
+# -- the helm test hook ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_the_test_hook_asks_the_service(case: Case):
+    pod, service = case.one("Pod"), case.one("Service")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    # The Service must not route traffic to the test pod.
+    assert not service["spec"]["selector"].items() <= pod["metadata"]["labels"].items()
+    [container] = pod["spec"]["containers"]
+    env = env_of(container)
+    assert env["GATEWAY_URL"]["value"] == f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
+    assert "/readyz" in container["command"][2] and "/graphql" in container["command"][2]
+    assert pod["spec"]["automountServiceAccountToken"] is False
+    assert container["securityContext"] == case.values["securityContext"]
+    expect = "data" if case.values["auth"]["anonymousRead"] or case.values["helmTest"]["apiKey"]["existingSecret"] \
+        else "401"
+    assert env["EXPECT"]["value"] == expect
+
+
+def test_production_test_hook_sends_its_api_key():
+    env = env_of(PRODUCTION.one("Pod")["spec"]["containers"][0])
+    assert env["API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "xreg-test-api-key", "key": "api-key"}
+    assert env["EXPECT"]["value"] == "data"
+
+
+# -- the Ingress ----------------------------------------------------------------------------------
+
+def ingress_paths(override: dict[str, Any]) -> dict[str, str]:
+    ingress = render({"ingress": {"enabled": True, **override}}).one("Ingress")["spec"]
+    [rule] = ingress["rules"]
+    return {p["path"]: p["pathType"] for p in rule["http"]["paths"]}
+
+
+def gateway_routes() -> set[str]:
+    """The paths the real gateway app serves (first path segment of a route, or its prefix)."""
+    from gateway.app import create_app
+    from gateway.config import load_settings
+
+    app = create_app(load_settings(data_dir="/nonexistent-not-opened"))
+    return {getattr(r, "prefix", None) or re.sub(r"/\{.*$", "", r.path) for r in app.routes}
+
+
+@pytest.mark.parametrize(("graphiql", "metrics"), [(True, False), (False, False), (True, True), (False, True)])
+def test_ingress_routes_the_public_paths_and_obeys_the_switches(graphiql, metrics):
+    paths = ingress_paths({"graphiql": graphiql, "metrics": metrics})
+    assert ("/graphiql" in paths) is graphiql
+    assert ("/metrics" in paths) is metrics
+    assert not {"/healthz", "/readyz", "/"} & set(paths)
+    # Everything else the gateway serves is routed; nothing it does not serve is.
+    served = gateway_routes() - {"/healthz", "/readyz", "/graphiql/assets"}
+    wanted = served - ({"/graphiql"} if not graphiql else set()) - ({"/metrics"} if not metrics else set())
+    assert set(paths) == wanted
+    assert paths["/registry"] == "Prefix" and paths["/graphql"] == "Exact"
+
+
+def test_ingress_defaults_keep_metrics_off_and_follow_the_registry_prefix():
+    assert default_values()["ingress"]["metrics"] is False
+    assert "/metrics" not in ingress_paths({})
+    paths = render({"ingress": {"enabled": True}, "config": {"settings": {"registry_prefix": "/api/xreg/"}}})
+    [rule] = paths.one("Ingress")["spec"]["rules"]
+    assert "/api/xreg" in {p["path"] for p in rule["http"]["paths"]}
+
+
+def test_production_ingress_hides_graphiql_and_metrics():
+    ingress = PRODUCTION.one("Ingress")["spec"]
+    assert ingress["ingressClassName"] == "nginx"
+    assert ingress["tls"] == PRODUCTION.values["ingress"]["tls"]
+    for rule in ingress["rules"]:
+        paths = {p["path"] for p in rule["http"]["paths"]}
+        assert not {"/graphiql", "/metrics"} & paths
+        for path in rule["http"]["paths"]:
+            assert path["backend"]["service"] == {"name": PRODUCTION.one("Service")["metadata"]["name"],
+                                                  "port": {"name": "http"}}

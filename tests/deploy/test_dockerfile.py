@@ -175,7 +175,7 @@ def test_environment_matches_the_chart():
 
 @pytest.mark.parametrize("needed", ["pyproject.toml", "requirements.lock", "README.md", "gateway", "resolvers",
                                     "adapters", "web/copy_assets.py", "web/package.json",
-                                    "web/package-lock.json"])
+                                    "web/package-lock.json", "samples"])
 def test_dockerignore_keeps_what_the_build_copies(needed):
     ignored = dockerignore()
     assert needed not in ignored and needed.split("/")[0] not in ignored
@@ -189,6 +189,15 @@ def test_dockerignore_leaves_out_local_state_and_unverified_assets():
 def dockerignore() -> set[str]:
     lines = (ROOT / ".dockerignore").read_text(encoding="utf-8").splitlines()
     return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
+
+
+def test_the_image_carries_the_documents_the_chart_seeds():
+    """The chart's seed initContainer imports paths of the image: the final stage copies them there."""
+    copies = {command.value[-1].rstrip("/"): command.value[0].rstrip("/") for command in final().all("COPY")
+              if not any(f.startswith("--from=") for f in command.flags)}
+    for path in CASES[0].values["seed"]["paths"]:
+        assert path in copies, f"{path}: no COPY puts it in the image"
+        assert list((ROOT / copies[path]).glob("*.xreg.json"))
 
 
 def test_every_copied_path_exists():
