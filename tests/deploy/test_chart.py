@@ -11,6 +11,7 @@ import copy
 import json
 import re
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import helm_python as helm
@@ -321,6 +322,33 @@ def test_trial_imports_the_samples_before_serving(case: Case):
     assert seed["securityContext"] == gateway["securityContext"]
 
 
+def test_the_seed_imports_a_config_map_of_documents_too():
+    rendered = render({"seed": {"existingConfigMap": "my-documents"}})
+    seed = rendered.container("seed")
+    volumes = {v["name"]: v for v in rendered.pod()["volumes"]}
+    mounts = {m["mountPath"]: m for m in seed["volumeMounts"]}
+    assert seed["args"] == [SAMPLES_IN_IMAGE, "/etc/xreg-gateway/seed"]
+    assert mounts["/etc/xreg-gateway/seed"]["readOnly"] is True
+    assert volumes[mounts["/etc/xreg-gateway/seed"]["name"]]["configMap"] == {"name": "my-documents"}
+    assert "/etc/xreg-gateway/seed" not in {m["mountPath"] for m in rendered.container()["volumeMounts"]}
+
+
+def test_an_existing_claim_is_used_as_it_is_and_no_seed_without_asking():
+    rendered = render({"persistence": {"existingClaim": "registry-data"}, "seed": {"enabled": False}})
+    assert not rendered.all("PersistentVolumeClaim")
+    assert "initContainers" not in rendered.pod()
+    data = {v["name"]: v for v in rendered.pod()["volumes"]}["data"]
+    assert data["persistentVolumeClaim"] == {"claimName": "registry-data"}
+
+
+def test_notes_tell_what_to_do_next():
+    trial, production = DEFAULT.rendered.notes, PRODUCTION.rendered.notes
+    assert "helm test xreg-gateway" in trial and "kubectl create secret" not in trial
+    assert "embedded SQLite store on the claim xreg-gateway" in trial and "imported" in trial
+    for secret in secret_names(PRODUCTION.manifests()):
+        assert f"kubectl create secret generic {secret} " in production
+
+
 @pytest.mark.parametrize("case", TRIAL_CASES, ids=[c.name for c in TRIAL_CASES])
 def test_trial_allows_anonymous_reads_and_needs_no_secret(case: Case):
     env = env_of(case.container())
@@ -495,23 +523,23 @@ def ingress_paths(override: dict[str, Any]) -> dict[str, str]:
     return {p["path"]: p["pathType"] for p in rule["http"]["paths"]}
 
 
-def gateway_routes() -> set[str]:
-    """The paths the real gateway app serves (first path segment of a route, or its prefix)."""
+def gateway_routes(data_dir: Path) -> set[str]:
+    """The paths the real gateway app serves (a route's path up to its first parameter, or its prefix)."""
     from gateway.app import create_app
     from gateway.config import load_settings
 
-    app = create_app(load_settings(data_dir="/nonexistent-not-opened"))
+    app = create_app(load_settings(data_dir=data_dir))
     return {getattr(r, "prefix", None) or re.sub(r"/\{.*$", "", r.path) for r in app.routes}
 
 
 @pytest.mark.parametrize(("graphiql", "metrics"), [(True, False), (False, False), (True, True), (False, True)])
-def test_ingress_routes_the_public_paths_and_obeys_the_switches(graphiql, metrics):
+def test_ingress_routes_the_public_paths_and_obeys_the_switches(graphiql, metrics, tmp_path):
     paths = ingress_paths({"graphiql": graphiql, "metrics": metrics})
     assert ("/graphiql" in paths) is graphiql
     assert ("/metrics" in paths) is metrics
     assert not {"/healthz", "/readyz", "/"} & set(paths)
     # Everything else the gateway serves is routed; nothing it does not serve is.
-    served = gateway_routes() - {"/healthz", "/readyz", "/graphiql/assets"}
+    served = gateway_routes(tmp_path) - {"/healthz", "/readyz", "/graphiql/assets"}
     wanted = served - ({"/graphiql"} if not graphiql else set()) - ({"/metrics"} if not metrics else set())
     assert set(paths) == wanted
     assert paths["/registry"] == "Prefix" and paths["/graphql"] == "Exact"
