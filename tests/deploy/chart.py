@@ -99,10 +99,10 @@ def render(override: dict[str, Any] | None = None, release: str = "xreg-gateway"
     return Rendered(tuple(documents), files.get(f"{CHART.name}/templates/NOTES.txt", ""))
 
 
-def lint(override: dict[str, Any] | None = None) -> list[str]:
-    """``helm lint --strict helm/xreg-gateway`` with ``override``: every message (warnings and
-    even informational ones included)."""
-    report = helm.lint(CHART, override or {}, strict=True)
+def lint(override: dict[str, Any] | None = None, kube_version: str | None = None) -> list[str]:
+    """``helm lint --strict helm/xreg-gateway`` with ``override`` (``--kube-version``: the API
+    deprecations of that Kubernetes): every message, warnings and even informational ones included."""
+    report = helm.lint(CHART, override or {}, strict=True, kube_version=kube_version)
     return [f"{m['path']}: {m['error'].strip()}" for m in report["messages"]] + report["errors"]
 
 

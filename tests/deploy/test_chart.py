@@ -116,9 +116,10 @@ def test_chart_metadata_matches_the_project():
     assert chart["kubeVersion"] == f">={KUBERNETES_VERSIONS[0]}.0-0"
 
 
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
-def test_helm_lint_strict_is_clean(case: Case):
-    assert lint(case.overrides) == []
+def test_helm_lint_strict_is_clean(case: Case, version):
+    assert lint(case.overrides, kube_version=f"v{version}.0") == []
 
 
 def test_helm_lint_reports_values_that_do_not_fit():
