@@ -2,7 +2,8 @@
 #
 # Three stages: GraphiQL's pinned npm packages are fetched with Node.js (no install scripts), a
 # Python stage verifies them against gateway/static/graphiql.manifest.json and builds the
-# gateway's wheel and virtualenv (every dependency pinned by requirements.lock and installed from
+# gateway's wheel and virtualenv (no extras: the plain install is the whole gateway, the bulk
+# read's PyArrow included; every dependency pinned by requirements.lock and installed from
 # wheels: no compiler anywhere), and the final stage holds only the Python runtime and that
 # virtualenv, running as an unprivileged user. tests/deploy/test_dockerfile.py checks this file's
 # structure (no container engine is available where the tests run).
@@ -30,7 +31,9 @@ COPY web/copy_assets.py web/
 COPY --from=assets /src/web/node_modules/ web/node_modules/
 # Copies the manifest's files into gateway/static/graphiql/ and fails on any SHA-384 mismatch.
 RUN python web/copy_assets.py
-# The installed package (not this source tree: -I, from /) must import and carry verified assets.
+# Installed without extras (the test extra is test tools only), the package (not this source tree:
+# -I, from /) must import every route and carry verified assets; tests/deploy/test_install.py
+# installs and runs the wheel the same way.
 RUN python -m venv /opt/xreg-gateway \
  && /opt/xreg-gateway/bin/pip install pip==26.3 \
  && /opt/xreg-gateway/bin/pip wheel --no-deps --wheel-dir /tmp/wheels . \

@@ -119,6 +119,7 @@ def test_dependencies_are_installed_from_the_lock_as_wheels():
     commands = shell(build)
     install = [line for line in re.split(r"&&|\n", commands) if "pip install" in line and ".whl" in line]
     assert install and "-c requirements.lock" in install[0] and "--only-binary=:all:" in install[0]
+    assert "[" not in install[0], "no extras: the plain install is what runs (tests/deploy/test_install.py)"
     pip = re.search(r"pip==(\S+)", (ROOT / "Makefile").read_text(encoding="utf-8"))
     assert pip and f"pip=={pip.group(1)}" in commands  # the same pip as `make install`
 
