@@ -26,8 +26,12 @@ def corpus_sample(path: Path, feeds: int = 3) -> Path:
     import json
 
     document = json.loads(CORPUS_117.read_text(encoding="utf-8"))
-    names = list(document["messagegroups"])[: feeds * 3]
-    kept = [n for n in names if not any(n.startswith(other + ".") for other in names)][:feeds]
+    kept: list[str] = []
+    for name in document["messagegroups"]:
+        if len(kept) == feeds:
+            break
+        if not any(name.startswith(feed + ".") for feed in kept):
+            kept.append(name)
     for collection in ("endpoints", "messagegroups", "schemagroups"):
         document[collection] = {gid: group for gid, group in document[collection].items()
                                 if any(gid == feed or gid.startswith(feed + ".") for feed in kept)}
