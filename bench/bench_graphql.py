@@ -340,11 +340,13 @@ async def main() -> None:
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(db), str(port)], env={**os.environ})
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                for _ in range(300):
+                while True:  # until it serves (a busy machine starts it slowly) or exits
                     try:
                         await client.get("/healthz")
                         break
                     except httpx.TransportError:
+                        if server.poll() is not None:
+                            raise SystemExit("the server did not start") from None
                         await asyncio.sleep(0.05)
                 rows = []
                 for n, (name, query) in enumerate(QUERIES.items()):

@@ -133,12 +133,15 @@ async def run_mode(data_dir: Path, mode: str, clients: int, trace: float | None 
     try:
         async with httpx.AsyncClient(base_url=url, timeout=600,
                                      limits=httpx.Limits(max_connections=clients + 10)) as client:
-            for _ in range(300):
+            while True:  # until it serves (a busy machine starts it slowly) or exits
                 try:
                     if (await client.get("/healthz")).status_code == 200:
                         break
                 except httpx.TransportError:
-                    await asyncio.sleep(0.1)
+                    pass
+                if server.poll() is not None:
+                    raise SystemExit(f"the gateway ({mode}) did not start")
+                await asyncio.sleep(0.1)
             warm = await client.post("/graphql", json={"query": HEAVY})
             assert warm.status_code == 200 and "errors" not in warm.json(), warm.text[:300]
             rss_idle = peak_rss_mb(server.pid)

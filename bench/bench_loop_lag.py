@@ -106,7 +106,10 @@ async def run_mode(data_dir: Path, env: dict[str, str], clients: int, meter: Tur
     server = uvicorn.Server(uvicorn.Config(create_app(load_settings()), host="127.0.0.1", port=port,
                                            log_level="warning"))
     serving = asyncio.create_task(server.serve())
-    while not server.started:
+    while not server.started:  # until it serves, or its failure is raised here
+        if serving.done():
+            await serving
+            raise SystemExit("the gateway did not start")
         await asyncio.sleep(0.05)
     warm = await asyncio.create_subprocess_exec(sys.executable, "-c", CLIENT, str(port), "1", HEAVY)
     await warm.wait()

@@ -100,14 +100,13 @@ def start_gateway(data_dir: Path, workers: int) -> tuple[subprocess.Popen, str]:
                              "127.0.0.1", "--port", str(port), "--workers", str(workers), "--log-level", "warning",
                              "--no-access-log"],
                             env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
+    while True:  # until it serves (a busy machine starts it slowly) or exits
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return proc, f"http://127.0.0.1:{port}/graphql"
         except httpx.TransportError:
             pass
-        if proc.poll() is not None or time.monotonic() > deadline:
+        if proc.poll() is not None:
             raise SystemExit("the gateway did not start")
         time.sleep(0.2)
 
