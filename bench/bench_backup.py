@@ -10,6 +10,8 @@ updates add history. Then, each the best of ``--runs``:
 
 A second pass, under ``tracemalloc``, reports the peak Python memory of export, backup and
 restore: a backup streams, an export builds the whole document.
+
+``--smoke``: a sample of the corpus (3 feeds), 5 updates, one run — every step, in seconds.
 """
 
 from __future__ import annotations
@@ -33,13 +35,13 @@ from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
 from gateway.storage.backup import backup, check_backup, restore
 from gateway.storage.sqlite import SQLiteStore
-from tests.corpus import CORPUS_117
+from tests.corpus import CORPUS_117, corpus_sample
 
 
-async def build(path: Path, updates: int) -> LocalRegistry:
+async def build(path: Path, updates: int, corpus: Path) -> LocalRegistry:
     registry = LocalRegistry(SQLiteStore(path), registry_id="bench")
     await registry.open()
-    doc, _ = normalise(read_document(CORPUS_117), strict=False)
+    doc, _ = normalise(read_document(corpus), strict=False)
     await registry.apply_document(doc)
     groups = list(doc["messagegroups"])
     for i in range(updates):
@@ -70,10 +72,11 @@ async def peak(fn: Callable[[], Awaitable[object]]) -> float:
         tracemalloc.stop()
 
 
-async def main(updates: int, runs: int) -> None:
+async def main(updates: int, runs: int, smoke: bool) -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-backup-"))
     try:
-        registry = await build(work / "source.db", updates)
+        corpus = corpus_sample(work / "sample.json") if smoke else CORPUS_117
+        registry = await build(work / "source.db", updates, corpus)
         store = registry.store
         states = sum([1 async for _ in _states(store)])
         targets = iter(range(10**6))
@@ -106,6 +109,9 @@ async def main(updates: int, runs: int) -> None:
             size = f"{sizes[name] / 2**20:10.2f}" if name in sizes else " " * 10
             mem = f"{memory[name]:10.1f}" if name in memory else ""
             print(f"{name:14}{seconds:10.3f}{seconds / rows['export']:10.2f}{size}{mem}")
+        print(f"summary: backup {rows['backup'] / rows['export']:.2f}× export's time, restore "
+              f"{rows['restore'] / rows['export']:.2f}× (peak memory: backup {memory['backup']:.1f} MiB, "
+              f"export {memory['export']:.1f} MiB)")
         await registry.close()
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -121,5 +127,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=500, help="single-entity updates after the import")
     parser.add_argument("--runs", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = parser.parse_args()
-    asyncio.run(main(args.updates, args.runs))
+    if args.smoke:
+        args.updates, args.runs = 5, 1
+    asyncio.run(main(args.updates, args.runs, args.smoke))

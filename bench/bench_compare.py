@@ -16,6 +16,9 @@ previous commit in a worktree:
     git worktree add --detach ../before HEAD~3
     .venv/bin/python bench/bench_compare.py --other ../before --pairs 100
     .venv/bin/python bench/bench_compare.py --other ../before --query "message + schema" --pairs 150
+
+``--smoke``: this checkout against itself (unless ``--other`` is given) over a sample of the
+corpus (3 feeds), 2 pairs — every step, in seconds.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: What each process runs, with its checkout first on ``sys.path`` (argv: checkout, database).
+#: What each process runs, with its checkout first on ``sys.path`` (argv: checkout, database,
+#: warm-up runs of each query).
 WORKER = r'''
 import asyncio, cProfile, pstats, sys, time
 from pathlib import Path
-repo, db = sys.argv[1], Path(sys.argv[2])
+repo, db, warmup = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 sys.path[:0] = [repo, repo + "/bench"]
 import bench_graphql as bg
 from adapters.local import LocalSource
@@ -56,7 +60,7 @@ async def main():
         sources = {bg.REGISTRY_ID: LocalSource(registry)}
         gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)
         for name in bg.QUERIES:  # warm-up
-            for _ in range(5):
+            for _ in range(warmup):
                 context = Context(settings, sources, bg.REGISTRY_ID)
                 result = await schema.execute(bg.QUERIES[name], context_value=context)
                 assert not result.errors, result.errors
@@ -86,11 +90,13 @@ asyncio.run(main())
 
 
 class Worker:
-    """One checkout's process."""
+    """One checkout's process (started at once; :meth:`ready` waits for its warm-up)."""
 
-    def __init__(self, checkout: Path, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", WORKER, str(checkout), str(db)],
+    def __init__(self, checkout: Path, db: Path, warmup: int) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", WORKER, str(checkout), str(db), str(warmup)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ})
+
+    def ready(self) -> None:
         assert self.process.stdout is not None and self.process.stdout.readline().strip() == "ready"
 
     def ask(self, line: str) -> list[str]:
@@ -107,19 +113,29 @@ class Worker:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--other", type=Path, required=True, help="the other checkout (a git worktree)")
+    ap.add_argument("--other", type=Path, help="the other checkout (a git worktree)")
     ap.add_argument("--query", default="endpoint page", help="a query of bench_graphql.py")
     ap.add_argument("--pairs", type=int, default=100, help="requests each, in turn")
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = ap.parse_args()
-    sys.path.insert(0, str(REPO / "bench"))
+    if args.smoke:
+        args.pairs, args.other = 2, args.other or REPO
+    elif args.other is None:
+        ap.error("--other is required")
+    sys.path[:0] = [str(REPO), str(REPO / "bench")]
     import bench_graphql
+
+    from tests.corpus import corpus_sample
 
     checkouts = {"this": REPO, "other": args.other.resolve()}
     with tempfile.TemporaryDirectory() as tmpdir:
         db = Path(tmpdir) / "registry.db"
-        asyncio.run(bench_graphql.prepare(db))
-        workers = {name: Worker(path, db) for name, path in checkouts.items()}
+        asyncio.run(bench_graphql.prepare(
+            db, corpus_sample(Path(tmpdir) / "sample.json") if args.smoke else bench_graphql.CORPUS))
+        workers = {name: Worker(path, db, 1 if args.smoke else 5) for name, path in checkouts.items()}
         try:
+            for worker in workers.values():
+                worker.ready()
             times: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in workers}
             fields = 0
             for i in range(args.pairs):
@@ -140,6 +156,8 @@ def main() -> None:
         print(f"  {name:5s} {checkouts[name]}: graphql {g * 1e3:6.2f} ms  baseline {b * 1e3:6.2f} ms  "
               f"+{(g - b) * 1e6 / fields:5.1f} µs per field  {g / other:5.3f}× the other's  "
               f"{calls[name]:,} Python calls")
+    print(f"summary: this checkout's GraphQL CPU per request {statistics.median(times['this'][0]) / other:.3f}× "
+          "the other's")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,11 @@ object costs to make, and what the collector's gen-1 threshold does to the endpo
    (what each of the query's two steps into the store pays around the read). CPU µs, medians,
    the order shuffled in every round.
 
+``--smoke``: all four sections (the third with ``--gen1 50``) over a sample of the corpus (3 feeds),
+a few runs each — every step, in seconds.
+
 Usage: python bench/bench_fixed_costs.py [--runs 2000] [--step-runs 500] [--gen1 50 | --gen0 5000] [--rounds 100]
+       [--smoke]
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import gc
 import random
 import statistics
 import sys
+import tempfile
 import time
 import timeit
 from collections.abc import AsyncIterator, Iterator
@@ -60,6 +65,7 @@ from resolvers.reported import with_reported  # noqa: E402
 from resolvers.scalars import SCALARS  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from resolvers.types import TYPES, Message, node_of, read_field  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 
 def _hooked_schema(limits: Any) -> strawberry.Schema:
@@ -102,7 +108,7 @@ def _hooked_schema(limits: Any) -> strawberry.Schema:
                              config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
 
 
-async def around_execution(settings: Settings, sources: dict[str, Any], runs: int) -> None:
+async def around_execution(settings: Settings, sources: dict[str, Any], runs: int) -> dict[str, float]:
     schema = build_schema(settings)
     hooked = _hooked_schema(schema.limits)
     query = "{ __typename }"
@@ -124,8 +130,10 @@ async def around_execution(settings: Settings, sources: dict[str, Any], runs: in
     for run in targets.values():
         assert (await run()).data == {"__typename": "Query"}
     print(f"1. {query}, CPU µs per request (median of {runs}, interleaved)")
-    for name, median in (await _medians(targets, runs)).items():
+    medians = await _medians(targets, runs)
+    for name, median in medians.items():
         print(f"   {name:40s} {median:8.1f}")
+    return medians
 
 
 async def _medians(targets: dict[str, Any], runs: int, shuffled: bool = False) -> dict[str, float]:
@@ -187,7 +195,8 @@ async def thresholds(settings: Settings, sources: dict[str, Any], registry: Loca
               f"{statistics.mean(collector) * 1e3:5.2f}")
 
 
-async def message_steps(settings: Settings, sources: dict[str, Any], registry: LocalRegistry, runs: int) -> None:
+async def message_steps(settings: Settings, sources: dict[str, Any], registry: LocalRegistry,
+                        runs: int) -> dict[str, float]:
     schema = build_schema(settings)
     message = bench_graphql.MESSAGE
     own = "xid name envelope envelopemetadata dataschemaformat"
@@ -224,8 +233,10 @@ async def message_steps(settings: Settings, sources: dict[str, Any], registry: L
     for run in targets.values():
         await run()
     print(f"4. message + schema step by step, CPU µs per request (median of {runs}, shuffled)")
-    for name, median in (await _medians(targets, runs, shuffled=True)).items():
+    medians = await _medians(targets, runs, shuffled=True)
+    for name, median in medians.items():
         print(f"   {name:45s} {median:8.1f}")
+    return medians
 
 
 async def main() -> None:
@@ -235,18 +246,29 @@ async def main() -> None:
     ap.add_argument("--gen1", type=int, help="also compare this gen-1 threshold with CPython's 10 (3)")
     ap.add_argument("--gen0", type=int, help="also compare this gen-0 threshold with CPython's 700 (3)")
     ap.add_argument("--rounds", type=int, default=100, help="rounds of 10 requests per threshold (3)")
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every section (tests/bench)")
     args = ap.parse_args()
     if args.gen0 is not None and args.gen1 is not None:
         ap.error("one threshold at a time: --gen0 or --gen1")
-    async with bench_graphql.corpus_registry() as (settings, registry, sources):
-        if args.gen0 is not None:  # section 3 alone
-            await thresholds(settings, sources, registry, (args.gen0, 10, 10), args.rounds)
-        elif args.gen1 is not None:
-            await thresholds(settings, sources, registry, (700, args.gen1, 10), args.rounds)
-        else:
-            await around_execution(settings, sources, args.runs)
-            objects(args.runs * 50)
-            await message_steps(settings, sources, registry, args.step_runs)
+    if args.smoke:
+        args.runs, args.step_runs, args.rounds = 5, 2, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = corpus_sample(Path(tmp) / "sample.json") if args.smoke else bench_graphql.CORPUS
+        async with bench_graphql.corpus_registry(corpus) as (settings, registry, sources):
+            if args.gen0 is not None:  # section 3 alone
+                await thresholds(settings, sources, registry, (args.gen0, 10, 10), args.rounds)
+            elif args.gen1 is not None:
+                await thresholds(settings, sources, registry, (700, args.gen1, 10), args.rounds)
+            if (args.gen0 is None and args.gen1 is None) or args.smoke:
+                around = await around_execution(settings, sources, args.runs)
+                objects(args.runs * 50)
+                if args.smoke:
+                    await thresholds(settings, sources, registry, (700, 50, 10), args.rounds)
+                steps = await message_steps(settings, sources, registry, args.step_runs)
+                pipeline = around["GatewaySchema.execute (the pipeline)"] / around["graphql-core execute alone"]
+                whole = steps["the whole query"] / steps["baseline (the same JSON from the store)"]
+                print(f"summary: GatewaySchema.execute {pipeline:.2f}× graphql-core's execute alone for "
+                      f"{{ __typename }}; message + schema {whole:.2f}× its baseline")
 
 
 if __name__ == "__main__":

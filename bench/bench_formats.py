@@ -12,7 +12,10 @@ schema checks on (format validation with a cold analysis cache, compatibility wh
 sets one) against the same import with them off (``validate=False``, what ``import
 --no-validate`` runs), in the same run.
 
-Usage: python bench/bench_formats.py [--repeat 3] [FILE ...]
+``--smoke``: a sample of the 117-feed corpus (3 feeds, both formats inline) and the schemastore
+catalogue, one run each — every step, in seconds.
+
+Usage: python bench/bench_formats.py [--repeat 3] [--smoke] [FILE ...]
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from gateway.formats import CACHE, resolve, validate  # noqa: E402
 from gateway.formats.documents import digest  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "xreg"
 DEFAULT_FILES = [DATA / "rts__ALL-117-feeders-merged.xreg.json", DATA / "spec__schemastore_org.xreg.json"]
@@ -68,7 +72,8 @@ def run(items: list[tuple[str, Any]]) -> tuple[float, dict[str, float], Counter[
     return time.perf_counter() - start, per_format, outcome
 
 
-def bench(path: Path, repeat: int) -> None:
+def bench(path: Path, repeat: int) -> float | None:
+    """Prints the figures of validating ``path``'s inline schemas; returns cold / cached (None: nothing inline)."""
     doc = json.loads(path.read_text(encoding="utf-8"))
     inline, linked = versions(doc)
     print(f"\n{path.name}")
@@ -78,7 +83,7 @@ def bench(path: Path, repeat: int) -> None:
               f"(format supported: {supported}; not validated: the document is outside the registry)")
     if not inline:
         print("  inline schema documents: 0 — nothing to validate")
-        return
+        return None
     counts = Counter(_name(fmt) for fmt, _ in inline)
     print(f"  inline schema documents: {len(inline)} ({', '.join(f'{k} {v}' for k, v in counts.most_common())})")
     baseline = min(_time(lambda: [digest(d) for _, d in inline]) for _ in range(repeat))
@@ -102,6 +107,7 @@ def bench(path: Path, repeat: int) -> None:
         print(f"    {name:32}{seconds * 1e3:>12.1f}{seconds * 1e3 / counts[name]:>14.3f}")
     print(f"  {'cached (same documents again)':34}{warm * 1e3:>12.1f}{warm * 1e3 / len(inline):>14.3f}")
     print(f"  cold / cached: {cold / warm:.1f}x   cached / digests: {warm / baseline:.2f}x")
+    return cold / warm
 
 
 def _name(fmt: str) -> str:
@@ -123,26 +129,33 @@ async def _import(path: Path, doc: dict[str, Any], validate_on: bool, tmp: Path,
         return time.perf_counter() - start
 
 
-def bench_import(path: Path, repeat: int) -> None:
+def bench_import(path: Path, repeat: int) -> float:
+    """Prints the import of ``path`` with the schema checks on and off; returns on / off."""
     doc, _ = normalise(read_document(path))
     with tempfile.TemporaryDirectory() as tmp:
         on = min(asyncio.run(_import(path, doc, True, Path(tmp), i)) for i in range(repeat))
         off = min(asyncio.run(_import(path, doc, False, Path(tmp), i)) for i in range(repeat))
     print(f"  import of {path.name}: checks on {on * 1000:.1f} ms, off (baseline) {off * 1000:.1f} ms, "
           f"ratio {on / off:.2f}x")
+    return on / off
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path, default=DEFAULT_FILES)
     parser.add_argument("--repeat", type=int, default=3, help="runs per measure; the best is printed")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = parser.parse_args()
-    print(f"format validation, best of {args.repeat} (cache size {CACHE.maxsize})")
-    for path in args.files:
-        bench(path, args.repeat)
-    print(f"write path, best of {args.repeat} (analysis cache emptied before each import)")
-    for path in args.files:
-        bench_import(path, args.repeat)
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.smoke:
+            args.repeat, args.files = 1, [corpus_sample(Path(tmp) / "sample.json"), DEFAULT_FILES[1]]
+        print(f"format validation, best of {args.repeat} (cache size {CACHE.maxsize})")
+        cold_over_cached = {path.name: bench(path, args.repeat) for path in args.files}
+        print(f"write path, best of {args.repeat} (analysis cache emptied before each import)")
+        on_over_off = {path.name: bench_import(path, args.repeat) for path in args.files}
+    print("summary: " + "; ".join(
+        (f"{name}: validation cold {cold_over_cached[name]:.1f}× cached, " if cold_over_cached[name] else f"{name}: ")
+        + f"import with the checks {ratio:.2f}× without" for name, ratio in on_over_off.items()))
 
 
 if __name__ == "__main__":

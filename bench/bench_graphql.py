@@ -10,7 +10,9 @@ at a time for both (no HTTP, CPU time) and prints the µs per resolved field: th
 divided by the fields in its response, and GraphQL's extra time over the baseline divided the
 same way.
 
-Usage: python bench/bench_graphql.py [--requests 400] [--concurrency 8] [--runs 100]
+``--smoke``: a sample of the corpus (3 feeds) and a handful of requests — every step, in seconds.
+
+Usage: python bench/bench_graphql.py [--requests 400] [--concurrency 8] [--runs 100] [--smoke]
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from gateway.registry.reads import Selection, collection_tree, count, select  # 
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.semantics import Cursor, cursor_for  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
@@ -191,11 +194,11 @@ async def load(
 
 
 async def compare(targets: dict[str, Callable[[], Awaitable[httpx.Response]]], requests: int, concurrency: int,
-                  rounds: int = ROUNDS) -> dict[str, dict[str, float]]:
+                  rounds: int = ROUNDS, warmup: int = 20) -> dict[str, dict[str, float]]:
     """Load each target in turn, ``rounds`` times (so that drift in the machine's load hits them
     alike); requests/s and p50 / p99 latency over all rounds."""
     for send in targets.values():  # warm-up
-        for _ in range(20):
+        for _ in range(warmup):
             (await send()).raise_for_status()
     runs: dict[str, tuple[list[float], float]] = {name: ([], 0.0) for name in targets}
     for _ in range(rounds):
@@ -284,16 +287,17 @@ def open_registry(db: Path) -> LocalRegistry:
 
 
 @contextlib.asynccontextmanager
-async def corpus_registry() -> AsyncIterator[tuple[Settings, LocalRegistry, dict[str, Any]]]:
+async def corpus_registry(corpus: Path = CORPUS) -> AsyncIterator[tuple[Settings, LocalRegistry, dict[str, Any]]]:
     """The corpus in a temporary SQLite registry, open: the gateway's settings over it, the
     registry, and the sources a request's context takes. As in the app, the schema of those
-    settings is built (``build_schema`` keeps it) before the collector is tuned."""
+    settings is built (``build_schema`` keeps it) before the collector is tuned. ``corpus``: the
+    document loaded (a smoke run's sample)."""
     from adapters.local import LocalSource
     from resolvers.schema import build_schema
 
     with tempfile.TemporaryDirectory() as tmpdir:
         db = Path(tmpdir) / "registry.db"
-        await prepare(db)
+        await prepare(db, corpus)
         settings = Settings(data_dir=db.parent, registry_id=REGISTRY_ID)
         build_schema(settings)
         async with open_registry(db) as registry:
@@ -301,12 +305,12 @@ async def corpus_registry() -> AsyncIterator[tuple[Settings, LocalRegistry, dict
             yield settings, registry, {REGISTRY_ID: LocalSource(registry)}
 
 
-async def prepare(db: Path) -> None:
+async def prepare(db: Path, corpus: Path = CORPUS) -> None:
     from gateway.documents.normalise import normalise
     from gateway.documents.reader import read_document
 
     async with LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID) as reg:
-        await reg.apply_document(normalise(read_document(CORPUS))[0])
+        await reg.apply_document(normalise(read_document(corpus))[0])
 
 
 async def main() -> None:
@@ -315,7 +319,11 @@ async def main() -> None:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--runs", type=int, default=100, help="in-process runs per query and target (medians)")
     ap.add_argument("--serve", nargs=2, metavar=("DB", "PORT"), help=argparse.SUPPRESS)
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = ap.parse_args()
+    warmup = 20
+    if args.smoke:
+        args.requests, args.concurrency, args.runs, warmup = 2 * ROUNDS, 2, 2, 1
     if args.serve:
         import uvicorn
 
@@ -327,16 +335,18 @@ async def main() -> None:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmpdir:
         db = Path(tmpdir) / "registry.db"
-        await prepare(db)
+        await prepare(db, corpus_sample(Path(tmpdir) / "sample.json") if args.smoke else CORPUS)
         port = _free_port()
         server = subprocess.Popen([sys.executable, __file__, "--serve", str(db), str(port)], env={**os.environ})
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-                for _ in range(300):
+                while True:  # until it serves (a busy machine starts it slowly) or exits
                     try:
                         await client.get("/healthz")
                         break
                     except httpx.TransportError:
+                        if server.poll() is not None:
+                            raise SystemExit("the server did not start") from None
                         await asyncio.sleep(0.05)
                 rows = []
                 for n, (name, query) in enumerate(QUERIES.items()):
@@ -347,7 +357,7 @@ async def main() -> None:
                     measured = await compare({
                         "graphql": lambda q=query: client.post("/graphql", json={"query": q}),
                         "baseline": lambda n=n: client.get(f"/baseline/{n}"),
-                    }, args.requests, args.concurrency)
+                    }, args.requests, args.concurrency, warmup=warmup)
                     rows.append((name, measured["graphql"], measured["baseline"]))
                 rss = _rss_mib(server.pid)
             inproc = await in_process(db, args.runs)
@@ -383,6 +393,8 @@ async def main() -> None:
               f"{r['extra_us_per_field']:+.1f} µs per field over it (in-process CPU); garbage collection "
               f"{r['graphql']['gc_ms_mean']:.2f} ms CPU per GraphQL request (mean)")
     print("\n" + json.dumps(results))
+    print("summary: GraphQL's throughput over HTTP against the baseline's: " + ", ".join(
+        f"{name} {r['graphql']['rps'] / r['baseline']['rps']:.2f}×" for name, r in results.items()))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@ of the answered queries, answered queries per second and the server's CPU second
 query (throughput), whether every 503 carried ``Retry-After``, the server's peak RSS
 (``VmHWM``) and the ``/healthz`` latencies under load.
 
-Usage: python bench/bench_load.py [--clients 200] [--modes off,unpaced,on]
+``--smoke``: a sample of the corpus (3 feeds), 4 clients, the baseline and the defaults (``unpaced``
+runs the same code with another environment), served through ``stall_trace.py`` (``--trace
+100``) — every step, in seconds.
+
+Usage: python bench/bench_load.py [--clients 200] [--modes off,unpaced,on] [--trace MS] [--smoke]
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
+
+from tests.corpus import corpus_sample  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 HEAVY = """{ registry { messages(first: 500) { totalCount nodes { xid messageid name description envelope protocol
@@ -127,12 +133,15 @@ async def run_mode(data_dir: Path, mode: str, clients: int, trace: float | None 
     try:
         async with httpx.AsyncClient(base_url=url, timeout=600,
                                      limits=httpx.Limits(max_connections=clients + 10)) as client:
-            for _ in range(300):
+            while True:  # until it serves (a busy machine starts it slowly) or exits
                 try:
                     if (await client.get("/healthz")).status_code == 200:
                         break
                 except httpx.TransportError:
-                    await asyncio.sleep(0.1)
+                    pass
+                if server.poll() is not None:
+                    raise SystemExit(f"the gateway ({mode}) did not start")
+                await asyncio.sleep(0.1)
             warm = await client.post("/graphql", json={"query": HEAVY})
             assert warm.status_code == 200 and "errors" not in warm.json(), warm.text[:300]
             rss_idle = peak_rss_mb(server.pid)
@@ -188,11 +197,15 @@ def main() -> None:
     parser.add_argument("--trace", type=float, metavar="MS", default=None,
                         help="serve through bench/stall_trace.py and print, for each probe of MS milliseconds or "
                              "more, the garbage collections, long loop turns and late wake-ups in its time (stderr)")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = parser.parse_args()
+    if args.smoke:
+        args.clients, args.modes, args.trace = 4, "off,on", 100.0
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="xreg-bench-load-") as tmp:
         data = Path(tmp)
-        subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(CORPUS)], cwd=REPO, check=True,
+        corpus = corpus_sample(data / "sample.json") if args.smoke else CORPUS
+        subprocess.run([sys.executable, "-m", "gateway.cli", "import", str(corpus)], cwd=REPO, check=True,
                        env={**os.environ, "XREG_DATA_DIR": str(data)}, stdout=subprocess.DEVNULL)
         modes = [m.strip() for m in args.modes.split(",")]
         over = None if args.trace is None else args.trace / 1000
@@ -204,6 +217,10 @@ def main() -> None:
     for key in keys:
         cells = [f"{r[key]:.3f}" if isinstance(r[key], float) else str(r[key]) for r in rows]
         print(f"{key:<24}" + "".join(f"{c:>20}" for c in cells))
+    first, last = rows[0], rows[-1]
+    print(f"summary: {last['mode']} against {first['mode']}: answered / s "
+          f"{last['answered / s'] / first['answered / s']:.2f}×, "
+          f"/healthz p99 {last['healthz p99 (ms)'] / first['healthz p99 (ms)']:.2f}×")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ executor's own cost; the gap between the last two is the resolver layer's.
 For message + schema, "resolvers only" calls the root look-up's and ``dataschema``'s forms for
 many objects (``lookups_of``, ``dataschemas_of``) and reads the fields from the entities.
 
-Usage: python bench/bench_resolver_floor.py [--runs 100] [--query "message + schema"]
+``--smoke``: both queries over a sample of the corpus (3 feeds), 2 runs — every step, in seconds.
+
+Usage: python bench/bench_resolver_floor.py [--runs 100] [--query "message + schema"] [--smoke]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import asyncio
 import functools
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -46,6 +49,7 @@ from resolvers.context import Context  # noqa: E402
 from resolvers.queries import _bare_registry, lookups_of  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from resolvers.types import _messagegroups_of, _messages_of, collection, dataschemas_of  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 
 async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[str, Any]:
@@ -113,41 +117,60 @@ async def message_resolvers_only(settings: Settings, sources: dict[str, Any]) ->
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100, help="runs of each (medians)")
-    ap.add_argument("--query", default="endpoint page", choices=["endpoint page", "message + schema"])
+    ap.add_argument("--query", default="endpoint page", choices=list(FLOORS))
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = ap.parse_args()
-    query = bench_graphql.QUERIES[args.query]
-    floor = resolvers_only if args.query == "endpoint page" else message_resolvers_only
-    async with bench_graphql.corpus_registry() as (settings, registry, sources):
-        schema = build_schema(settings)
+    if args.smoke:
+        args.runs = 2
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus = corpus_sample(Path(tmp) / "sample.json") if args.smoke else bench_graphql.CORPUS
+        async with bench_graphql.corpus_registry(corpus) as (settings, registry, sources):
+            figures = [await measure(name, settings, registry, sources, args.runs)
+                       for name in (FLOORS if args.smoke else [args.query])]
+    print("summary: CPU over the baseline's: " + "; ".join(
+        f"{name}: GraphQL {graphql:.2f}×, resolvers only {floor:.2f}×" for name, graphql, floor in figures))
 
-        async def graphql() -> Any:
-            context = Context(settings, sources, bench_graphql.REGISTRY_ID)
-            result = await schema.execute(query, context_value=context)
-            assert not result.errors, result.errors
-            return result.data
 
-        targets = {
-            "graphql": graphql,
-            "resolvers only": lambda: floor(settings, sources),
-            "baseline": lambda: bench_graphql.BASELINES[args.query](registry),
-        }
-        answers = [await run() for run in targets.values()]
-        assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
-        fields = bench_graphql._fields(answers[0])
-        times: dict[str, list[float]] = {name: [] for name in targets}
-        for _ in range(args.runs):
-            for name, run in targets.items():
-                started = time.process_time()
-                await run()
-                times[name].append(time.process_time() - started)
-    ms = {name: statistics.median(t) * 1e3 for name, t in times.items()}
+#: The resolvers-only build of each query.
+FLOORS = {"endpoint page": resolvers_only, "message + schema": message_resolvers_only}
+
+
+async def measure(name: str, settings: Settings, registry: Any, sources: dict[str, Any],
+                  runs: int) -> tuple[str, float, float]:
+    """Prints the three builds of query ``name``, timed; returns it and the CPU of GraphQL and of
+    the resolvers alone, each over the baseline's."""
+    query, floor = bench_graphql.QUERIES[name], FLOORS[name]
+    schema = build_schema(settings)
+
+    async def graphql() -> Any:
+        context = Context(settings, sources, bench_graphql.REGISTRY_ID)
+        result = await schema.execute(query, context_value=context)
+        assert not result.errors, result.errors
+        return result.data
+
+    targets = {
+        "graphql": graphql,
+        "resolvers only": lambda: floor(settings, sources),
+        "baseline": lambda: bench_graphql.BASELINES[name](registry),
+    }
+    answers = [await run() for run in targets.values()]
+    assert answers[0] == answers[1] == answers[2], "the three do not give the same JSON"
+    fields = bench_graphql._fields(answers[0])
+    times: dict[str, list[float]] = {target: [] for target in targets}
+    for _ in range(runs):
+        for target, run in targets.items():
+            started = time.process_time()
+            await run()
+            times[target].append(time.process_time() - started)
+    ms = {target: statistics.median(t) * 1e3 for target, t in times.items()}
     base = ms["baseline"]
-    print(f"{args.query} ({fields} fields), CPU ms per request, median of {args.runs}, in turn in one process")
-    for name, value in ms.items():
-        print(f"  {name:15s} {value:7.2f} ms   baseline / this {base / value:5.2f}   "
+    print(f"{name} ({fields} fields), CPU ms per request, median of {runs}, in turn in one process")
+    for target, value in ms.items():
+        print(f"  {target:15s} {value:7.2f} ms   baseline / this {base / value:5.2f}   "
               f"+{(value - base) * 1e3 / fields:5.1f} µs per field over the baseline")
     print(f"executor's own share of GraphQL's extra cost: "
           f"{(ms['graphql'] - ms['resolvers only']) / (ms['graphql'] - base):.0%}")
+    return name, ms["graphql"] / base, ms["resolvers only"] / base
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ once and in paced pieces (``resolvers/pacing.py``'s ``encode_paced``, the way an
 operations are encoded); and the client's parse of the answer (``json.loads``), which the
 GraphQL route's figure includes and the baseline route's does not.
 
-Usage: python bench/bench_route.py [--query "endpoint page"] [--rounds 80]
+``--smoke``: a sample of the corpus (3 feeds), 2 rounds, 5 encodings — every step, in seconds.
+
+Usage: python bench/bench_route.py [--query "endpoint page"] [--rounds 80] [--smoke]
 """
 
 from __future__ import annotations
@@ -42,18 +44,24 @@ from adapters.local import LocalSource  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--query", default="endpoint page", choices=list(bench_graphql.QUERIES))
     ap.add_argument("--rounds", type=int, default=80, help="rounds of the four targets (medians)")
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = ap.parse_args()
+    encodings = ENCODINGS
+    if args.smoke:
+        args.rounds, encodings = 2, 5
     query, number = bench_graphql.QUERIES[args.query], list(bench_graphql.BASELINES).index(args.query)
     baseline = bench_graphql.BASELINES[args.query]
     with tempfile.TemporaryDirectory() as tmpdir:
         db = Path(tmpdir) / "registry.db"
-        await bench_graphql.prepare(db)
+        await bench_graphql.prepare(db, corpus_sample(Path(tmpdir) / "sample.json") if args.smoke
+                                    else bench_graphql.CORPUS)
         app = bench_graphql.build_app(db)  # the gateway's app plus /baseline/{n}
         async with app.router.lifespan_context(app), httpx.AsyncClient(
                 transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1") as client:
@@ -96,7 +104,7 @@ async def main() -> None:
                     times[name].append(time.process_time() - started)
             answer = {"data": (await schema.execute(query, context_value=Context(
                 settings, sources, bench_graphql.REGISTRY_ID))).data}
-            encoded = await encoding_ms(answer)
+            encoded = await encoding_ms(answer, encodings)
     ms = {name: statistics.median(spent) * 1e3 for name, spent in times.items()}
     print(f"{args.query}: CPU ms per request, median of {args.rounds}, in-process over ASGI, shuffled")
     for name, value in ms.items():
@@ -109,17 +117,20 @@ async def main() -> None:
     print(f"throughput ratio from these medians: routes {ms['baseline route'] / ms['GraphQL route']:.0%}, "
           f"the queries alone {ms['baseline function'] / ms['schema.execute']:.0%}")
     size, *figures = encoded
-    print(f"the answer's encoding ({size / 1024:.0f} KiB), CPU ms, median of {ENCODINGS}: " + ", ".join(
+    print(f"the answer's encoding ({size / 1024:.0f} KiB), CPU ms, median of {encodings}: " + ", ".join(
         f"{name} {value:.3f}" for name, value in zip(("standard library at once", "gateway at once",
                                                         "gateway in paced pieces", "client's parse"), figures,
                                                        strict=True)))
+    print(f"summary: GraphQL's CPU over the baseline's: through the routes "
+          f"{ms['GraphQL route'] / ms['baseline route']:.2f}×, "
+          f"the queries alone {ms['schema.execute'] / ms['baseline function']:.2f}×")
 
 
 #: encodings of the answer timed (medians)
 ENCODINGS = 200
 
 
-async def encoding_ms(answer: Any) -> tuple[int, float, float, float, float]:
+async def encoding_ms(answer: Any, encodings: int = ENCODINGS) -> tuple[int, float, float, float, float]:
     """The answer's size, and the CPU ms of encoding it each way and of parsing it (medians)."""
     from gateway.json_encoding import dumps
     from resolvers.pacing import encode_paced
@@ -133,7 +144,7 @@ async def encoding_ms(answer: Any) -> tuple[int, float, float, float, float]:
 
     async def timed(run: Callable[[], Any]) -> float:
         spent = []
-        for _ in range(ENCODINGS):
+        for _ in range(encodings):
             started = time.process_time()
             done = run()
             if asyncio.iscoroutine(done):

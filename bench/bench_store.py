@@ -16,8 +16,11 @@ so loading grows quadratically (10,000 entities take minutes, 100,000 would take
 runs at ``--mongomock-entities`` (10,000) and its figures only show that the generated queries
 work; the plan it prints is the query a real server receives.
 
+``--smoke``: a sample of the corpus (3 feeds), 1,000 entities (mongomock: 200), 10 page reads —
+every step, in seconds.
+
 Usage: python bench/bench_store.py [--entities 100000] [--mongomock-entities 10000] [--pages 200]
-       [--backends sqlite,mongomock]
+       [--backends sqlite,mongomock] [--smoke]
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from gateway.documents.reader import read_document  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.base import Query, Store, Write  # noqa: E402
 from gateway.storage.semantics import Cursor  # noqa: E402
+from tests.corpus import corpus_sample  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 
@@ -56,8 +60,8 @@ def make_store(backend: str, tmp: Path, name: str) -> Store:
     return MongoStore(client=AsyncMongoMockClient(), database=name)
 
 
-async def bench_import(backend: str, tmp: Path) -> dict:
-    raw = read_document(CORPUS)
+async def bench_import(backend: str, tmp: Path, corpus: Path = CORPUS) -> dict:
+    raw = read_document(corpus)
     t0 = time.perf_counter()
     doc, _ = normalise(raw)
     t_norm = time.perf_counter() - t0
@@ -157,7 +161,10 @@ async def main() -> None:
     ap.add_argument("--pages", type=int, default=200, help="page reads per backend (mongomock: a tenth)")
     ap.add_argument("--mongomock-entities", type=int, default=10_000)
     ap.add_argument("--backends", default="sqlite,mongomock")
+    ap.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
     args = ap.parse_args()
+    if args.smoke:
+        args.entities, args.mongomock_entities, args.pages = 1000, 200, 10
     results = {}
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -166,7 +173,7 @@ async def main() -> None:
             pages = args.pages if backend == "sqlite" else max(5, args.pages // 10)
             n = args.entities if backend == "sqlite" else args.mongomock_entities
             print(f"{backend}: import ...", file=sys.stderr, flush=True)
-            imported = await bench_import(backend, tmp)
+            imported = await bench_import(backend, tmp, corpus_sample(tmp / "sample.json") if args.smoke else CORPUS)
             print(f"{backend}: {n} entities, {pages} page reads ...", file=sys.stderr, flush=True)
             results[backend] = {"import": imported, "pages": await bench_pages(backend, tmp, n, pages)}
     print(f"{'':26}" + "".join(f"{b:>18}" for b in results))
@@ -197,6 +204,9 @@ async def main() -> None:
         print(f"\n{backend} page query plan:\n{r['pages']['plan']}")
     print("\n" + json.dumps({b: {k: {kk: vv for kk, vv in v.items() if kk != 'plan'} for k, v in r.items()}
                              for b, r in results.items()}))
+    print("summary: " + "; ".join(f"{b}: import {r['import']['engine_overhead_x']:.1f}× a raw commit, full read "
+                                  f"{r['pages']['full_read_over_page_x']:.1f}× a page of 50"
+                                  for b, r in results.items()))
 
 
 if __name__ == "__main__":

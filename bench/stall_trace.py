@@ -1,5 +1,7 @@
 """Runs ``xreg-gateway`` with a recorder of what can stall a ``/healthz`` probe, for
-``bench_load.py --trace``: ``python bench/stall_trace.py LOG serve --port N``.
+``bench_load.py --trace``: ``python bench/stall_trace.py LOG serve --port N``. A tool, not a
+benchmark: ``python bench/stall_trace.py --smoke`` serves an empty registry through it on a free
+port, sends a few probes and a query, and prints what the log holds.
 
 Written to LOG, one event a line (wall-clock start, then milliseconds):
 
@@ -24,7 +26,10 @@ import asyncio.base_events
 import asyncio.events
 import gc
 import os
+import socket
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -143,7 +148,50 @@ def _name(handle: Any) -> str:
     return ">".join(where[-3:]) or "done"
 
 
+def smoke() -> None:
+    """This recorder around ``serve`` over an empty data directory: a few ``/healthz`` probes and
+    one GraphQL query, then the events of the log by kind and the probes' share inside ASGI."""
+    import httpx
+
+    with tempfile.TemporaryDirectory(prefix="xreg-stall-trace-") as tmp, socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        log = Path(tmp) / "trace.txt"
+        server = subprocess.Popen([sys.executable, __file__, str(log), "serve", "--port", str(port)], cwd=REPO,
+                                  env={**os.environ, "XREG_DATA_DIR": tmp, "XREG_LOG_LEVEL": "warning"},
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+                while True:  # until it serves (a busy machine starts it slowly) or exits
+                    try:
+                        client.get("/healthz")
+                        break
+                    except httpx.TransportError:
+                        if server.poll() is not None:
+                            raise SystemExit("the gateway did not start") from None
+                        time.sleep(0.05)
+                for _ in range(5):
+                    assert client.get("/healthz").status_code == 200
+                answer = client.post("/graphql", json={"query": "{ registry { messagegroups { totalCount } } }"})
+                assert answer.status_code == 200, answer.text[:300]
+        finally:
+            server.terminate()
+            server.wait(30)
+        events = [line.split() for line in log.read_text().splitlines()]
+    probes = [(float(e[2]), float(e[3])) for e in events if e[0] == "probe"]
+    kinds = {kind: sum(e[0] == kind for e in events) for kind in ("probe", "gc", "turn", "poll")}
+    print("events in the log: " + ", ".join(f"{kind} {n}" for kind, n in kinds.items()))
+    if not probes:
+        raise SystemExit("no probe was traced")
+    print(f"summary: {len(probes)} probes traced; their time inside the ASGI application "
+          f"{sum(a for _, a in probes) / sum(t for t, _ in probes):.2f}× their whole time")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["--smoke"]:
+        smoke()
+        return
     out = open(sys.argv[1], "a", buffering=1)
     install(out)
     sys.argv = ["xreg-gateway", *sys.argv[2:]]

@@ -16,3 +16,24 @@ DOCUMENTS = sorted(XREG_DATA.glob("*.json"))
 #: The 117-feed corpus (5,623 entities): the large real-world benchmark.
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
 SAMPLES = REPO / "samples"
+
+
+def corpus_sample(path: Path, feeds: int = 3) -> Path:
+    """The 117-feed corpus cut to its first ``feeds`` feeds, written to ``path``: each feed's
+    endpoints, message groups and schema groups (those whose id is the feed's or starts with
+    it and a dot), so that its references stay inside the sample. A benchmark's smoke run reads
+    it in place of the whole corpus."""
+    import json
+
+    document = json.loads(CORPUS_117.read_text(encoding="utf-8"))
+    kept: list[str] = []
+    for name in document["messagegroups"]:
+        if len(kept) == feeds:
+            break
+        if not any(name.startswith(feed + ".") for feed in kept):
+            kept.append(name)
+    for collection in ("endpoints", "messagegroups", "schemagroups"):
+        document[collection] = {gid: group for gid, group in document[collection].items()
+                                if any(gid == feed or gid.startswith(feed + ".") for feed in kept)}
+    path.write_text(json.dumps(document), encoding="utf-8")
+    return path
