@@ -251,6 +251,12 @@ class Settings(BaseSettings):
     page_size_default: int = Field(100, ge=1,
                                    description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")
+    model_max_bytes: int = Field(512 * 1024, ge=1024,
+                                 description="Largest model document (modelsource) accepted, in bytes of compact JSON.")
+    model_max_groups: int = Field(64, ge=1, description="Most group types a model may define.")
+    model_max_resources: int = Field(128, ge=1, description="Most resource types a model may define (all groups).")
+    model_max_attributes: int = Field(
+        4096, ge=1, description="Most attribute definitions a model may hold (nested ones included).")
     debug: bool = Field(False, description="Show internal error details to clients (never in production).")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "info", description="Level of the gateway's own loggers (xreg.*) and uvicorn's when serving.")
