@@ -693,7 +693,7 @@ class Changeset:
         for vstate in versions:
             if vstate.doc is not None and vstate.xid.lower() in self._dirty:
                 self._validate("version", vstate, gtype, rtype)
-        if meta_changed:
+        if meta_doc is not meta_old:  # written: changed, or touched (with the request's timestamps)
             self._validate_meta(rstate, gtype, rtype)
         await self._implicit_registry()
 
