@@ -1,6 +1,7 @@
 """Stored values the write path refuses today: what an older gateway let through (a ``meta``
-whose ``createdat`` is ``true``, a ``modifiedat`` that is an array) stays in the store, shows in
-reads, breaks the export's import and makes later writes of the entity fail.
+whose ``createdat`` is ``true``, a ``modifiedat`` that is an array, a value nested deeper than the
+depth rule allows) stays in the store, shows in reads, breaks the export's import and makes later
+writes of the entity fail.
 
 :func:`find_invalid` checks every live entity of the registry with the validation the write
 path uses (:mod:`gateway.registry.validation`) and lists each violation. :func:`repair_timestamps`
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.registry.changeset import Changeset
@@ -34,7 +36,8 @@ TIMESTAMPS = ("createdat", "modifiedat")
 @dataclass(frozen=True)
 class Finding:
     """One stored value the write path refuses: the entity (a resource's ``meta``: its meta XID),
-    the attribute path, why, and whether :func:`repair_timestamps` repairs it."""
+    the attribute path, why, and whether :func:`repair_timestamps` repairs it (a value nested
+    deeper than the depth rule allows is listed, not repaired)."""
 
     xid: str
     path: str
@@ -58,16 +61,26 @@ def _findings(subject: str, errors: list[XRegistryError]) -> list[Finding]:
     return [Finding(subject, e.path or "", e.detail or e.title) for e in errors]
 
 
+def _too_deep(subject: str, attrs: dict[str, Any]) -> list[Finding]:
+    """A value beyond the depth rule (:func:`gateway.json_limits.check_attributes`)."""
+    try:
+        json_limits.check_attributes(attrs)
+    except json_limits.JSONLimitError as exc:
+        return [Finding(subject, exc.path.lstrip("/").replace("/", "."), exc.detail)]
+    return []
+
+
 def _check(level: str, attrs: dict[str, Any], registry: LocalRegistry, gtype: str, rtype: str | None,
            subject: str, group_attrs: dict[str, Any] | None = None) -> list[Finding]:
+    found = _too_deep(subject, attrs)
     try:
         validate_entity(level, attrs, model=registry.model, group_type=gtype, resource_type=rtype, subject=subject,
                         group_attrs=group_attrs)
     except ValidationErrors as errs:
-        return _findings(subject, errs.errors)
+        found += _findings(subject, errs.errors)
     except XRegistryError as err:
-        return _findings(subject, [err])
-    return []
+        found += _findings(subject, [err])
+    return found
 
 
 async def _entities(registry: LocalRegistry) -> AsyncIterator[tuple[str, dict[str, Any], list[Finding]]]:
@@ -76,7 +89,7 @@ async def _entities(registry: LocalRegistry) -> AsyncIterator[tuple[str, dict[st
     root = await registry.store.get("/")
     if root is not None:
         attrs = {k: v for k, v in root.doc.items() if k != MODEL_SOURCE_KEY}
-        yield "/", attrs, _findings("/", validate_attributes(
+        yield "/", attrs, _too_deep("/", attrs) + _findings("/", validate_attributes(
             attrs, registry_definitions(registry.model), subject="/", extensible=True, model=registry.model))
     for gtype, gdef in registry.model.groups.items():
         groups: dict[str, dict[str, Any]] = {}

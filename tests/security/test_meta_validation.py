@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gateway import json_limits
 from gateway.registry.service import LocalRegistry
 from gateway.storage.base import Write
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
@@ -108,6 +109,14 @@ def cli(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*command, *args], env=env, capture_output=True, text=True, timeout=120)
 
 
+def _deep() -> list:
+    """A value one level deeper than the depth rule allows."""
+    value: list = []
+    for _ in range(json_limits.MAX_VALUE_DEPTH):
+        value = [value]
+    return value
+
+
 async def _store_as_an_older_gateway_did(registry: LocalRegistry, xid: str, change: dict[str, Any],
                                          within: str | None = None) -> None:
     """Write ``change`` into the stored state of ``xid`` (into its ``within`` object) behind the
@@ -132,7 +141,8 @@ async def test_check_lists_stored_bad_values_and_repair_fixes_them_through_the_w
             assert (await client.put("/registry/schemagroups/h", json={"name": "h"})).status_code == 201
             meta = (await client.get(f"{S}/meta")).json()
         await _store_as_an_older_gateway_did(registry, "/schemagroups/g/schemas/s", {"createdat": True}, "meta")
-        await _store_as_an_older_gateway_did(registry, "/schemagroups/h", {"modifiedat": [1], "labels": {"A": "x"}})
+        await _store_as_an_older_gateway_did(registry, "/schemagroups/h", {"modifiedat": [1], "labels": {"A": "x"},
+                                                                              "deep": _deep()})
         await _store_as_an_older_gateway_did(registry, "/schemagroups/g/schemas/s/versions/1",
                                              {"createdat": "soon", "modifiedat": "2024-05-01T00:00:00Z"})
         async with asgi_client(app) as client:  # such a meta makes later writes of the resource fail
@@ -142,7 +152,7 @@ async def test_check_lists_stored_bad_values_and_repair_fixes_them_through_the_w
     assert found.returncode == 1, found.stderr
     for where in ("/schemagroups/g/schemas/s/meta", "/schemagroups/h", "/schemagroups/g/schemas/s/versions/1"):
         assert where in found.stdout
-    assert "labels" in found.stdout
+    assert "labels" in found.stdout and "nested more than" in found.stdout
 
     repaired = cli("check", "--repair", data_dir=tmp_path)
     assert repaired.returncode == 1, repaired.stdout + repaired.stderr  # the bad label key is not a timestamp
