@@ -43,7 +43,7 @@ def renamed(group: str | None = None, resource: str | None = None, plural: str |
 RENAMES = [(renamed(group="folder"), "singular 'dir' to 'folder'"),
            (renamed(resource="doc"), "singular 'file' to 'doc'"),
            (renamed(plural="folders"), "which the new model does not define")]
-IDS = ["group singular", "resource singular", "group plural"]
+IDS = ["group-singular", "resource-singular", "group-plural"]
 
 
 @pytest.fixture
