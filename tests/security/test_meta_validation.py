@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 
 from gateway import json_limits
+from gateway.errors import XRegistryError
+from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
+from gateway.registry.stored_values import find_invalid, repair_timestamps
 from gateway.storage.base import Write
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
 
@@ -174,3 +177,29 @@ async def test_check_lists_stored_bad_values_and_repair_fixes_them_through_the_w
             export = (await client.get("/registry/export")).json()
             del export["schemagroups"]["h"]
             assert (await client.put("/registry?ignore", json=export)).status_code == 200, "export does not import"
+
+
+# -- the engine, on every embedded store ----------------------------------------------------------------
+async def test_the_engine_refuses_a_bad_meta_and_check_repairs_stored_ones_on_every_store(local: LocalRegistry):
+    async def create(cs: Changeset) -> None:
+        await cs.put_resource("schemagroups", "g", "schemas", "s", {"format": "Binary/1.0", "schemabase64": "AAEC"})
+
+    await local.write(create, subject="/schemagroups/g/schemas/s", note="create")
+    rev = await local.store.current_revision()
+    for meta in BAD_META:
+        async def bad(cs: Changeset, meta: dict[str, Any] = meta) -> None:
+            await cs.put_meta("schemagroups", "g", "schemas", "s", meta, patch=True)
+
+        with pytest.raises(XRegistryError) as refused:
+            await local.write(bad, subject="/schemagroups/g/schemas/s/meta", note="bad")
+        assert refused.value.type == "invalid_attribute"
+    assert await local.store.current_revision() == rev
+
+    await _store_as_an_older_gateway_did(local, "/schemagroups/g/schemas/s", {"createdat": True}, "meta")
+    assert [(f.xid, f.path, f.repairable) for f in await find_invalid(local)] == [
+        ("/schemagroups/g/schemas/s/meta", "createdat", True)]
+    repairs = await repair_timestamps(local)
+    assert [(r.xid, r.refused) for r in repairs] == [("/schemagroups/g/schemas/s/meta", None)]
+    assert await find_invalid(local) == []
+    rec = await local.store.get("/schemagroups/g/schemas/s")
+    assert rec is not None and rec.doc["meta"]["createdat"] == repairs[0].values["createdat"]

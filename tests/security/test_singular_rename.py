@@ -7,18 +7,13 @@ GraphQL ``importDocument`` and the engine on SQLite and mongomock."""
 from __future__ import annotations
 
 import copy
-import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
-from mongomock_motor import AsyncMongoMockClient
 
 from gateway.errors import XRegistryError
 from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
 from tests.http.support import assert_problem, revision
 
 DIRS: dict[str, Any] = {"groups": {"dirs": {
@@ -98,22 +93,16 @@ async def test_a_rename_without_stored_entities_is_accepted(filled):
     assert details["docid"] == "f2" and "fileid" not in details
 
 
-@pytest.fixture(params=["sqlite", "mongomock"])
-async def local(request, tmp_path: Path):
-    """A local registry on each embedded store, on the :data:`DIRS` model with ``/dirs/d1``."""
-    store = (SQLiteStore(tmp_path / "registry.db") if request.param == "sqlite"
-             else MongoStore(client=AsyncMongoMockClient(), database=f"rename_{uuid.uuid4().hex[:12]}"))
-    registry = LocalRegistry(store, registry_id="test", base_url="http://gw/registry")
-    await registry.open()
-    try:
-        await registry.apply_document({"modelsource": DIRS, "dirs": {"d1": {"files": {"f1": {"size": 1}}}}})
-        yield registry
-    finally:
-        await registry.close()
+@pytest.fixture
+async def dirs(local: LocalRegistry) -> LocalRegistry:
+    """``local`` (each embedded store) on the :data:`DIRS` model with ``/dirs/d1``."""
+    await local.apply_document({"modelsource": DIRS, "dirs": {"d1": {"files": {"f1": {"size": 1}}}}})
+    return local
 
 
 @pytest.mark.parametrize(("doc", "detail"), RENAMES, ids=IDS)
-async def test_the_engine_refuses_a_rename_on_every_store(local: LocalRegistry, doc, detail):
+async def test_the_engine_refuses_a_rename_on_every_store(dirs: LocalRegistry, doc, detail):
+    local = dirs
     rev = await local.store.current_revision()
 
     async def build(cs: Changeset) -> None:
