@@ -459,7 +459,12 @@ class _References:
 
     def ref(self, defn: AttributeDef) -> dict[str, Any] | None:
         """``$ref`` to the schema of reference attribute ``defn`` (``None``: not a reference)."""
-        kind = "Xid" if defn.type == "xid" else "Uri"
+        if defn.type == "xid":
+            kind = "Xid"
+        elif defn.target and defn.type in ("uri", "urireference", "url"):
+            kind = "Uri"
+        else:
+            return None
         key = (kind, defn.target)
         name = self._names.get(key)
         if name is None:
