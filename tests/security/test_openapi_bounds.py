@@ -15,6 +15,7 @@ import pytest
 
 from gateway.errors import XRegistryError
 from gateway.http_api import openapi
+from gateway.model.modelsource import model_of_source
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
 from tests.security.models import extra_group, wide_model
 
@@ -113,3 +114,18 @@ async def test_a_model_beyond_the_bounds_is_refused_and_changes_nothing(bounded,
 
 async def test_the_built_in_model_fits_the_default_bounds(client):
     assert (await client.put("/registry/modelsource", json=wide_model(8))).status_code == 200
+
+
+def test_only_reference_attributes_share_a_reference_schema(tmp_path: Path):
+    """A ``uri`` with a ``target`` and an ``xid`` refer to their target's component; a ``string``
+    naming the same ``target`` keeps its own schema."""
+    doc = wide_model(1)
+    doc["groups"]["g0s"]["attributes"] = {"link": {"type": "uri", "target": "/g0s"}, "note": {"type": "string", "target": "/g0s"},
+                                          "home": {"type": "xid", "target": "/g0s"}}
+    document = openapi.openapi_document(model_of_source(doc), make_settings(tmp_path))
+    props = document["components"]["schemas"]["Group_g0s"]["properties"]
+    link, home = props["link"]["anyOf"][0], props["home"]["anyOf"][0]
+    assert link == {"$ref": "#/components/schemas/Uri_g0s"} and home == {"$ref": "#/components/schemas/Xid_g0s"}
+    assert props["note"]["anyOf"][0] == {"type": "string"}
+    schemas = document["components"]["schemas"]
+    assert schemas["Xid_g0s"]["pattern"].startswith("^(?:/g0s/") and "Uri_g0s" in schemas
