@@ -108,11 +108,8 @@ class LocalRegistry:
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalRegistry:
         """The local registry ``settings`` configure (store, id, name, self URLs); not yet opened."""
-        limits = ModelLimits(max_bytes=settings.model_max_bytes, max_groups=settings.model_max_groups,
-                             max_resources=settings.model_max_resources,
-                             max_attributes=settings.model_max_attributes)
         return cls(create_store(settings.effective_store_url), registry_id=settings.registry_id,
-                   name=settings.registry_name, base_url=settings.base_url, model_limits=limits)
+                   name=settings.registry_name, base_url=settings.base_url, model_limits=settings.model_limits)
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""
