@@ -1,5 +1,5 @@
-"""``xreg-gateway``: the command line of the gateway (``serve``, ``import``, ``export``, ``backup``,
-``restore``)."""
+"""``xreg-gateway``: the command line of the gateway (``serve``, ``import``, ``export``, ``check``,
+``backup``, ``restore``)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from gateway.errors import XRegistryError
 from gateway.logs import logging_config, redact_url
 from gateway.metrics import MULTIPROC_ENV
 from gateway.registry.service import LocalRegistry
+from gateway.registry.stored_values import find_invalid, repair_timestamps
 from gateway.storage import create_store
 from gateway.storage.backup import BackupError, BackupInfo, backup, check_backup, restore
 from gateway.storage.base import HistoryChanged, Store
@@ -188,6 +189,44 @@ def export_cmd(
         err.print(f"wrote {output}")
     else:
         sys.stdout.write(text + "\n")
+
+
+@app.command("check")
+def check_cmd(
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Repair invalid createdat / modifiedat values through the write path (each entity in one "
+                         "write; a bad createdat becomes the entity's modifiedat when valid, else now).")] = False,
+    config: ConfigOption = None,
+) -> None:
+    """List the stored values the write path now refuses (an older gateway may have stored them); exit
+    status 1 while any is left. With --repair, invalid timestamps are repaired first."""
+    settings = _settings(config)
+
+    async def run() -> tuple[list, list]:
+        registry = LocalRegistry.from_settings(settings)
+        await registry.open()
+        try:
+            repairs = await repair_timestamps(registry) if repair else []
+            return repairs, await find_invalid(registry)
+        finally:
+            await registry.close()
+
+    repairs, findings = asyncio.run(run())
+    out = Console()
+    for done in repairs:
+        values = ", ".join(f"{k}={v}" for k, v in done.values.items())
+        line = f"not repaired {done.xid}: {done.refused}" if done.refused else f"repaired {done.xid}: {values}"
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
+    if not findings:
+        out.print("no invalid stored values", markup=False, highlight=False)
+        return
+    table = Table(title="invalid stored values")
+    for col in ("entity", "attribute", "problem", "--repair"):
+        table.add_column(col)
+    for f in findings:
+        table.add_row(escape(f.xid), escape(f.path), escape(f.detail), "repairs" if f.repairable else "-")
+    out.print(table)
+    raise typer.Exit(1)
 
 
 def _store(settings: Settings) -> Store:

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
+from gateway.model.modelsource import ModelLimits
 from gateway.registry.ids import id_problem
 
 #: Methods a browser may use cross-origin by default (the HTTP API's and GraphQL's).
@@ -251,6 +252,13 @@ class Settings(BaseSettings):
     page_size_default: int = Field(100, ge=1,
                                    description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")
+    model_max_bytes: int = Field(ModelLimits.max_bytes, ge=1024,
+                                 description="Largest model document (modelsource) accepted, in bytes of compact JSON.")
+    model_max_groups: int = Field(ModelLimits.max_groups, ge=1, description="Most group types a model may define.")
+    model_max_resources: int = Field(ModelLimits.max_resources, ge=1,
+                                     description="Most resource types a model may define (all groups).")
+    model_max_attributes: int = Field(ModelLimits.max_attributes, ge=1,
+                                      description="Most attribute definitions a model may hold (nested ones included).")
     debug: bool = Field(False, description="Show internal error details to clients (never in production).")
     log_level: Literal["debug", "info", "warning", "error", "critical"] = Field(
         "info", description="Level of the gateway's own loggers (xreg.*) and uvicorn's when serving.")
@@ -422,6 +430,12 @@ class Settings(BaseSettings):
         if any(e.kind == "local" for e in self.registries):
             return list(self.registries)
         return [RegistryConfig(id=self.registry_id, kind="local", base_url=self.base_url), *self.registries]
+
+    @property
+    def model_limits(self) -> ModelLimits:
+        """The bounds of a model clients may install (``XREG_MODEL_MAX_*``)."""
+        return ModelLimits(max_bytes=self.model_max_bytes, max_groups=self.model_max_groups,
+                           max_resources=self.model_max_resources, max_attributes=self.model_max_attributes)
 
     @property
     def effective_store_url(self) -> str:

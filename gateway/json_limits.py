@@ -5,7 +5,9 @@ attribute values, imported documents, schema documents, remote answers.
 literal, a document built in code); both refuse, with :class:`JSONLimitError` (a
 ``ValueError``), a value nested deeper than :data:`MAX_DEPTH` and a string that is not valid
 Unicode (a lone surrogate such as ``"\\ud800"``, which no store can encode). Neither recurses:
-a hostile value costs a bounded walk, never a ``RecursionError``. :func:`copy` copies a JSON
+a hostile value costs a bounded walk, never a ``RecursionError``. :func:`check_attributes`
+applies the one depth rule to an entity's attributes: :data:`MAX_VALUE_DEPTH`, the document
+bound less the nesting a registry document adds around them. :func:`copy` copies a JSON
 value without recursion either, so an entity stored deeper than the bound (by an older gateway)
 can still be read and deleted.
 """
@@ -15,9 +17,18 @@ from __future__ import annotations
 import json
 from typing import Any
 
-#: Deepest nesting accepted (objects and arrays). Real xRegistry documents stay below 20; JSON
-#: Schema documents below 40.
+#: Deepest nesting accepted (objects and arrays) in a document: a request body, an imported file,
+#: a remote's answer. Real xRegistry documents stay below 20; JSON Schema documents below 40.
 MAX_DEPTH = 64
+#: The containers a registry document puts around an attribute value of a version, the deepest
+#: entity in any document the gateway writes: the registry, a group map, the group, a resource map,
+#: the resource, its versions map, the version (``/export``, ``PUT /`` bodies, ``?inline`` answers
+#: a federating gateway reads).
+ENTITY_NESTING = 7
+#: Deepest attribute value (and JSON document kept as JSON) accepted: the one depth rule — what the
+#: API accepts can always be exported, imported again and read by a federating gateway, whose
+#: documents are bounded by :data:`MAX_DEPTH`.
+MAX_VALUE_DEPTH = MAX_DEPTH - ENTITY_NESTING
 
 
 class JSONLimitError(ValueError):
@@ -64,6 +75,19 @@ def check(value: Any, *, max_depth: int = MAX_DEPTH) -> Any:
             stack.extend((item, depth + 1, f"{path}/{i}") for i, item in enumerate(node)
                          if isinstance(item, (dict, list, str)))
     return value
+
+
+def check_attributes(attrs: dict[str, Any]) -> dict[str, Any]:
+    """``attrs`` (an entity's attributes) when each value is within :data:`MAX_VALUE_DEPTH` and
+    the bounds of :func:`check`; raises :class:`JSONLimitError` (``path`` from the attribute)."""
+    for name, value in attrs.items():
+        _unicode(name, "")
+        try:
+            check(value, max_depth=MAX_VALUE_DEPTH)
+        except JSONLimitError as exc:
+            detail = exc.detail.replace("the JSON is", "the value is")
+            raise JSONLimitError(detail, f"/{name}{exc.path}") from None
+    return attrs
 
 
 def _unicode(text: str, path: str) -> None:

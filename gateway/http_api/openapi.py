@@ -1,15 +1,26 @@
 """An OpenAPI 3.1 description of the served API, generated from the registry model
 (``GET <prefix>/openapi.json``): every path of every group and resource type, its methods, the
-flags each accepts, bodies, responses and problem documents, and bearer authentication."""
+flags each accepts, bodies, responses and problem documents, and bearer authentication.
+
+The document is linear in the model: what several operations share (problem responses, the
+``inline``/``filter``/``sort`` parameters of a level, document responses, the XID patterns that
+name every type of the model) is one component referred to with ``$ref``. It is built and
+encoded once per model (:func:`openapi_body`)."""
 
 from __future__ import annotations
 
+import asyncio
+import re
+import threading
+import weakref
+from collections import OrderedDict
 from typing import Any
 
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.http_api.flags import IGNORES, SPEC_VERSIONS
 from gateway.http_api.inline import Level, inlineable
+from gateway.json_encoding import dumps
 from gateway.model.modelsource import REGISTRY_KEYS
 from gateway.model.registry_model import (
     COMMON_ATTRIBUTES,
@@ -177,7 +188,9 @@ def object_schema(defs: dict[str, AttributeDef], *, name_pattern: str = ATTRIBUT
     for name, defn in defs.items():
         if name == "*":
             continue
-        value = {**attribute_schema(defn), **{k: v for k, v in rules.get(name, {}).items() if k != "required"}}
+        rule = {k: v for k, v in rules.get(name, {}).items() if k != "required"}
+        # a ``$ref`` rule (a reference's schema, see ``_References``) stands for the whole type
+        value = rule if "$ref" in rule else {**attribute_schema(defn), **rule}
         if name in server_set or defn.readonly:
             props[name] = {**value, "readOnly": True}
             continue
@@ -226,16 +239,27 @@ def _refusal_help(refusals: str) -> str:
     return text
 
 
+def _response(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/responses/{name}"}
+
+
+def _problem_responses() -> dict[str, Any]:
+    """The problem responses operations share (``components.responses``): one ``Refused_<kind>``
+    per kind of operation (:data:`REFUSALS`), ``Problem`` and ``Busy``."""
+    out = {f"Refused_{kind}": {"description": _refusal_help(kind), "content": _json("Problem")} for kind in REFUSALS}
+    out["Problem"] = {"description": "Problem", "content": _json("Problem")}
+    out["Busy"] = {"description": "Busy (`server_busy`, with `Retry-After`)", "content": _json("Problem")}
+    return out
+
+
 def _op(summary: str, flags: list[str], ok: dict[str, Any], *, body: str | None = None,
         document: bool = False, refusals: str = "read") -> dict[str, Any]:
     types = REFUSALS[refusals]
     op: dict[str, Any] = {
         "summary": summary,
         "parameters": [_param(f) for f in flags],
-        "responses": {**ok,
-                      "400": {"description": _refusal_help(refusals), "content": _json("Problem")},
-                      "4XX": {"description": "Problem", "content": _json("Problem")},
-                      "503": {"description": "Busy (`server_busy`, with `Retry-After`)", "content": _json("Problem")}},
+        "responses": {**ok, "400": _response(f"Refused_{refusals}"), "4XX": _response("Problem"),
+                      "503": _response("Busy")},
         "x-xregistry-refusals": types,
     }
     if refusals in ("write", "model"):
@@ -268,20 +292,31 @@ _DOC_HEADERS = {
 _LOCATION = {"description": "The URL of the entity written.", "required": True, "schema": {"type": "string"}}
 
 
-def _doc_ok(attribute_headers: dict[str, Any]) -> dict[str, Any]:
-    """The responses of a document view: the bytes, or ``303`` to a ``<RESOURCE>url``; the
-    attributes as ``xRegistry-*`` headers (``attribute_headers``)."""
+_DOC_STATUSES = {"200": "Document", "201": "DocumentCreated", "303": "DocumentElsewhere"}
+
+
+def _doc_responses(gr: str, attribute_headers: dict[str, Any]) -> dict[str, Any]:
+    """The responses of the document view of resource type ``gr`` (``components.responses``): the
+    bytes, or ``303`` to a ``<RESOURCE>url``; the attributes as ``xRegistry-*`` headers
+    (``attribute_headers``)."""
     headers = {**attribute_headers, **_DOC_HEADERS}
-    return {"200": {"description": _DOCUMENT_BODY, "headers": headers},
-            "201": {"description": "Created. " + _DOCUMENT_BODY, "headers": {**headers, "Location": _LOCATION}},
-            "303": {"description": "The document is elsewhere: `Location` is its `<RESOURCE>url`.",
-                    "headers": {**headers, "Location": {**_LOCATION, "description": "The document's URL."}}}}
+    return {f"Document_{gr}": {"description": _DOCUMENT_BODY, "headers": headers},
+            f"DocumentCreated_{gr}": {"description": "Created. " + _DOCUMENT_BODY,
+                                      "headers": {**headers, "Location": _LOCATION}},
+            f"DocumentElsewhere_{gr}": {"description": "The document is elsewhere: `Location` is its `<RESOURCE>url`.",
+                                        "headers": {**headers, "Location": {**_LOCATION,
+                                                                            "description": "The document's URL."}}}}
 
 
-def _entity_ops(kind: str, name: str, body: str, *, document: dict[str, Any] | None = None, versions: str = "",
+def _doc_ok(gr: str) -> dict[str, Any]:
+    """The responses of the document view of resource type ``gr`` (see :func:`_doc_responses`)."""
+    return {status: _response(f"{name}_{gr}") for status, name in _DOC_STATUSES.items()}
+
+
+def _entity_ops(kind: str, name: str, body: str, *, document: str | None = None, versions: str = "",
                 collections: str = "") -> dict[str, Any]:
     """Operations on one entity path (group, resource, version); ``document``: the document view,
-    with the ``xRegistry-*`` headers of its responses."""
+    of the resource type named so in ``components.responses`` (:func:`_doc_responses`)."""
     created = {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}
     if document is not None:
         doc_ok = _doc_ok(document)
@@ -411,17 +446,50 @@ def _reference_pattern(model: RegistryModel, defn: AttributeDef) -> str | None:
     return None
 
 
-def _xid_rules(model: RegistryModel, defs: dict[str, AttributeDef]) -> dict[str, dict[str, Any]]:
-    """The patterns of ``defs``' references and arrays of them (rules of :func:`object_schema`)."""
-    rules: dict[str, dict[str, Any]] = {}
-    for name, defn in defs.items():
-        if (pattern := _reference_pattern(model, defn)) is not None:
-            rules[name] = {"pattern": pattern}
-        elif defn.type == "array" and defn.item is not None:
-            item = AttributeDef.from_json("", {"type": defn.item.type, "target": defn.item.target or defn.target})
-            if (pattern := _reference_pattern(model, item)) is not None:
-                rules[name] = {"items": {"type": "string", "pattern": pattern}}
-    return rules
+class _References:
+    """The schemas of reference attributes, one component per kind and ``target``
+    (``Xid``, ``Xid_<target>``, ``Uri_<target>``): an XID pattern names every group and resource
+    type of the model, so each attribute refers to it instead of repeating it (the document
+    stays linear in the model)."""
+
+    def __init__(self, model: RegistryModel) -> None:
+        self.model = model
+        self.schemas: dict[str, dict[str, Any]] = {}
+        self._names: dict[tuple[str, str | None], str] = {}
+
+    def ref(self, defn: AttributeDef) -> dict[str, Any] | None:
+        """``$ref`` to the schema of reference attribute ``defn`` (``None``: not a reference)."""
+        if defn.type == "xid":
+            kind = "Xid"
+        elif defn.target and defn.type in ("uri", "urireference", "url"):
+            kind = "Uri"
+        else:
+            return None
+        key = (kind, defn.target)
+        name = self._names.get(key)
+        if name is None:
+            pattern = _reference_pattern(self.model, defn)
+            if pattern is None:
+                return None
+            name = kind if defn.target is None else f"{kind}_{re.sub(r'[^A-Za-z0-9_]+', '.', defn.target).strip('.')}"
+            while name in self.schemas:  # targets that differ only in punctuation
+                name += "_"
+            self.schemas[name] = {"type": "string", "pattern": pattern}
+            self._names[key] = name
+        return _ref(name)
+
+    def rules(self, defs: dict[str, AttributeDef]) -> dict[str, dict[str, Any]]:
+        """The schemas of ``defs``' references and arrays of them (rules of :func:`object_schema`)."""
+        rules: dict[str, dict[str, Any]] = {}
+        for name, defn in defs.items():
+            if (ref := self.ref(defn)) is not None:
+                rules[name] = ref
+            elif defn.type == "array" and defn.item is not None:
+                item = AttributeDef.from_json("", {"type": defn.item.type,
+                                                   "target": defn.item.target or defn.target})
+                if (ref := self.ref(item)) is not None:
+                    rules[name] = {"items": ref}
+        return rules
 
 
 def _one_document(rdef: ResourceDef) -> dict[str, Any]:
@@ -451,6 +519,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
     attribute definitions: types, enums, required attributes, ID patterns, name patterns."""
     open_ = not model.closed
     common = _defs(COMMON_ATTRIBUTES)
+    refs = _References(model)
     out: dict[str, Any] = {
         "Registry": object_schema({**common, **model.attributes}, extensible=open_, server_set=_SERVER_SET,
                                   extra={g: _ref(f"Map_{g}") for g in model.groups}),
@@ -463,7 +532,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
     for g, gdef in model.groups.items():
         out[f"Group_{g}"] = object_schema(
             {**common, **gdef.attributes}, extensible=open_, server_set=_SERVER_SET | {gdef.id_attribute},
-            rules={**_COMMON_RULES, **_xid_rules(model, gdef.attributes), **_GROUP_RULES.get(g, {})},
+            rules={**_COMMON_RULES, **refs.rules(gdef.attributes), **_GROUP_RULES.get(g, {})},
             extra={r: _ref(f"Map_{g}_{r}") for r in gdef.resources})
         out[f"Map_{g}"] = _id_map(f"Group_{g}")
         out[f"Collections_{g}"] = {"type": "object", "additionalProperties": False,
@@ -477,7 +546,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
                        # base64 by the spec; the server keeps text that is not as it is
                        f"{rdef.singular}base64": {"type": "string", "contentEncoding": "base64"},
                        f"{rdef.singular}url": {"type": "string", "pattern": _URI_PATTERN}}
-            rules = {**_COMMON_RULES, **_xid_rules(model, version), **_RESOURCE_RULES.get(r, {})}
+            rules = {**_COMMON_RULES, **refs.rules(version), **_RESOURCE_RULES.get(r, {})}
             whole = {**_one_document(rdef), **_RESOURCE_OBJECT_RULES.get(r, {})}
             out[f"Version_{g}_{r}"] = {**object_schema(version, extensible=open_, server_set=_SERVER_SET | ids,
                                                        extra=doc, rules=rules), **whole}
@@ -495,6 +564,7 @@ def body_schemas(model: RegistryModel) -> dict[str, Any]:
                 resource["anyOf"] = [{"required": required}, _WITH_VERSIONS]
             out[f"Resource_{g}_{r}"] = {**resource, **whole}
             out[f"Map_{g}_{r}"] = _id_map(f"Resource_{g}_{r}")
+    out.update(refs.schemas)
     return out
 
 
@@ -535,13 +605,19 @@ def _level_params(names: list[str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _with_inline(ops: dict[str, Any], values: list[str], names: list[str] | None = None) -> dict[str, Any]:
+def _with_inline(ops: dict[str, Any], values: list[str], names: list[str] | None = None, *,
+                 shared: dict[str, Any], level: str) -> dict[str, Any]:
     """``ops`` with the generic ``inline`` (and ``filter``/``sort`` when the level's attribute
-    ``names`` are given) parameters replaced by those of their level."""
+    ``names`` are given) parameters replaced by references to those of their ``level``, which
+    are added to ``shared`` (``components.parameters``) once."""
     specific = {"inline": _inline_param(values), **(_level_params(names) if names else {})}
+    refs = {}
+    for name, param in specific.items():
+        shared.setdefault(f"{name}.{level}", param)
+        refs[name] = _param(f"{name}.{level}")
     for op in ops.values():
         if isinstance(op, dict) and "parameters" in op:
-            op["parameters"] = [next((v for k, v in specific.items() if p == _param(k)), p)
+            op["parameters"] = [next((v for k, v in refs.items() if p == _param(k)), p)
                                 for p in op["parameters"]]
     return ops
 
@@ -569,6 +645,10 @@ def _document_headers(rdef: ResourceDef, common: dict[str, dict[str, Any]]) -> d
 
 def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the API (paths relative to the API prefix)."""
+    params: dict[str, Any] = {name: {"name": name, "in": "query", "required": False, "description": _FLAG_HELP[name],
+                                     "schema": schema, **({"style": "form", "explode": True}
+                                                          if schema["type"] == "array" else {})}
+                              for name, schema in _FLAG_SCHEMAS.items()}
     root_ops = _with_inline({
         "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
         "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
@@ -576,7 +656,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
                      refusals="model"),
         "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups", refusals="write"),
-    }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes))
+    }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes),
+        shared=params, level="registry")
     paths: dict[str, Any] = {
         "/": root_ops,
         "/capabilities": {"get": _op("Capabilities", ["specversion"], _ok("200", "Entity"))},
@@ -589,17 +670,21 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "/export": _with_inline({"get": _op("The whole registry, document view",
                                             ["inline", "filter", "binary", "specversion"], _ok("200", "Entity"))},
                                 inline_values(model, ("registry",)),
-                                _attribute_names(COMMON_ATTRIBUTES, model.attributes)),
+                                _attribute_names(COMMON_ATTRIBUTES, model.attributes), shared=params,
+                                level="registry"),
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
     }
+    responses = _problem_responses()
     for gtype, gdef in model.groups.items():
         gid = gdef.id_attribute
         g = f"/{gtype}/{{{gid}}}"
         group_inline = inline_values(model, ("group", gtype))
         gnames = _attribute_names(COMMON_ATTRIBUTES, gdef.attributes, {gid: None})
-        paths[f"/{gtype}"] = _with_inline(_collection_ops(gtype, f"Map_{gtype}"), group_inline, gnames)
+        paths[f"/{gtype}"] = _with_inline(_collection_ops(gtype, f"Map_{gtype}"), group_inline, gnames,
+                                          shared=params, level=gtype)
         paths[g] = _with_params(_with_inline(_entity_ops("group", gdef.singular, f"Group_{gtype}",
-                                                         collections=f"Collections_{gtype}"), group_inline, gnames),
+                                                         collections=f"Collections_{gtype}"), group_inline, gnames,
+                                             shared=params, level=gtype),
                                 [_path_param(gid)])
         for rtype, rdef in gdef.resources.items():
             rid = rdef.id_attribute
@@ -611,12 +696,15 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             ver_inline = inline_values(model, ("version", gtype, rtype))
             rnames = _attribute_names(COMMON_ATTRIBUTES, VERSION_ATTRIBUTES, rdef.attributes, {gid: None, rid: None})
             paths[f"{g}/{rtype}"] = _with_params(
-                _with_inline(_collection_ops(rtype, f"Map_{gr}"), res_inline, rnames), [_path_param(gid)])
-            doc_headers = _document_headers(rdef, {**COMMON_ATTRIBUTES, **VERSION_ATTRIBUTES}) \
-                if rdef.hasdocument else None
+                _with_inline(_collection_ops(rtype, f"Map_{gr}"), res_inline, rnames, shared=params, level=gr),
+                [_path_param(gid)])
+            doc_headers = gr if rdef.hasdocument else None
+            if rdef.hasdocument:
+                responses.update(_doc_responses(gr, _document_headers(rdef, {**COMMON_ATTRIBUTES,
+                                                                               **VERSION_ATTRIBUTES})))
             paths[r] = _with_params(_with_inline(_entity_ops("resource", rdef.singular, f"Resource_{gr}",
                                                              document=doc_headers, versions=f"Version_{gr}"),
-                                                 res_inline, rnames), rparams)
+                                                 res_inline, rnames, shared=params, level=gr), rparams)
             paths[f"{r}/meta"] = _with_params(_with_inline({
                 "get": _op(f"The {rdef.singular}'s meta", _READ + ["filter"], _ok("200", "Entity")),
                 "put": _op("Replace meta (creates the resource when missing)", _WRITE + ["setdefaultversionid"],
@@ -626,20 +714,21 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                              {**_ok("200", "Entity"), **_ok("201", "Entity", "Created")}, body=f"Meta_{gr}",
                              refusals="write"),
             }, inline_values(model, ("meta",)),
-                _attribute_names(COMMON_ATTRIBUTES, META_ATTRIBUTES, rdef.metaattributes, {gid: None, rid: None})),
-                rparams)
+                _attribute_names(COMMON_ATTRIBUTES, META_ATTRIBUTES, rdef.metaattributes, {gid: None, rid: None}),
+                shared=params, level=f"{gr}.meta"), rparams)
             paths[f"{r}/versions"] = _with_params(_with_inline(
-                _collection_ops("versions", f"VersionsRequest_{gr}", versions=True), ver_inline, rnames), rparams)
+                _collection_ops("versions", f"VersionsRequest_{gr}", versions=True), ver_inline, rnames,
+                shared=params, level=f"{gr}.versions"), rparams)
             paths[f"{r}/versions/{{versionid}}"] = _with_params(_with_inline(
                 _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}", document=doc_headers),
-                ver_inline, rnames), vparams)
+                ver_inline, rnames, shared=params, level=f"{gr}.versions"), vparams)
             if rdef.hasdocument:
                 paths[f"{r}$details"] = _with_params(_with_inline(
                     _entity_ops("resource", rdef.singular, f"Resource_{gr}", versions=f"Version_{gr}"),
-                    res_inline, rnames), rparams)
+                    res_inline, rnames, shared=params, level=gr), rparams)
                 paths[f"{r}/versions/{{versionid}}$details"] = _with_params(_with_inline(
-                    _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}"), ver_inline, rnames),
-                    vparams)
+                    _entity_ops("version", f"{rdef.singular} version", f"Version_{gr}"), ver_inline, rnames,
+                    shared=params, level=f"{gr}.versions"), vparams)
     return {
         "openapi": "3.1.0",
         "info": {"title": f"{settings.registry_name}: xRegistry 1.0-rc4 HTTP API", "version": "1.0-rc4",
@@ -651,10 +740,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
                                            "description": "A static API key or a JWT."}},
-            "parameters": {name: {"name": name, "in": "query", "required": False, "description": _FLAG_HELP[name],
-                                  "schema": schema, **({"style": "form", "explode": True}
-                                                       if schema["type"] == "array" else {})}
-                           for name, schema in _FLAG_SCHEMAS.items()},
+            "parameters": params,
+            "responses": responses,
             "schemas": {
                 "Entity": {"type": "object", "additionalProperties": True},
                 # core/model.md: a model document's own keys (what is inside them: model_error)
@@ -681,3 +768,40 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
             },
         },
     }
+
+
+#: Encoded documents by model (its identity: a model object never changes, and the registry makes
+#: a new one only when its ``modelsource`` changes) and the settings the document names.
+_BUILT: OrderedDict[tuple[int, str, str], tuple[weakref.ref[RegistryModel], bytes]] = OrderedDict()
+#: Documents kept (models served at once: one per registry of the process, and the previous one).
+_KEPT = 4
+#: Held while a document is built: requests arriving meanwhile wait for it, not build it again.
+_BUILDING = threading.Lock()
+
+
+def _cached(key: tuple[int, str, str], model: RegistryModel) -> bytes | None:
+    held = _BUILT.get(key)
+    if held is None or held[0]() is not model:
+        return None
+    _BUILT.move_to_end(key)
+    return held[1]
+
+
+def _build(key: tuple[int, str, str], model: RegistryModel, settings: Settings) -> bytes:
+    with _BUILDING:
+        body = _cached(key, model)
+        if body is None:
+            body = dumps(openapi_document(model, settings))
+            _BUILT[key] = (weakref.ref(model, lambda _ref: _BUILT.pop(key, None)), body)
+            while len(_BUILT) > _KEPT:
+                _BUILT.popitem(last=False)
+        return body
+
+
+async def openapi_body(model: RegistryModel, settings: Settings) -> bytes:
+    """:func:`openapi_document` of ``model`` encoded as JSON: built once per model, in a worker
+    thread (a large model's takes a fraction of a second: not on the event loop), and kept while
+    the model is in use."""
+    key = (id(model), settings.registry_name, settings.registry_prefix)
+    body = _cached(key, model)
+    return body if body is not None else await asyncio.to_thread(_build, key, model, settings)

@@ -14,10 +14,10 @@ from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
 from gateway.http_api.flags import Flags
 from gateway.http_api.inline import NOTHING, Inline
-from gateway.http_api.openapi import openapi_document
+from gateway.http_api.openapi import openapi_body
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
-from gateway.http_api.responses import add_links, json_response
+from gateway.http_api.responses import JSON, add_links, json_response
 from gateway.registry.filters import Filters, parse_filters
 from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
@@ -71,7 +71,7 @@ async def get_api(call: Call) -> Response:
     if api == "model":
         return json_response(call.model.to_json())
     if api == "openapi.json":
-        return json_response(openapi_document(call.model, call.settings))
+        return Response(await openapi_body(call.model, call.settings), media_type=JSON)
     flags = replace(call.flags, doc=True)
     wanted = EXPORT_INLINE + (["modelsource"] if call.registry.model_source is not None else [])
     return json_response(await registry_body(call, flags, call.inline(wanted), call.filters("")))

@@ -186,7 +186,7 @@ async def write_root(call: Call) -> Response:
     # modelsource, when present, is processed first: the groups of the request are the new model's
     source = None
     if "modelsource" in body and "modelsource" not in call.flags.ignore:
-        source = check_model_source(body["modelsource"])
+        source = check_model_source(body["modelsource"], call.registry.model_limits)
         groups = model_of_source(source).groups
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
@@ -208,7 +208,7 @@ async def write_modelsource(call: Call) -> Response:
     """``PUT /modelsource``: the registry's new model (core/model.md "Creating or Updating the
     Registry Model"), checked (``model_error``) and refused when existing entities would not
     comply (``model_compliance_error``); stored with the registry entity in one revision."""
-    source = check_model_source(json_object(await json_body(call), "/modelsource"))
+    source = check_model_source(json_object(await json_body(call), "/modelsource"), call.registry.model_limits)
 
     async def build(cs: Changeset) -> None:
         await cs.put_model_source(source)

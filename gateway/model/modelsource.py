@@ -12,8 +12,9 @@ groups. A registry whose model was never set uses the built-in one
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.errors import XRegistryError
@@ -42,6 +43,63 @@ _BOOLEAN_ASPECTS = ("setversionid", "hasdocument", "singleversionroot", "validat
                     "strictvalidation")
 #: The version modes this registry implements (capabilities ``versionmodes``).
 VERSION_MODES = ("manual",)
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """Bounds of a model document (``XREG_MODEL_MAX_*``): everything derived from a model (its
+    OpenAPI description, GraphQL schema, validation tables) grows with it, so a model beyond them
+    is refused (``model_error``). The built-in model stays well inside the defaults."""
+
+    max_bytes: int = 512 * 1024
+    max_groups: int = 64
+    max_resources: int = 128
+    max_attributes: int = 4096
+
+
+def _count_attributes(attrs: Any) -> int:
+    """Attribute definitions in ``attrs`` (nested ``attributes``, ``item`` and ``ifvalues``
+    siblings included), without recursion."""
+    count, maps, definitions = 0, [attrs], list[Any]()
+    while maps or definitions:
+        if definitions:
+            d = definitions.pop()
+            if not isinstance(d, dict):
+                continue
+            maps.append(d.get("attributes"))
+            definitions.append(d.get("item"))
+            ifvalues = d.get("ifvalues")
+            maps += [spec.get("siblingattributes") for spec in ifvalues.values()
+                     if isinstance(spec, dict)] if isinstance(ifvalues, dict) else []
+            continue
+        node = maps.pop()
+        if isinstance(node, dict):
+            count += len(node)
+            definitions += node.values()
+    return count
+
+
+def check_model_bounds(doc: dict[str, Any], limits: ModelLimits) -> None:
+    """``model_error`` when ``doc`` (a model document) exceeds ``limits``."""
+    size = len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+    if size > limits.max_bytes:
+        raise _error(f"the model is {size} bytes long; at most {limits.max_bytes} are accepted (XREG_MODEL_MAX_BYTES)")
+    groups: dict[str, Any] = doc["groups"] if isinstance(doc.get("groups"), dict) else {}
+    if len(groups) > limits.max_groups:
+        raise _error(f"the model has {len(groups)} group types; at most {limits.max_groups} are accepted "
+                     "(XREG_MODEL_MAX_GROUPS)")
+    resources = [r for g in groups.values() if isinstance(g, dict) and isinstance(g.get("resources"), dict)
+                 for r in g["resources"].values()]
+    if len(resources) > limits.max_resources:
+        raise _error(f"the model has {len(resources)} resource types; at most {limits.max_resources} are accepted "
+                     "(XREG_MODEL_MAX_RESOURCES)")
+    holders = [doc, *(g for g in groups.values() if isinstance(g, dict))]
+    attributes = sum(_count_attributes(h.get("attributes")) for h in holders)
+    attributes += sum(_count_attributes(r.get(aspect)) for r in resources if isinstance(r, dict)
+                      for aspect in ("attributes", "resourceattributes", "metaattributes"))
+    if attributes > limits.max_attributes:
+        raise _error(f"the model defines {attributes} attributes; at most {limits.max_attributes} are accepted "
+                     "(XREG_MODEL_MAX_ATTRIBUTES)")
 
 
 def _error(detail: str) -> XRegistryError:
@@ -117,12 +175,14 @@ def _check_names(kind: str, key: str, doc: dict[str, Any], taken: set[str], wher
         taken.add(name)
 
 
-def check_model_source(doc: Any) -> dict[str, Any]:
+def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str, Any]:
     """``doc`` when it is a model this registry can host (``None`` is ``{}``), else ``model_error``
-    (or ``model_required_true`` / ``model_scalar_default``) naming the problem."""
+    (or ``model_required_true`` / ``model_scalar_default``) naming the problem; a model beyond
+    ``limits`` (default: :class:`ModelLimits`'s) is refused before anything else is checked."""
     if doc is None:
         return {}
     doc = _object(doc, "the model")
+    check_model_bounds(doc, limits or ModelLimits())
     _unknown(doc, REGISTRY_KEYS, "the model")
     _check_attributes(doc.get("attributes") or {}, "attributes")
     groups = _object(doc.get("groups") or {}, "groups")

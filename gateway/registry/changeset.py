@@ -244,12 +244,7 @@ class Changeset:
         """Write ``ids`` + ``user`` attributes as the entity's new state, unless unchanged.
 
         Returns whether the entity was written."""
-        try:
-            json_limits.check(user)
-        except json_limits.JSONLimitError as exc:
-            raise XRegistryError("invalid_attribute", state.xid, path=exc.path.lstrip("/").replace("/", ".") or None,
-                                 name=exc.path.lstrip("/").split("/")[0] or state.xid,
-                                 detail=exc.detail) from None
+        _check_depth(user, state.xid)
         existing = state.doc
         if existing is not None and not self.touch:
             if _user_view(existing) == _user_view({**ids, **user}) and not _ts_changed(request, existing):
@@ -608,10 +603,7 @@ class Changeset:
         versions = await self._version_states(rxid, vctype)
         meta_old = dict((rstate.doc or {}).get("meta") or {})
         meta_req = dict(meta_in or {})
-        try:
-            json_limits.check(meta_req)
-        except json_limits.JSONLimitError as exc:
-            raise XRegistryError("invalid_attribute", mxid, path="meta", name="meta", detail=str(exc)) from None
+        _check_depth(meta_req, mxid)
         self._check_epoch(mxid, meta_req.get("epoch"), meta_old if rstate.doc else None)
         _check_same_id(meta_req, rdef.id_attribute, rid, mxid)
         xref = meta_req.get("xref", meta_old.get("xref") if patch else None)
@@ -693,7 +685,7 @@ class Changeset:
         for vstate in versions:
             if vstate.doc is not None and vstate.xid.lower() in self._dirty:
                 self._validate("version", vstate, gtype, rtype)
-        if meta_changed:
+        if meta_doc is not meta_old:  # written: changed, or touched (with the request's timestamps)
             self._validate_meta(rstate, gtype, rtype)
         await self._implicit_registry()
 
@@ -932,6 +924,17 @@ def _merge(base: dict[str, Any], update: dict[str, Any], patch: bool) -> dict[st
     return out
 
 
+
+def _check_depth(attrs: dict[str, Any], subject: str) -> None:
+    """``invalid_attribute`` for a value of ``attrs`` beyond the one depth rule
+    (:func:`gateway.json_limits.check_attributes`) or holding a string that is not Unicode."""
+    try:
+        json_limits.check_attributes(attrs)
+    except json_limits.JSONLimitError as exc:
+        path = exc.path.lstrip("/")
+        raise XRegistryError("invalid_attribute", subject, path=path.replace("/", ".") or None,
+                             name=path.split("/")[0] or subject, detail=exc.detail) from None
+
 def _user_view(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k not in _NOT_USER}
 
@@ -1026,8 +1029,8 @@ def document_attributes(
                                  detail=f"the body must be empty when {s}url links the document")
         return out
     if content and (content_type is None or is_json_media_type(content_type)):
-        try:
-            out[s] = json_limits.loads(content.decode("utf-8"))
+        try:  # kept as JSON within the depth of attribute values: the export shows it as one
+            out[s] = json_limits.loads(content.decode("utf-8"), max_depth=json_limits.MAX_VALUE_DEPTH)
             return out
         except (UnicodeDecodeError, ValueError):  # kept as bytes (the format check judges them)
             pass

@@ -4,7 +4,8 @@ prior to completing the model update request").
 
 :func:`check_compliance` reads every stored group, resource and version and refuses the model
 with ``model_compliance_error`` listing what would break: entities of a group or resource type
-the model drops, attributes the model's definitions refuse (types, ``required``, ``enum``, …),
+the model drops (a renamed ``plural`` drops one) or whose ``singular`` it renames, attributes the
+model's definitions refuse (types, ``required``, ``enum``, …),
 documents of a type that no longer has them, more versions than ``maxversions``. Nothing is
 changed or deleted to make entities fit (the spec recommends refusing).
 """
@@ -49,9 +50,29 @@ def _validate(problems: list[str], level: str, body: dict[str, Any], model: Regi
         problems.append(err.title)
 
 
+async def _renamed(store: Store, old: RegistryModel, new: RegistryModel) -> list[str]:
+    """Group and resource types that keep their plural but rename their ``singular`` while
+    entities of them are stored: those hold ``<singular>id`` (and a resource's versions their
+    document as ``<singular>``, ``<singular>base64``, ``<singular>url``) under the old name, so
+    the rename is refused rather than leaving them behind (a plural rename is a type dropped)."""
+    problems: list[str] = []
+    for gtype, gdef in old.groups.items():
+        kept = new.group(gtype)
+        if kept is None:
+            continue
+        renames = [(gtype, f"group type {gtype!r}", gdef.singular, kept.singular)]
+        renames += [(f"{gtype}/{r}", f"resource type {r!r} in {gtype}", rdef.singular, kept.resources[r].singular)
+                    for r, rdef in gdef.resources.items() if r in kept.resources]
+        for ctype, what, before, after in renames:
+            if before != after and (n := await store.count(Query(ctype=ctype))):
+                problems.append(f"{what} renames its singular {before!r} to {after!r} while {n} of its entities "
+                                f"exist, which hold {before + 'id'!r}: delete them first or keep the singular")
+    return problems
+
+
 async def check_compliance(store: Store, old: RegistryModel, new: RegistryModel) -> None:
     """Raise ``model_compliance_error`` unless every stored entity complies with ``new``."""
-    problems: list[str] = []
+    problems: list[str] = await _renamed(store, old, new)
     for gtype, gdef in old.groups.items():
         kept = new.group(gtype)
         for ctype, what in ([(gtype, f"group type {gtype!r}")] if kept is None else

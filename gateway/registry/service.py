@@ -25,7 +25,7 @@ from gateway import metrics
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
-from gateway.model.modelsource import check_model_source, model_of_source
+from gateway.model.modelsource import ModelLimits, check_model_source, model_of_source
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
@@ -83,8 +83,11 @@ class LocalRegistry:
     def __init__(
         self, store: Store, *, model: RegistryModel | None = None, registry_id: str = "xregistry",
         name: str | None = None, base_url: str = "", write_policy: WritePolicy | None = None,
+        model_limits: ModelLimits | None = None,
     ) -> None:
         self.store = store
+        #: Bounds of the models clients may install (``modelsource``).
+        self.model_limits = model_limits or ModelLimits()
         #: The model when none was ever set through ``modelsource`` (the built-in one).
         self.base_model = model or RegistryModel.default()
         #: The current model: the stored ``modelsource``'s, else :attr:`base_model`
@@ -106,7 +109,7 @@ class LocalRegistry:
     def from_settings(cls, settings: Settings) -> LocalRegistry:
         """The local registry ``settings`` configure (store, id, name, self URLs); not yet opened."""
         return cls(create_store(settings.effective_store_url), registry_id=settings.registry_id,
-                   name=settings.registry_name, base_url=settings.base_url)
+                   name=settings.registry_name, base_url=settings.base_url, model_limits=settings.model_limits)
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""
@@ -226,7 +229,7 @@ class LocalRegistry:
         if not isinstance(doc, dict):
             raise XRegistryError("parsing_data", "/", detail="a registry document must be a JSON object")
         if "modelsource" in doc:  # the document's model first: its entities are checked against it
-            await cs.put_model_source(check_model_source(doc["modelsource"]))
+            await cs.put_model_source(check_model_source(doc["modelsource"], self.model_limits))
         model = cs.model
         unknown = [k for k, v in doc.items() if k not in DOCUMENT_SCALARS and k not in model.groups
                    and not _is_collection_link(k, model.groups)]
