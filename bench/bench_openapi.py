@@ -48,11 +48,21 @@ def main() -> None:
     args = parser.parse_args()
     counts = [2, 4, 8] if args.smoke else sorted(args.groups)
     previous: tuple[int, int] | None = None
+    increments: list[float] = []
     print(f"{'groups':>7} {'bytes':>12} {'bytes/group added':>18} {'build (s)':>10}")
     for n, size, seconds in measure(counts):
-        added = f"{(size - previous[1]) / (n - previous[0]):18,.0f}" if previous and n > previous[0] else " " * 18
-        print(f"{n:7d} {size:12,d} {added} {seconds:10.2f}")
+        added = ""
+        if previous and n > previous[0]:
+            increments.append((size - previous[1]) / (n - previous[0]))
+            added = f"{increments[-1]:18,.0f}"
+        print(f"{n:7d} {size:12,d} {added:>18} {seconds:10.2f}")
         previous = (n, size)
+    # Linear growth: the last step adds as many bytes per group as the first (a ratio of 1.00); quadratic
+    # growth shows as a ratio that rises with the number of groups.
+    if len(increments) >= 2:
+        print(f"summary: bytes per added group, last step / first step {increments[-1] / increments[0]:.2f}×")
+    else:
+        print("summary: one step measured, no growth ratio 1.00×")
 
 
 if __name__ == "__main__":
