@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 
 from gateway.documents.normalise import normalise  # noqa: E402
 from gateway.documents.reader import read_document  # noqa: E402
-from gateway.formats import CACHE, resolve, validate  # noqa: E402
+from gateway.formats.core import CACHE, resolve, validate  # noqa: E402
 from gateway.formats.documents import digest  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402

@@ -12,7 +12,7 @@ from strawberry.types import Info
 from adapters.effective import is_message
 from adapters.local import LocalSource
 from gateway.errors import UserInputError, ValidationErrors, XRegistryError
-from gateway.formats.payloads import validate_payload
+from gateway.formats import Refused, default
 from gateway.registry.changeset import Changeset
 from gateway.registry.schema_checks import document_of
 from gateway.xid import Xid
@@ -119,7 +119,10 @@ class Checks:
             fmt = fmt or target.view.get("format")
         if not fmt:
             return _outcome(findings, None, schema_xid, "not validated: the message names no dataschemaformat")
-        result = validate_payload(str(fmt), document, data)
+        try:
+            result = await default().validate_payload(str(fmt), document, data)
+        except Refused as e:
+            return _outcome(findings, str(fmt), schema_xid, e.reason())
         if not result.validated:
             return _outcome(findings, str(fmt), schema_xid, result.reason)
         findings += [Finding(path=v.path or "/", message=v.message) for v in result.violations]
