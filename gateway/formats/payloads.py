@@ -81,7 +81,13 @@ Check = Callable[[Any], list[Violation]]
 def _json_schema(version: str, schema: Any, references: Mapping[str, Any]) -> Check:
     document = load_json(schema)
     draft = version if version in DRAFTS else dialect_of(document) or LATEST
-    validator = DRAFTS[draft](document, registry=reference_registry(draft, references))
+    held = {}
+    for uri, referenced in references.items():
+        try:
+            held[uri] = load_json(referenced)
+        except DocumentError:
+            continue  # not JSON: a reference to it stays unresolved, and is refused
+    validator = DRAFTS[draft](document, registry=reference_registry(draft, held))
 
     def check(data: Any) -> list[Violation]:
         errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])

@@ -61,3 +61,19 @@ async def test_references_within_the_document_and_to_the_meta_schemas_still_reso
     result = await validate_anonymously(gateway, xid, {"n": "one", "s": {"type": 5}})
     assert result["validated"] is True
     assert {v["path"] for v in result["violations"]} == {"/n", "/s/type"}
+
+
+async def test_a_reference_to_a_schema_the_registry_holds_resolves(gateway):
+    await gateway.data("mutation($doc: JSON!) { importDocument(document: $doc) { revision } }", doc={
+        "schemagroups": {"g": {"schemas": {
+            "count": {"versions": {"1": {"format": "JsonSchema/draft-07", "schema": {"type": "integer"}}}},
+            "pair": {"versions": {"1": {"format": "JsonSchema/draft-07", "schema": {
+                "type": "array", "items": {"$ref": "/schemagroups/g/schemas/count"}}}}}}}}})
+    by_xid = await store_message(gateway, "by-xid", "JsonSchema/draft-07", {"$ref": "/schemagroups/g/schemas/pair"})
+    assert (await validate_anonymously(gateway, by_xid, [1, 2]))["valid"] is True
+    bad = await validate_anonymously(gateway, by_xid, [1, "two"])
+    assert bad["validated"] is True and [v["path"] for v in bad["violations"]] == ["/1"]
+    by_url = await store_message(gateway, "by-url", "JsonSchema/draft-07", {
+        "properties": {"n": {"$ref": "http://gw/registry/schemagroups/g/schemas/count"}}})
+    bad = await validate_anonymously(gateway, by_url, {"n": "x"})
+    assert bad["validated"] is True and [v["path"] for v in bad["violations"]] == ["/n"]
