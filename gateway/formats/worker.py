@@ -22,6 +22,9 @@ import struct
 import sys
 from typing import IO, Any
 
+from gateway.formats import core, documents, payloads, xml_input
+from gateway.formats.model import Refused
+
 _HEADER = struct.Struct(">I")
 
 
@@ -63,10 +66,6 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a library's stray output goes to stderr, never into the answers
     requests = sys.stdin.buffer
-
-    from gateway.formats import core, documents, payloads, xml_input
-    from gateway.formats.model import Refused
-
     documents.MAX_DEPTH = xml_input.MAX_DEPTH = int(limits["max_depth"])
     memory = int(limits["memory_bytes"])
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
