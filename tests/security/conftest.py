@@ -6,7 +6,7 @@ against it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +42,11 @@ class Trap:
 
 
 @pytest.fixture
-async def trap() -> AsyncIterator[tuple[Trap, str]]:
-    """A loopback HTTP server counting the requests it gets, and its URL."""
+def trap() -> Iterator[tuple[Trap, str]]:
+    """A loopback HTTP server counting the requests it gets, and its URL (served from a thread of
+    its own: a fetch that blocked the test's event loop would still be answered, and counted)."""
     app = Trap()
-    async with LiveServer(app) as live:
+    with LiveServer(app) as live:
         yield app, live.url
 
 
