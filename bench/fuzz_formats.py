@@ -35,6 +35,7 @@ def main() -> int:
     evaluator = Evaluator(Limits(wall_seconds=2.0, max_document_bytes=64 * 1024, max_payload_bytes=64 * 1024))
     counts: Counter[str] = Counter()
     crashes: list[str] = []
+    failures: Counter[str] = Counter()  # what the libraries gave up on ("failed" refusals), by exception
 
     @seed(args.seed)
     @settings(max_examples=total, deadline=None, database=None, phases=[Phase.generate],
@@ -43,7 +44,7 @@ def main() -> int:
     def run(case: Case) -> None:
         counts["cases"] += 1
         try:
-            refused = asyncio.run(evaluate_case(evaluator, case))
+            refused = asyncio.run(evaluate_case(evaluator, case, failures))
         except Exception:  # counted and shown, never raised: the run goes on
             crashes.append(f"{case!r}\n{traceback.format_exc()}")
             return
@@ -61,6 +62,8 @@ def main() -> int:
           f"refusals {refusals}  crashes {len(crashes)}  workers cut off {evaluator.kills}")
     for key in sorted(k for k in counts if k.startswith("refused:")):
         print(f"  {key:<20} {counts[key]}")
+    for detail, n in failures.most_common(10):
+        print(f"  failed {n:>5} × {detail}")
     for crash in crashes[:5]:
         print(crash)
     return 1 if crashes else 0

@@ -5,6 +5,7 @@ with a known :class:`~gateway.formats.Refused` kind — never another exception.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,15 +31,27 @@ _keys = st.sampled_from(["type", "properties", "items", "pattern", "patternPrope
                          "name", "fields", "default", "symbols", "unevaluatedProperties", "x"]) | st.text(max_size=6)
 
 
+_HOSTILE = st.sampled_from([{"pattern": p} for p in PATTERNS] + [{"$ref": r} for r in REFS]
+                           + [{"patternProperties": {p: {}}, "additionalProperties": False} for p in PATTERNS]
+                           + [{"$id": "http://127.0.0.1:9/root.json", "$ref": "a.json"},
+                              {"allOf": [{"$ref": "#"}]}, {"type": "record", "name": "R", "fields": []},
+                              {"type": "string", "pattern": "^(a+)+$"}, {"type": "string"}, {}])
+
+
 def json_values(max_leaves: int = 20) -> st.SearchStrategy[Any]:
     """JSON values whose keys lean towards schema keywords, with hostile patterns and references."""
-    hostile = st.sampled_from([{"pattern": p} for p in PATTERNS] + [{"$ref": r} for r in REFS]
-                              + [{"patternProperties": {p: {}}} for p in PATTERNS]
-                              + [{"$id": "http://127.0.0.1:9/root.json", "$ref": "a.json"},
-                                 {"allOf": [{"$ref": "#"}]}, {"type": "record", "name": "R", "fields": []},
-                                 {"type": "string", "pattern": "^(a+)+$"}])
-    return st.recursive(_scalars | hostile, lambda inner: st.lists(inner, max_size=4)
+    return st.recursive(_scalars | _HOSTILE, lambda inner: st.lists(inner, max_size=4)
                         | st.dictionaries(_keys, inner, max_size=4), max_leaves=max_leaves)
+
+
+def json_schemas() -> st.SearchStrategy[Any]:
+    """Well-formed JSON Schemas made of hostile parts (they pass the meta-schema, so payloads
+    are checked against them)."""
+    part = st.recursive(_HOSTILE, lambda inner: st.builds(
+        lambda props: {"properties": props}, st.dictionaries(st.sampled_from(["a", "aaaa", "b", "x"]), inner,
+                                                             max_size=3))
+        | st.builds(lambda items: {"items": items}, inner), max_leaves=6)
+    return part | st.builds(lambda p, d: {**p, "definitions": {"a": d}}, part, part)
 
 
 def _xml_texts() -> st.SearchStrategy[str]:
@@ -65,13 +78,15 @@ def _proto_texts() -> st.SearchStrategy[str]:
 
 def documents(max_leaves: int = 20) -> st.SearchStrategy[Any]:
     """A schema document as the registry may hold it: a JSON value, a text, or bytes."""
-    return json_values(max_leaves) | _xml_texts() | _proto_texts() | st.binary(max_size=40)
+    schemas = json_schemas()
+    return st.one_of(schemas, schemas, json_values(max_leaves), _xml_texts(), _proto_texts(), st.binary(max_size=40))
 
 
 def payloads(max_subject: int = 20) -> st.SearchStrategy[Any]:
     """A payload: a JSON value, an XML text, or a ReDoS-shaped subject."""
-    return json_values() | _xml_texts() | st.builds(lambda n, tail: "a" * n + tail, st.integers(0, max_subject),
-                                                     st.sampled_from(["", "!", "b"]))
+    subjects = st.builds(lambda n, tail: "a" * n + tail, st.integers(0, max_subject), st.sampled_from(["", "!", "b"]))
+    return json_values() | _xml_texts() | subjects | st.dictionaries(
+        st.sampled_from(["a", "aaaa", "b", "x"]) | subjects, subjects | json_values(), max_size=4)
 
 
 @dataclass(frozen=True)
@@ -88,9 +103,10 @@ def cases(max_leaves: int = 20, max_subject: int = 20) -> st.SearchStrategy[Case
                      documents(max_leaves), payloads(max_subject))
 
 
-async def evaluate_case(evaluator: Evaluator, case: Case) -> list[str]:
+async def evaluate_case(evaluator: Evaluator, case: Case, failures: Counter[str] | None = None) -> list[str]:
     """Run the three evaluations of ``case``; the refusal kinds met (each one of :data:`KINDS`).
-    Any other exception propagates: that is a failure."""
+    Any other exception propagates: that is a failure. ``failures`` counts the exceptions named
+    by ``failed`` refusals (what a format's library gave up on)."""
     refused: list[str] = []
     calls = [lambda: evaluator.validate(case.format, case.schema),
              lambda: evaluator.validate_payload(case.format, case.schema, case.payload),
@@ -101,6 +117,8 @@ async def evaluate_case(evaluator: Evaluator, case: Case) -> list[str]:
         except Refused as e:
             assert e.kind in KINDS, e
             refused.append(e.kind)
+            if failures is not None and e.kind == "failed":
+                failures[e.detail.partition("(")[2].partition(":")[0]] += 1
         else:
             assert isinstance(result, (ValidationResult, CompatibilityResult))
     return refused
