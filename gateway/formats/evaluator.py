@@ -19,7 +19,7 @@ Bounds, each a setting (``XREG_EVAL_*``, README "Security"):
   whose address space is capped (``RLIMIT_AS``), whose CPU per evaluation is capped
   (``RLIMIT_CPU``, the kernel ends it), and which the service kills and replaces when an
   evaluation passes its wall deadline. The event loop only awaits; the waiting thread sleeps in
-  ``select`` and holds no lock.
+  ``select``, without the GIL.
 
 Nothing is evaluated in the service's process, however small: the cost of one round trip to a
 worker (a fraction of a millisecond for a small document) buys one rule with no exception, and
@@ -52,6 +52,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -100,15 +101,22 @@ class _Worker:
     """One worker process and its pipes."""
 
     def __init__(self, limits: Limits) -> None:
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))}
+        # none of the service's environment (credentials, store URLs) reaches a worker
+        env = {"PATH": os.environ.get("PATH", os.defpath), "LANG": "C.UTF-8",
+               "PYTHONPATH": os.pathsep.join(filter(None, [_ROOT, os.environ.get("PYTHONPATH")]))}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gateway.formats.worker", json.dumps(asdict(limits))],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, close_fds=True)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, close_fds=True,
+            cwd=tempfile.gettempdir())
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self._in, self._out = self.proc.stdin, self.proc.stdout.fileno()
         self.tasks = 0
-        if self._read(time.monotonic() + STARTUP_SECONDS) != b'{"ready":true}':
-            raise _CutOff("it did not start")
+        try:
+            if self._read(time.monotonic() + STARTUP_SECONDS) != b'{"ready":true}':
+                raise _CutOff("it did not say it was ready")
+        except _CutOff:
+            self.kill()
+            raise
 
     def call(self, request: bytes, wall_seconds: float) -> bytes:
         self.tasks += 1
@@ -251,12 +259,16 @@ class Evaluator:
                 worker.kill()
                 self.kills += 1
                 raise self._cut_off(e.detail) from None
+            try:
+                answer: dict[str, Any] = json.loads(raw)
+            except ValueError:
+                worker.kill()
+                raise Refused("failed", "the evaluator worker answered something that is not JSON") from None
             if worker.tasks >= TASKS_PER_WORKER:
                 worker.kill()
             else:
                 with self._lock:
                     self._idle.append(worker)
-            answer: dict[str, Any] = json.loads(raw)
             return answer
         finally:
             self._slots.release()
