@@ -77,3 +77,17 @@ async def test_a_reference_to_a_schema_the_registry_holds_resolves(gateway):
         "properties": {"n": {"$ref": "http://gw/registry/schemagroups/g/schemas/count"}}})
     bad = await validate_anonymously(gateway, by_url, {"n": "x"})
     assert bad["validated"] is True and [v["path"] for v in bad["violations"]] == ["/n"]
+
+
+async def test_a_compatibility_check_over_looping_references_is_a_clear_refusal(gateway):
+    looping = {"allOf": [{"$ref": "#"}], "type": "object"}
+    await gateway.data("mutation($doc: JSON!) { importDocument(document: $doc) { revision } }", doc={
+        "schemagroups": {"g": {"schemas": {"loop": {"meta": {"compatibility": "backward"}, "versions": {
+            "1": {"format": "JsonSchema/draft-07", "schema": looping}}}}}}})
+    response = await gateway.client.put(
+        "/registry/schemagroups/g/schemas/loop/versions/2", content=json.dumps({**looping, "title": "two"}),
+        headers={**gateway.headers, "xRegistry-format": "JsonSchema/draft-07", "xRegistry-ancestor": "1",
+                 "Content-Type": "application/json"})
+    assert response.status_code == 400, response.text
+    problem = response.json()
+    assert problem["type"].endswith("#compatibility_violation") and "nested too deep" in problem["detail"]
