@@ -57,9 +57,12 @@ def search(pattern: str, text: str) -> bool:
     return compile_pattern(pattern).search(text) is not None
 
 
-def is_regex(pattern: str) -> bool:
+def is_regex(pattern: Any) -> bool:
     """The ``regex`` format: RE2 compiles it, or (syntax RE2 lacks) Python's ``re`` does; compiling
-    is linear in either engine, only matching with ``re`` is not."""
+    is linear in either engine, only matching with ``re`` is not. A value that is not a string
+    is not the format's concern (JSON Schema formats apply to strings only)."""
+    if not isinstance(pattern, str):
+        return True
     try:
         compile_pattern(pattern)
         return True
