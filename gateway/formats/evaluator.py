@@ -220,14 +220,18 @@ class Evaluator:
             size, encoded = len(document.encode("utf-8", "surrogatepass")), ["s", document]
         else:
             try:
-                json_limits.check(document, max_depth=self.limits.max_depth)
-            except json_limits.JSONLimitError as e:
-                raise Refused("too_deep", f"the {what} is {e.detail} (XREG_EVAL_MAX_DEPTH)") from None
-            try:
                 text = json.dumps(document, ensure_ascii=False)
+            except RecursionError:
+                raise Refused("too_deep", f"the {what} nests deeper than {self.limits.max_depth} levels "
+                                          "(XREG_EVAL_MAX_DEPTH)") from None
             except (TypeError, ValueError) as e:
                 raise Refused("failed", f"the {what} is not a JSON value ({e})") from None
-            size, encoded = len(text.encode("utf-8", "surrogatepass")), ["j", document]
+            size, encoded = len(text.encode("utf-8", "surrogatepass")), ["j", text]
+            if size <= limit:
+                try:
+                    json_limits.check(document, max_depth=self.limits.max_depth)
+                except json_limits.JSONLimitError as e:
+                    raise Refused("too_deep", f"the {what} is {e.detail} (XREG_EVAL_MAX_DEPTH)") from None
         if size > limit:
             setting = "XREG_EVAL_MAX_PAYLOAD_BYTES" if what == "payload" else "XREG_EVAL_MAX_DOCUMENT_BYTES"
             raise Refused("too_large", f"the {what} is {size} bytes, over the limit of {limit} bytes ({setting})")

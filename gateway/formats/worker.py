@@ -44,10 +44,13 @@ def frame(body: bytes) -> bytes:
 
 
 def decode_document(value: list[Any]) -> Any:
-    """A document as :func:`gateway.formats.evaluator.encode_document` wrote it."""
+    """A document as the evaluator encoded it: ``["b", base64]`` bytes, ``["s", text]`` a string,
+    ``["j", JSON text]`` any other JSON value, ``["n"]`` none."""
     kind = value[0]
     if kind == "b":
         return base64.b64decode(value[1])
+    if kind == "j":
+        return json.loads(value[1])
     return None if kind == "n" else value[1]
 
 
