@@ -176,6 +176,7 @@ class Evaluator:
         self.results: LRUCache[Any] = LRUCache(1024)
         #: Workers killed at their deadline or ended by the kernel (CPU, memory), since start.
         self.kills = 0
+        self._closed = False
 
     # -- what the service calls -----------------------------------------------------------------
     async def validate(self, format: str, document: Any) -> ValidationResult:
@@ -201,8 +202,9 @@ class Evaluator:
         return _validation(await self._run("payload", args))
 
     def close(self) -> None:
-        """End every idle worker (busy ones end with their evaluation's caller)."""
+        """End every idle worker (a busy one ends when its evaluation does)."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
         for worker in idle:
             worker.kill()
@@ -268,11 +270,12 @@ class Evaluator:
             except ValueError:
                 worker.kill()
                 raise Refused("failed", "the evaluator worker answered something that is not JSON") from None
-            if worker.tasks >= TASKS_PER_WORKER:
-                worker.kill()
-            else:
-                with self._lock:
+            with self._lock:
+                keep = not self._closed and worker.tasks < TASKS_PER_WORKER
+                if keep:
                     self._idle.append(worker)
+            if not keep:
+                worker.kill()
             return answer
         finally:
             self._slots.release()
