@@ -41,6 +41,7 @@ the spec's errors (the write path) or ``validated: false`` with the reason (``va
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import contextlib
 import functools
@@ -308,6 +309,12 @@ def _validation(raw: dict[str, Any]) -> ValidationResult:
 
 _default: Evaluator | None = None
 _default_lock = threading.Lock()
+
+
+@atexit.register
+def _close_default() -> None:
+    if _default is not None:
+        _default.close()
 
 
 def default() -> Evaluator:
