@@ -1,5 +1,6 @@
 """Format validation benchmark: every inline schema document of a corpus through
-``gateway.formats.validate``, cold (empty analysis cache) and cached (the same documents again).
+``gateway.formats.core.validate`` in this process (what an evaluator worker runs), cold (empty analysis
+cache) and cached (the same documents again).
 
 Baseline in the same run: computing the documents' digests alone (what a cache hit costs at
 least). Corpora: the 117-feed merge (``rts__ALL-117-feeders-merged.xreg.json``: 685 inline
@@ -35,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from gateway.documents.normalise import normalise  # noqa: E402
 from gateway.documents.reader import read_document  # noqa: E402
-from gateway.formats import CACHE, resolve, validate  # noqa: E402
+from gateway.formats.core import CACHE, resolve, validate  # noqa: E402
 from gateway.formats.documents import digest  # noqa: E402
 from gateway.registry.service import LocalRegistry  # noqa: E402
 from gateway.storage.sqlite import SQLiteStore  # noqa: E402

@@ -26,7 +26,7 @@ from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
 from adapters.federation import Federation
 from adapters.local import LocalSource
-from gateway import gc_tuning, metrics, readiness, tracing
+from gateway import formats, gc_tuning, metrics, readiness, tracing
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.bulk import build_routes as bulk_routes
@@ -83,9 +83,19 @@ async def _metrics(request: Request) -> Response:
     return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
 
+def evaluator_limits(settings: Settings) -> formats.Limits:
+    """The bounds of the evaluator of untrusted content, from the ``XREG_EVAL_*`` settings."""
+    return formats.Limits(
+        max_document_bytes=settings.eval_max_document_bytes, max_payload_bytes=settings.eval_max_payload_bytes,
+        max_depth=settings.eval_max_depth, cpu_seconds=settings.eval_cpu_seconds,
+        wall_seconds=settings.eval_wall_seconds, memory_bytes=settings.eval_memory_bytes,
+        workers=settings.eval_workers, queue_seconds=settings.eval_queue_seconds)
+
+
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
     settings = settings or load_settings()
+    formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
     federation = Federation(settings, LocalSource(registry))
 

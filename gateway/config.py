@@ -303,6 +303,23 @@ class Settings(BaseSettings):
         4.0, ge=0, description="Longest stretch (ms) a GraphQL list completion holds the event loop before it lets "
                                "other work run (resolvers/pacing.py; 0: lists complete in one stretch).")
 
+    # -- untrusted content: the bounded evaluator (gateway/formats/evaluator.py) ---------------------
+    eval_max_document_bytes: int = Field(
+        1 << 20, ge=1024, description="Largest schema document the gateway validates or compares (bytes); a larger "
+                                      "one is refused.")
+    eval_max_payload_bytes: int = Field(
+        1 << 20, ge=1024, description="Largest payload validateMessage checks (bytes); a larger one is refused.")
+    eval_max_depth: int = Field(
+        64, ge=8, le=256, description="Deepest nesting evaluated: JSON objects and arrays, XML elements.")
+    eval_cpu_seconds: int = Field(5, ge=1, description="CPU one evaluation may use before its worker is ended.")
+    eval_wall_seconds: float = Field(
+        10.0, gt=0, description="Time one evaluation may take before its worker is killed and replaced.")
+    eval_memory_bytes: int = Field(
+        1 << 30, ge=256 << 20, description="Address space of an evaluator worker process (RLIMIT_AS).")
+    eval_workers: int = Field(2, ge=1, le=64, description="Evaluator worker processes (started on first use).")
+    eval_queue_seconds: float = Field(
+        30.0, gt=0, description="How long an evaluation waits for a free worker before it is refused (503).")
+
     # -- overload: admission control and rate limiting --------------------------------------------
     admission_enabled: bool = Field(True, description="Bound the GraphQL operations and API requests at work.")
     admission_graphql_concurrency: int = Field(

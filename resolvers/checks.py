@@ -1,8 +1,15 @@
 """Checks that write nothing: would a schema version be accepted (``checkSchemaVersion``, the dry
-run of the write path), and does a payload fit a message definition (``validateMessage``)."""
+run of the write path), and does a payload fit a message definition (``validateMessage``).
+
+``validateMessage`` evaluates through the bounded evaluator (``gateway.formats``); the JSON Schema
+``$ref`` values that name a schema of the registries the gateway serves (an XID, or a URL of a
+configured registry: :mod:`resolvers.references`' rules) are resolved here, through the
+registries, and handed to it as documents — at most :data:`MAX_REFERENCED`, followed
+transitively. Nothing else is ever fetched: any other reference is refused by the evaluator."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import strawberry
@@ -12,11 +19,11 @@ from strawberry.types import Info
 from adapters.effective import is_message
 from adapters.local import LocalSource
 from gateway.errors import UserInputError, ValidationErrors, XRegistryError
-from gateway.formats.payloads import validate_payload
+from gateway.formats import Refused, default
 from gateway.registry.changeset import Changeset
 from gateway.registry.schema_checks import document_of
 from gateway.xid import Xid
-from resolvers.references import only
+from resolvers.references import only, resolve_strict
 from resolvers.types import dataschema_targets
 
 
@@ -119,12 +126,65 @@ class Checks:
             fmt = fmt or target.view.get("format")
         if not fmt:
             return _outcome(findings, None, schema_xid, "not validated: the message names no dataschemaformat")
-        result = validate_payload(str(fmt), document, data)
+        references = await _referenced_schemas(info, entity, document) if str(fmt).lower().startswith(
+            "jsonschema") else {}
+        try:
+            result = await default().validate_payload(str(fmt), document, data, references)
+        except Refused as e:
+            return _outcome(findings, str(fmt), schema_xid, e.reason())
         if not result.validated:
             return _outcome(findings, str(fmt), schema_xid, result.reason)
         findings += [Finding(path=v.path or "/", message=v.message) for v in result.violations]
         return MessageValidation(valid=not findings, validated=True, reason=None, format=str(fmt), schema=schema_xid,
                                  violations=findings)
+
+
+#: Most registry-held schemas one validation follows ``$ref`` to.
+MAX_REFERENCED = 16
+# Keywords whose values are data, not subschemas.
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples", "example"})
+
+
+def _refs(document: Any) -> Iterator[str]:
+    """The ``$ref`` values of a JSON Schema that name another document (absolute, or an XID),
+    without their fragment. Iterative: a deep document costs a bounded walk."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and (base := ref.partition("#")[0]) and (
+                    ":" in base or base.startswith("/")) and "json-schema.org/" not in base:
+                yield base
+            stack.extend(v for k, v in node.items() if k not in _DATA_KEYWORDS)
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+async def _referenced_schemas(info: Info, message: Any, document: Any) -> dict[str, Any]:
+    """URI → document for each schema of the gateway's registries that ``document`` refers to
+    (transitively, at most :data:`MAX_REFERENCED`); references that resolve to nothing there are
+    left out (the evaluator refuses them)."""
+    found: dict[str, Any] = {}
+    pending = list(dict.fromkeys(_refs(document)))
+    seen: set[str] = set()
+    while pending and len(seen) < MAX_REFERENCED:
+        uri = pending.pop(0)
+        if uri in seen:
+            continue
+        seen.add(uri)
+        try:
+            target = await resolve_strict(info, message, uri, ("schemas", "schemas/versions"))
+        except XRegistryError:
+            continue
+        where = Xid.parse(target.xid)
+        rdef = info.context.sources[target.registry].model.resource(str(where.group_type), str(where.resource_type))
+        referenced = document_of(target.view, rdef)[1] if rdef is not None else target.view.get("schema")
+        if referenced is not None:
+            found[uri] = referenced
+            if isinstance(referenced, dict):
+                pending.extend(r for r in _refs(referenced) if r not in seen)
+    return found
 
 
 def _outcome(findings: list[Finding], fmt: Any, schema: str | None, reason: str | None) -> MessageValidation:

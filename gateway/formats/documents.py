@@ -22,6 +22,9 @@ from gateway.formats.model import Violation
 
 EMPTY = Violation("", "the document is empty")
 
+#: Deepest JSON nesting read (the evaluator's workers set it from ``XREG_EVAL_MAX_DEPTH``).
+MAX_DEPTH = json_limits.MAX_DEPTH
+
 #: Held while a validator records Python warnings (``warnings.catch_warnings`` is process-wide).
 WARNINGS_LOCK = threading.Lock()
 
@@ -72,7 +75,7 @@ def load_json(document: Any) -> Any:
     else:
         return document
     try:
-        return json_limits.loads(text)
+        return json_limits.loads(text, max_depth=MAX_DEPTH)
     except json_limits.JSONLimitError as e:
         raise DocumentError(Violation(e.path, e.detail)) from e
     except json.JSONDecodeError as e:

@@ -31,12 +31,12 @@ has the full list):
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 from urllib.parse import unquote
 
+from gateway.formats import regex
 from gateway.formats.base import merge_directions
 from gateway.formats.model import Change
 
@@ -421,9 +421,9 @@ def _extra_schema(schema: dict[str, Any], prop: str) -> Any:
     content model rejects it."""
     for pattern, sub in (schema.get("patternProperties") or {}).items():
         try:
-            if re.search(pattern, prop):
+            if regex.search(pattern, prop):
                 return sub
-        except re.error:
+        except regex.UnsupportedPattern:
             continue
     ap = schema.get("additionalProperties", True)
     return None if ap is False else ap

@@ -1,28 +1,111 @@
 """JSON Schema (``JsonSchema/draft-04`` … ``JsonSchema/draft/2020-12``): meta-schema validation
-with the ``jsonschema`` library, plus a check that local ``#/…`` references resolve."""
+with the ``jsonschema`` library, plus a check that local ``#/…`` references resolve.
+
+The validators of :data:`DRAFTS` are the library's, extended (``jsonschema.validators.extend``)
+so that ``pattern``, ``patternProperties`` and ``additionalProperties`` match with RE2
+(:mod:`gateway.formats.regex`), and the ``regex`` format is checked the same way. References
+resolve through :func:`reference_registry`: within the document, to the meta-schemas, and to the
+documents the caller hands in (schemas the gateway's registries hold); any other ``$ref`` —
+``file:``, ``http:``, a relative one under a remote ``$id`` — is never retrieved.
+"""
 
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from jsonschema import exceptions as js_exceptions
 from jsonschema import validators as js_validators
 from jsonschema.protocols import Validator as JsValidator
+from referencing import Registry, Resource
+from referencing.exceptions import NoSuchResource
+from referencing.jsonschema import specification_with
 
-from gateway.formats import json_schema_compat
+from gateway.formats import json_schema_compat, regex
 from gateway.formats.base import ALL_MODES, FROM_DOCUMENT, Analysis, FormatHandler
 from gateway.formats.documents import DocumentError, load_json
 from gateway.formats.json_schema_compat import MISSING, pointer_get
 from gateway.formats.model import Change, ValidationResult, Violation
 
+
+def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[js_exceptions.ValidationError]:
+    if validator.is_type(instance, "string") and not regex.search(pattern, instance):
+        yield js_exceptions.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any,
+                        ) -> Iterator[js_exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if regex.search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any,
+                           ) -> Iterator[js_exceptions.ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    properties = schema.get("properties", {})
+    patterns = list(schema.get("patternProperties", {}))
+    extras = sorted((k for k in instance if k not in properties and not any(regex.search(p, k) for p in patterns)),
+                    key=str)
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        joined = ", ".join(repr(e) for e in extras)
+        if patterns:
+            yield js_exceptions.ValidationError(
+                f"{joined} {'does' if len(extras) == 1 else 'do'} not match any of the regexes: "
+                + ", ".join(repr(p) for p in sorted(patterns)))
+        else:
+            yield js_exceptions.ValidationError(
+                f"Additional properties are not allowed ({joined} {'was' if len(extras) == 1 else 'were'} unexpected)")
+
+
+_RE2_KEYWORDS = {"pattern": _pattern, "patternProperties": _pattern_properties,
+                 "additionalProperties": _additional_properties}
+
+
+def _re2_format_checker(cls: type[JsValidator]) -> Any:
+    checker = copy.copy(cls.FORMAT_CHECKER)
+    checker.checkers = dict(checker.checkers)
+    checker.checks("regex")(regex.is_regex)
+    return checker
+
+
+def _re2_validator(cls: type[JsValidator]) -> type[JsValidator]:
+    return js_validators.extend(cls, _RE2_KEYWORDS, format_checker=_re2_format_checker(cls))
+
+
 DRAFTS: dict[str, type[JsValidator]] = {
-    "draft-04": js_validators.Draft4Validator,
-    "draft-06": js_validators.Draft6Validator,
-    "draft-07": js_validators.Draft7Validator,
-    "draft/2019-09": js_validators.Draft201909Validator,
-    "draft/2020-12": js_validators.Draft202012Validator,
+    "draft-04": _re2_validator(js_validators.Draft4Validator),
+    "draft-06": _re2_validator(js_validators.Draft6Validator),
+    "draft-07": _re2_validator(js_validators.Draft7Validator),
+    "draft/2019-09": _re2_validator(js_validators.Draft201909Validator),
+    "draft/2020-12": _re2_validator(js_validators.Draft202012Validator),
 }
+
+
+def _refuse_retrieval(uri: str) -> Resource[Any]:
+    """A ``$ref`` to a document that is neither in the schema nor handed in: never retrieved."""
+    raise NoSuchResource(ref=uri)  # type: ignore[call-arg]
+
+
+def reference_registry(draft: str, documents: Mapping[str, Any] | None = None) -> Registry[Any]:
+    """The ``referencing`` registry a validator resolves ``$ref`` with: the meta-schemas (the
+    library adds them), ``documents`` (URI → schema, read as ``draft`` unless they say
+    otherwise), and a ``retrieve`` that refuses every other URI."""
+    registry: Registry[Any] = Registry(retrieve=_refuse_retrieval)  # type: ignore[call-arg]
+    if documents:
+        default = specification_with(DRAFTS[draft].META_SCHEMA["$schema"])
+        registry = registry.with_resources(
+            (uri, Resource.from_contents(doc, default_specification=default)) for uri, doc in documents.items())
+    return registry
 LATEST = "draft/2020-12"
 
 # $schema values (scheme and trailing '#' dropped) → draft.
@@ -58,7 +141,7 @@ def pointer(parts: Any) -> str:
 def _meta_validator(draft: str) -> JsValidator:
     if draft not in _META:
         cls = DRAFTS[draft]
-        _META[draft] = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+        _META[draft] = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER, registry=reference_registry(draft))
     return _META[draft]
 
 
@@ -135,6 +218,8 @@ class JsonSchemaFormat(FormatHandler):
             violations.append(Violation(pointer(best.absolute_path), best.message))
         if not violations:
             violations.extend(_unresolved_refs(schema))
+            warnings.extend(Violation(path, f"{e}; a payload checked against it is refused")
+                            for path, e in regex.unsupported_patterns(schema))
         result = ValidationResult(True, violations=tuple(violations), warnings=tuple(warnings))
         return Analysis(result, None if violations else schema)
 

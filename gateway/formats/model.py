@@ -108,3 +108,23 @@ class CompatibilityResult:
         if not self.checked:
             return self.reason or "not checked"
         return "; ".join(str(b) for b in self.breaking) or "compatible"
+
+
+class Refused(Exception):
+    """Untrusted content the gateway will not evaluate, or whose evaluation was cut off
+    (:mod:`gateway.formats.evaluator`): ``kind`` names the bound, ``detail`` says what happened.
+
+    Kinds: ``too_large`` (a size limit), ``too_deep`` (nesting, or a reference loop),
+    ``reference`` (a ``$ref`` / import outside the document and the registries), ``pattern`` (a
+    regular expression RE2 does not evaluate), ``unsafe`` (XML entities, DTDs), ``budget`` (the
+    CPU, memory or time bound), ``failed`` (the format's library gave up on the content),
+    ``busy`` (every worker stayed at work for the whole wait)."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+    def reason(self) -> str:
+        """One line for ``formatvalidatedreason``-like fields and error details."""
+        return f"refused: {self.detail}"

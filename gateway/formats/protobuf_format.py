@@ -3,7 +3,10 @@ shipped in ``grpcio-tools``), which reports syntax and semantic errors with line
 compatibility on the compiled ``FileDescriptorProto``.
 
 Imports resolve against the well-known types shipped with the compiler (``google/protobuf/*.proto``)
-only: a document importing anything else cannot be validated here (``validated=False``)."""
+only: a document importing anything else cannot be validated here (``validated=False``). The
+import statements are screened before protoc runs (:data:`WELL_KNOWN_IMPORTS`), and protoc reads
+only a fresh temporary directory holding the document and the well-known types' directory (its
+virtual paths refuse absolute paths and ``..``), so no other file is ever opened."""
 
 from __future__ import annotations
 
@@ -27,6 +30,10 @@ _WELL_KNOWN = str(importlib.resources.files("grpc_tools") / "_proto")
 _LOCK = threading.Lock()  # protoc keeps process-wide state; one compilation at a time
 _VERSION = re.compile(r"^([23])(?:\.0)?$")
 _NOT_FOUND = re.compile(r'^Import "(.+)" was not found or had errors\.$')
+_IMPORT = re.compile(r'\bimport\s+(?:weak\s+|public\s+)?(?:"([^"\n]*)"|\'([^\'\n]*)\')')
+#: The files a document may import: the well-known types shipped with the compiler.
+WELL_KNOWN_IMPORTS = frozenset(
+    f"google/protobuf/{p.name}" for p in (Path(_WELL_KNOWN) / "google" / "protobuf").glob("*.proto"))
 
 F = pb.FieldDescriptorProto
 _TYPE_NAMES = {v: k[len("TYPE_"):].lower() for k, v in F.Type.items()}
@@ -59,6 +66,10 @@ class ProtobufFormat(FormatHandler):
             text = load_text(document)
         except DocumentError as e:
             return Analysis(ValidationResult(True, violations=(e.violation,)))
+        outside = sorted({m.group(1) if m.group(1) is not None else m.group(2) for m in _IMPORT.finditer(text)}
+                         - WELL_KNOWN_IMPORTS - {_FILE})
+        if outside:
+            return Analysis(_unresolved(outside))
         with _LOCK, tempfile.TemporaryDirectory(prefix="xreg-proto-") as tmp:
             Path(tmp, _FILE).write_text(text, encoding="utf-8")
             try:
@@ -81,12 +92,16 @@ def _errors_result(errors: Any) -> ValidationResult:
     missing = sorted({m.group(1) for e in errors
                       if e.filename.decode() == _FILE and (m := _NOT_FOUND.match(e.message.decode()))})
     if missing:
-        return ValidationResult(False, reason="not validated: the document imports "
-                                + ", ".join(repr(m) for m in missing) + ", which the registry cannot resolve")
+        return _unresolved(missing)
     violations = tuple(
         Violation("", e.message.decode(), e.line + 1 if e.line >= 0 else None, e.column + 1 if e.line >= 0 else None)
         for e in errors if e.filename.decode() == _FILE)
     return ValidationResult(True, violations=violations or (Violation("", "protoc rejected the document"),))
+
+
+def _unresolved(imports: list[str]) -> ValidationResult:
+    return ValidationResult(False, reason="not validated: the document imports "
+                            + ", ".join(repr(m) for m in imports) + ", which the registry cannot resolve")
 
 
 def _descriptor(generated: list[tuple[bytes, bytes]]) -> pb.FileDescriptorProto:

@@ -4,7 +4,13 @@ constraints (unknown types, occurrence bounds, …).
 
 Nothing outside the document is fetched: an ``xs:import`` / ``xs:include`` / ``xs:redefine`` of
 another location cannot be resolved, so such a document is not validated (``validated=False``).
-The XML namespace's own schema is built into the library and always resolves."""
+The XML namespace's own schema is built into the library and always resolves. The text is
+screened first (:mod:`gateway.formats.xml_input`: no entity declarations, no external DTD, a
+bounded depth) and parsed with ``xmlschema``'s defences on (``defuse="always"``, ``allow="none"``).
+
+XSD ``pattern`` facets are translated by ``xmlschema`` to Python regular expressions and matched
+with ``re`` (no public hook swaps the engine): that matching is bounded only by the evaluator's
+per-evaluation CPU and time limits, which cut a catastrophic pattern off."""
 
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from typing import Any
 import xmlschema
 from xmlschema import XMLSchemaException
 
+from gateway.formats import xml_input
 from gateway.formats.base import FROM_DOCUMENT, Analysis, FormatHandler
 from gateway.formats.documents import WARNINGS_LOCK, DocumentError, load_text
 from gateway.formats.model import ValidationResult, Violation
@@ -42,6 +49,7 @@ class XsdFormat(FormatHandler):
             text = load_text(document)
         except DocumentError as e:
             return Analysis(ValidationResult(True, violations=(e.violation,)))
+        xml_input.screen(text, "the schema document")
         cls = _CLASSES["1.1" if version == FROM_DOCUMENT else version]
         with WARNINGS_LOCK, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

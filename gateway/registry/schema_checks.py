@@ -13,7 +13,11 @@ refused (``format_violation`` / ``compatibility_violation``, each defect with it
 ``detail`` and in the error's ``errors`` list) and nothing is written. A document that cannot be
 checked (an unsupported format, a document outside the registry) is recorded as not validated,
 or refused when the model sets ``strictvalidation`` (``format_unknown``,
-``compatibility_unknown``). docs/schema-validation.md maps every case.
+``compatibility_unknown``). A document the bounded evaluator refuses (``gateway.formats.Refused``:
+over a size, depth, CPU, memory or time bound, a reference outside the registry, unsafe XML) is
+refused as ``format_violation`` / ``compatibility_violation`` whatever ``strictvalidation`` says,
+the bound named in ``detail`` (``server_busy`` when every evaluator worker stayed busy).
+docs/schema-validation.md maps every case.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 from gateway.errors import XRegistryError
-from gateway.formats import check_compatibility, validate
+from gateway.formats import Refused, default
 from gateway.model.registry_model import ANCESTOR_ID, ResourceDef
 from gateway.xid import Xid
 
@@ -105,7 +109,13 @@ async def _check(cs: Workspace, state: Any, rdef: ResourceDef, mode: Any, check_
             doc["formatvalidated"] = False
             doc["formatvalidatedreason"] = "not validated: the version has no document"
         else:
-            result = validate(fmt, document)
+            try:
+                result = await default().validate(fmt, document)
+            except Refused as e:
+                if e.kind == "busy":
+                    return [XRegistryError("server_busy", state.xid, detail=e.detail)]
+                return [XRegistryError("format_violation", state.xid, format=fmt, detail=e.reason(),
+                                       errors=[{"path": "", "message": e.reason(), "refused": e.kind}])]
             if result.validated and result.violations:
                 listed = result.violations[:MAX_LISTED]
                 errors.append(XRegistryError(
@@ -134,7 +144,14 @@ async def _compatibility(cs: Workspace, state: Any, rdef: ResourceDef, mode: str
         doc["compatibilityvalidated"] = False
         doc["compatibilityvalidatedreason"] = "not validated: a document of the lineage is outside the registry"
         return []
-    result = check_compatibility(str(fmt or ""), mode, document, [d for _, d in older])
+    try:
+        result = await default().check_compatibility(str(fmt or ""), mode, document, [d for _, d in older])
+    except Refused as e:
+        if e.kind == "busy":
+            return [XRegistryError("server_busy", state.xid, detail=e.detail)]
+        return [XRegistryError("compatibility_violation", str(xid.resource), compat=mode,
+                               detail=f"version {xid.version_id}: {e.reason()}",
+                               errors=[{"version": state.xid, "path": "", "message": e.reason(), "refused": e.kind}])]
     if not result.checked:
         doc["compatibilityvalidated"] = False
         doc["compatibilityvalidatedreason"] = result.reason or "not validated"

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gateway.formats import resolve, validate
+from gateway.formats.core import resolve, validate
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "xreg"
 

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from gateway.formats import CACHE, ValidationResult, capabilities, resolve, validate
+from gateway.formats import ValidationResult, capabilities, resolve
+from gateway.formats.core import CACHE, validate
 from gateway.formats.documents import LRUCache
 
 
