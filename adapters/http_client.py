@@ -50,9 +50,10 @@ class RemoteAnswer:
 class _Failure(Exception):
     """An attempt that failed; ``retry``: worth another; ``counts``: a failure of the registry."""
 
-    def __init__(self, reason: str, *, retry: bool = False, counts: bool = True, wait: float | None = None) -> None:
+    def __init__(self, reason: str, *, retry: bool = False, counts: bool = True, wait: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(reason)
-        self.reason, self.retry, self.counts, self.wait = reason, retry, counts, wait
+        self.reason, self.retry, self.counts, self.wait, self.status = reason, retry, counts, wait, status
 
 
 def within(url: str, base: str) -> bool:
@@ -138,7 +139,7 @@ class RemoteClient:
             self.last_error, self.last_error_at = failure.reason, self.clock.wall()
             self._count("error")
             log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
-            raise SourceUnavailable(self.registry, failure.reason, subject) from None
+            raise SourceUnavailable(self.registry, failure.reason, subject, remote_status=failure.status) from None
         finally:
             if not verdict:
                 self.breaker.abandon()
@@ -209,7 +210,8 @@ class RemoteClient:
         if status != 200:
             body = (await self._read(response)).decode("utf-8", "replace")
             detail = _problem_detail(body)
-            raise _Failure(f"answered HTTP {status}{': ' + detail if detail else ''}", counts=status >= 500)
+            raise _Failure(f"answered HTTP {status}{': ' + detail if detail else ''}", counts=status >= 500,
+                           status=status)
         content_type = response.headers.get("content-type", "")
         if not _is_json(content_type):
             raise _Failure(f"answered {content_type or 'no content type'}, not JSON")
@@ -238,11 +240,14 @@ class RemoteClient:
         return b"".join(chunks)
 
     def _links(self, response: httpx.Response) -> dict[str, str]:
+        """``Link`` targets by relation type (RFC 8288: a ``rel`` holds one or more
+        space-separated, case-insensitive types; a target is resolved against the answer's URL)."""
         out: dict[str, str] = {}
         for link in response.links.values():
-            rel, target = link.get("rel"), link.get("url")
-            if rel and target:
-                out[rel] = urljoin(str(response.url), target)
+            rels, target = link.get("rel") or "", link.get("url")
+            for rel in rels.lower().split():
+                if target and rel not in out:
+                    out[rel] = urljoin(str(response.url), target)
         return out
 
 
