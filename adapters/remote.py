@@ -7,15 +7,22 @@ gateway has never seen included); the ``flags`` capability says whether ``filter
 
 * entities (:meth:`~RemoteSource.get_many`): one request per entity, in parallel — or, when the
   remote filters, one request per collection for all wanted entities of that collection
-  (``?filter=<id>=a&filter=<id>=b``); resources come with their ``meta`` and document inlined;
+  (``?filter=<id>=a&filter=<id>=b``); resources come with their ``meta`` and document inlined
+  (without ``inline``, the document is read from its document URL);
 * collections (:meth:`~RemoteSource.list`): read whole, following ``Link: rel=next`` page by
-  page, with the ``filter`` sent when the remote supports it (otherwise evaluated here, the
-  nested collections it needs inlined), then ordered and cut into keyset pages by
+  page (``limit`` asked only of a remote declaring ``pagination``; at most ``max_pages`` pages,
+  a link back to a page already read fails), with the ``filter`` sent when the remote supports it
+  (otherwise evaluated here, the nested collections it needs inlined) — nested collections
+  walked one collection at a time where the remote does not offer ``inline`` or refuses it for
+  that shape of request — then ordered and cut into keyset pages by
   :mod:`adapters.slicing` — so cursors stay valid whatever the remote's own paging;
   a collection across groups (``messages`` of every message group) is one request for the
   groups with that collection inlined;
 * nested pages of many parents (:meth:`~RemoteSource.list_children`): one request for the
   parents' collection with the children inlined, when the remote filters and inlines.
+
+Answers of a remote on an older specification version are rewritten into the current shape by
+the importer's rules (:mod:`gateway.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
 caller's credentials are forwarded. The remote has no revisions and no change feed; instead
@@ -36,6 +43,7 @@ each process that reads them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -48,9 +56,10 @@ from adapters.breaker import CLOSED
 from adapters.cache import RegistryCache, caller_digest
 from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
-from adapters.http_client import RemoteAnswer, RemoteClient, within
+from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
 from adapters.slicing import cut, matches, nested_paths
 from adapters.snapshots import SnapshotGone, SnapshotStore, SnapshotStoreError
+from gateway import json_limits
 from gateway.config import RegistryConfig
 from gateway.documents.normalise import normalise
 from gateway.errors import XRegistryError
@@ -64,6 +73,8 @@ log = logging.getLogger("xreg.remote")
 BATCH_IDS = 40
 #: Most entities read for one collection.
 MAX_COLLECTION = 200_000
+#: The specification version whose document shape the gateway serves; remotes of others are normalised.
+SPECVERSION = "1.0-rc4"
 #: Statuses of a remote refusing an ``inline`` value (``bad_inline``, ``inline_noninlineable``,
 #: ``bad_flag``; ``too_large``): the request is made again without it.
 _REFUSALS = frozenset({400, 406})
@@ -93,6 +104,8 @@ class RemoteSource(RegistrySource):
         self._discovered = False
         self._discovered_at = 0.0
         self._discovering: asyncio.Lock = asyncio.Lock()
+        #: Whether the remote serves an older specification version's shapes (until its root says).
+        self.older = True
         #: Shapes of requests (see :func:`_shape`) whose ``inline`` the remote refused.
         self._refused: set[str] = set()
         #: Snapshots (minted revisions), kept in the cache's backend.
@@ -135,6 +148,7 @@ class RemoteSource(RegistrySource):
             if root.status != 200:
                 raise SourceUnavailable(self.id, f"{self.client.url('/')} answered 404: not an xRegistry API")
             self.capabilities = caps.body or {}
+            self.older = str(root.body.get("specversion", "")).lower() != SPECVERSION
             if model.body:
                 try:
                     self.model = RegistryModel.from_json(model.body)
@@ -211,9 +225,12 @@ class RemoteSource(RegistrySource):
 
     def _normalised(self, body: dict[str, Any], path: str, subject: str) -> dict[str, Any]:
         """An answer for ``path`` (an entity, or a collection: a map of entities) in the current
-        document shape — older ones (1.0-rc1/rc2, 0.x) rewritten by the importer's own rules —
-        with the ``xid`` each entity's location gives where the remote left it out."""
+        document shape — a remote of an older specification version (its root's
+        ``specversion`` is not :data:`SPECVERSION`: 1.0-rc1/rc2, 0.x) rewritten by the importer's
+        own rules — with the ``xid`` each entity's location gives where the remote left it out."""
         segments = [s for s in path.split("/") if s]
+        if not self.older:
+            return _with_xids(body, path, segments)
         doc: dict[str, Any] = body
         for segment in reversed(segments):
             doc = {segment: doc}
@@ -230,10 +247,7 @@ class RemoteSource(RegistrySource):
         if changes:
             log.debug("registry %s: %s rewritten from an older shape (%s)", self.id, path,
                       ", ".join(sorted({c.rule for c in changes})))
-        if len(segments) % 2 == 1:  # a collection: entities by id
-            return {k: ({**v, "xid": f"{path.rstrip('/')}/{k}"} if isinstance(v, dict) and "xid" not in v else v)
-                    for k, v in doc.items()}
-        return doc if "xid" in doc else {**doc, "xid": "/" + "/".join(segments)}
+        return _with_xids(doc, path, segments)
 
     # -- entities ---------------------------------------------------------------------------------
     def _inline_for(self, kind: str, ctype: str, prefix: str = "") -> list[str]:
@@ -371,7 +385,30 @@ class RemoteSource(RegistrySource):
         view = self._normalised(answer.body, xid, xid)
         if not isinstance(view.get("xid"), str) or view["xid"].lower() != xid.lower():
             raise SourceUnavailable(self.id, f"asked for {xid}, answered {view.get('xid')!r}", xid)
-        return {xid.lower(): view}
+        return {xid.lower(): await self._with_document(view, xid, kind, ctype)}
+
+    async def _with_document(self, view: dict[str, Any], xid: str, kind: str, ctype: str) -> dict[str, Any]:
+        """``view`` with its document, read from the document URL (the entity's URL without
+        ``$details``) when the remote did not inline it: JSON as ``<RESOURCE>``, anything else
+        as ``<RESOURCE>base64``, a ``303 See Other`` as ``<RESOURCE>url`` (not followed)."""
+        parts = ctype.split("/")
+        rdef = self.model.resource(parts[0], parts[1]) if kind in ("resource", "version") and len(parts) > 1 else None
+        if rdef is None or not rdef.hasdocument:
+            return view
+        name = rdef.singular
+        if any(k in view for k in (name, name + "base64", name + "url")):
+            return view
+        answer = await self.client.get(self.client.url(xid), headers=self._caller()[1], subject=xid, document=True)
+        if answer.status == 303 and answer.location:
+            return {**view, name + "url": answer.location}
+        if answer.status != 200 or not answer.raw:
+            return view
+        if is_json(answer.content_type):
+            try:
+                return {**view, name: json_limits.loads(answer.raw)}
+            except ValueError:
+                pass  # not the JSON it claims: kept as bytes
+        return {**view, name + "base64": base64.b64encode(answer.raw).decode("ascii")}
 
     async def _fetch_from_collection(self, collection: str, xids: list[str]) -> dict[str, Any]:
         first = Xid.parse(xids[0])
@@ -530,7 +567,8 @@ class RemoteSource(RegistrySource):
             inside = at.lower().rstrip("/") + "/"
             for v in views:
                 xid = v.get("xid")
-                if not isinstance(xid, str) or not xid.lower().startswith(inside) or "/" in xid[len(inside):]:
+                if not isinstance(xid, str) or not xid.lower().startswith(inside) or "/" in xid[len(inside):] \
+                        or not _well_formed(xid):
                     raise SourceUnavailable(self.id, f"answered an entity of {at} with the xid {xid!r}", at)
             found = await _all(*(read(f"{v['xid']}/{rest[0]}", rest[1:]) for v in views))
             return [leaf for batch in found for leaf in batch]
@@ -676,6 +714,22 @@ def _shape(path: str, params: Sequence[tuple[str, str]]) -> str:
     depth = len([s for s in path.split("/") if s])
     inline = ",".join(sorted(v for k, v in params if k == "inline"))
     return f"{depth}{'$' if path.endswith('$details') else ''}?{inline}"
+
+
+def _well_formed(xid: str) -> bool:
+    try:
+        Xid.parse(xid)
+    except XRegistryError:
+        return False
+    return True
+
+
+def _with_xids(body: dict[str, Any], path: str, segments: Sequence[str]) -> dict[str, Any]:
+    """An answer for ``path`` with the ``xid`` each entity's location gives where it has none."""
+    if len(segments) % 2 == 1:  # a collection: entities by id
+        return {k: ({**v, "xid": f"{path.rstrip('/')}/{k}"} if isinstance(v, dict) and "xid" not in v else v)
+                for k, v in body.items()}
+    return body if "xid" in body else {**body, "xid": "/" + "/".join(segments)}
 
 
 def _parents_path(ctype: str) -> str:

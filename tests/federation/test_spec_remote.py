@@ -104,8 +104,13 @@ async def test_a_server_without_capabilities_is_asked_for_nothing_it_did_not_off
     assert len(groups.items) == 3
     messages = await source.list(Listing(ctypes=("messagegroups/messages",), limit=100))
     assert len(messages.items) == 9 and asked(shape, "/messagegroups/g3/messages") == 1
-    order = (await source.get_many(["/schemagroups/sg/schemas/order"]))["/schemagroups/sg/schemas/order"]
-    assert order.view["versionid"] == "2" and "schema" not in order.view
+    # a document not inlined is read from the document URL (the metadata from $details)
+    xids = ["/schemagroups/sg/schemas/order", "/schemagroups/sg/schemas/proto", "/schemagroups/sg/schemas/order/versions/1"]
+    found = await source.get_many(xids)
+    order, proto, first = (found[x] for x in xids)
+    assert order.view["versionid"] == "2" and order.view["schema"]["title"] == "v2"
+    assert base64.b64decode(proto.view["schemabase64"]) == PROTO and first.view["schema"]["title"] == "v1"
+    assert asked(shape, "/schemagroups/sg/schemas/order$details") == asked(shape, "/schemagroups/sg/schemas/order") == 1
 
 
 @pytest.mark.parametrize("paging", ["relative", "absolute"])
