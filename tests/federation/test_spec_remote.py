@@ -7,6 +7,7 @@ through the federation over several of them."""
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -57,17 +58,12 @@ def custom_shape(**kw: Any) -> Shape:
 @pytest.fixture
 async def serve() -> AsyncIterator[Callable[[Shape], Any]]:
     """``await serve(shape)``: the fake registry of ``shape`` on 127.0.0.1, stopped after the test."""
-    started: list[Served] = []
+    async with contextlib.AsyncExitStack() as stack:
 
-    async def make(shape: Shape) -> Served:
-        server = Served(spec_app(shape))
-        await server.__aenter__()
-        started.append(server)
-        return server
+        async def make(shape: Shape) -> Served:
+            return await stack.enter_async_context(Served(spec_app(shape)))
 
-    yield make
-    for server in started:
-        await server.__aexit__(None, None, None)
+        yield make
 
 
 async def opened(open_remote, server: Served, rid: str = "spec", **settings: Any) -> RemoteSource:
