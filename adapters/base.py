@@ -39,12 +39,14 @@ class InvalidCursor(UserInputError):
 
 class SourceUnavailable(XRegistryError):
     """A registry that could not be read: down, slower than its timeout, its circuit open, or
-    answering garbage. A ``data_retrieval_error`` naming the registry (``args.registry``)."""
+    answering garbage. A ``data_retrieval_error`` naming the registry (``args.registry``);
+    ``remote_status``: the HTTP status the registry refused the request with (``None``: no answer)."""
 
-    def __init__(self, registry: str, reason: str, subject: str = "/") -> None:
+    def __init__(self, registry: str, reason: str, subject: str = "/", *, remote_status: int | None = None) -> None:
         super().__init__("data_retrieval_error", subject, detail=f"registry {registry!r}: {reason}", registry=registry)
         self.registry = registry
         self.reason = reason
+        self.remote_status = remote_status
 
     def __str__(self) -> str:
         return f"registry {self.registry!r}: {self.reason}"

@@ -39,20 +39,26 @@ _MAX_REDIRECTS = 3
 
 @dataclass
 class RemoteAnswer:
-    """A usable answer: its status (200 or 404), JSON body (``None`` for 404) and ``Link`` URLs by rel."""
+    """A usable answer: its status (200 or 404), JSON body (``None`` for 404) and ``Link`` URLs by
+    rel. A resource's document (``document=True``) is its bytes in ``raw`` with its
+    ``content_type`` — or, answered ``303 See Other``, status 303 and the document's ``location``."""
 
     status: int
     body: Any
     url: str
     links: dict[str, str] = field(default_factory=dict)
+    raw: bytes | None = None
+    content_type: str = ""
+    location: str | None = None
 
 
 class _Failure(Exception):
     """An attempt that failed; ``retry``: worth another; ``counts``: a failure of the registry."""
 
-    def __init__(self, reason: str, *, retry: bool = False, counts: bool = True, wait: float | None = None) -> None:
+    def __init__(self, reason: str, *, retry: bool = False, counts: bool = True, wait: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(reason)
-        self.reason, self.retry, self.counts, self.wait = reason, retry, counts, wait
+        self.reason, self.retry, self.counts, self.wait, self.status = reason, retry, counts, wait, status
 
 
 def within(url: str, base: str) -> bool:
@@ -66,7 +72,8 @@ def within(url: str, base: str) -> bool:
     return path == base_path or path.startswith(base_path + "/")
 
 
-def _is_json(content_type: str) -> bool:
+def is_json(content_type: str) -> bool:
+    """Whether a ``Content-Type`` is JSON (``application/json``, ``…+json``)."""
     media = content_type.split(";")[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
 
@@ -105,8 +112,9 @@ class RemoteClient:
         return self.base_url + ("/" + path.lstrip("/") if path.strip("/") else "/")
 
     async def get(self, url: str, params: list[tuple[str, str]] | None = None, *,
-                  headers: Mapping[str, str] | None = None, subject: str = "/") -> RemoteAnswer:
+                  headers: Mapping[str, str] | None = None, subject: str = "/", document: bool = False) -> RemoteAnswer:
         """GET ``url`` (inside the registry) with retries; raises :class:`SourceUnavailable`.
+        ``document``: a resource's document is asked for (any media type; a ``303`` is not followed).
         Counted in ``xreg_remote_requests_total`` by outcome; a client span when tracing is on."""
         if not within(url, self.base_url):  # (a link or reference of the remote's): its failure, not sent
             reason = f"refusing to fetch {url}: it is outside {self.base_url}"
@@ -124,7 +132,7 @@ class RemoteClient:
         try:
             with tracing.span("xregistry.remote GET", {"xreg.registry": self.registry, "http.request.method": "GET",
                                                        "url.full": url}, kind="client") as span:
-                answer = await self._with_retries(url, params, headers)
+                answer = await self._with_retries(url, params, headers, document)
                 if span is not None:
                     span.set_attribute("http.response.status_code", answer.status)
             self.breaker.success()
@@ -138,7 +146,7 @@ class RemoteClient:
             self.last_error, self.last_error_at = failure.reason, self.clock.wall()
             self._count("error")
             log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
-            raise SourceUnavailable(self.registry, failure.reason, subject) from None
+            raise SourceUnavailable(self.registry, failure.reason, subject, remote_status=failure.status) from None
         finally:
             if not verdict:
                 self.breaker.abandon()
@@ -148,13 +156,13 @@ class RemoteClient:
         metrics.REMOTE_BREAKER_STATE.labels(self.registry).set(STATE_VALUES[self.breaker.state])
 
     async def _with_retries(self, url: str, params: list[tuple[str, str]] | None,
-                            headers: Mapping[str, str] | None) -> RemoteAnswer:
+                            headers: Mapping[str, str] | None, document: bool = False) -> RemoteAnswer:
         """Attempts until one answers, one fails for good, or the retries are used up (the
         circuit breaker judges the request as a whole)."""
         attempt = 0
         while True:
             try:
-                return await self._attempt(url, params, headers)
+                return await self._attempt(url, params, headers, document)
             except _Failure as failure:
                 wait = failure.wait if failure.wait is not None else backoff_delay(
                     attempt, self.config.backoff_seconds, self.config.max_backoff_seconds)
@@ -164,7 +172,7 @@ class RemoteClient:
             await self.clock.sleep(wait)
 
     async def _attempt(self, url: str, params: list[tuple[str, str]] | None,
-                       headers: Mapping[str, str] | None) -> RemoteAnswer:
+                       headers: Mapping[str, str] | None, document: bool = False) -> RemoteAnswer:
         """One request (following redirects inside the registry), its answer checked."""
         total = self.config.timeouts.total
         try:
@@ -178,8 +186,11 @@ class RemoteClient:
                         sent = dict(headers or {})
                         tracing.inject(sent)
                     async with self.http.stream("GET", url, params=query, headers=sent) as response:
+                        if document and response.status_code == 303:  # the document lives at Location
+                            location = urljoin(str(response.url), response.headers.get("location", ""))
+                            return RemoteAnswer(303, None, str(response.url), location=location)
                         if response.status_code not in _REDIRECTS:
-                            return await self._answer(response)
+                            return await self._answer(response, document)
                         target = urljoin(str(response.url), response.headers.get("location", ""))
                     if not within(target, self.base_url):
                         raise _Failure(f"redirected outside the registry (to {target}); not followed", counts=False)
@@ -198,7 +209,7 @@ class RemoteClient:
         except Exception as exc:  # anything else reading a remote is that registry's failure, never the gateway's
             raise _Failure(f"answer could not be read ({type(exc).__name__}: {str(exc)[:200]})") from None
 
-    async def _answer(self, response: httpx.Response) -> RemoteAnswer:
+    async def _answer(self, response: httpx.Response, document: bool = False) -> RemoteAnswer:
         status = response.status_code
         url = str(response.url)
         if status == 404:
@@ -209,9 +220,12 @@ class RemoteClient:
         if status != 200:
             body = (await self._read(response)).decode("utf-8", "replace")
             detail = _problem_detail(body)
-            raise _Failure(f"answered HTTP {status}{': ' + detail if detail else ''}", counts=status >= 500)
+            raise _Failure(f"answered HTTP {status}{': ' + detail if detail else ''}", counts=status >= 500,
+                           status=status)
         content_type = response.headers.get("content-type", "")
-        if not _is_json(content_type):
+        if document:
+            return RemoteAnswer(200, None, url, raw=await self._read(response), content_type=content_type)
+        if not is_json(content_type):
             raise _Failure(f"answered {content_type or 'no content type'}, not JSON")
         raw = await self._read(response)
         try:
@@ -238,11 +252,14 @@ class RemoteClient:
         return b"".join(chunks)
 
     def _links(self, response: httpx.Response) -> dict[str, str]:
+        """``Link`` targets by relation type (RFC 8288: a ``rel`` holds one or more
+        space-separated, case-insensitive types; a target is resolved against the answer's URL)."""
         out: dict[str, str] = {}
         for link in response.links.values():
-            rel, target = link.get("rel"), link.get("url")
-            if rel and target:
-                out[rel] = urljoin(str(response.url), target)
+            rels, target = link.get("rel") or "", link.get("url")
+            for rel in rels.lower().split():
+                if target and rel not in out:
+                    out[rel] = urljoin(str(response.url), target)
         return out
 
 

@@ -7,15 +7,22 @@ gateway has never seen included); the ``flags`` capability says whether ``filter
 
 * entities (:meth:`~RemoteSource.get_many`): one request per entity, in parallel — or, when the
   remote filters, one request per collection for all wanted entities of that collection
-  (``?filter=<id>=a&filter=<id>=b``); resources come with their ``meta`` and document inlined;
+  (``?filter=<id>=a&filter=<id>=b``); resources come with their ``meta`` and document inlined
+  (without ``inline``, the document is read from its document URL);
 * collections (:meth:`~RemoteSource.list`): read whole, following ``Link: rel=next`` page by
-  page, with the ``filter`` sent when the remote supports it (otherwise evaluated here, the
-  nested collections it needs inlined), then ordered and cut into keyset pages by
+  page (``limit`` asked only of a remote declaring ``pagination``; at most ``max_pages`` pages,
+  a link back to a page already read fails), with the ``filter`` sent when the remote supports it
+  (otherwise evaluated here, the nested collections it needs inlined) — nested collections
+  walked one collection at a time where the remote does not offer ``inline`` or refuses it for
+  that shape of request — then ordered and cut into keyset pages by
   :mod:`adapters.slicing` — so cursors stay valid whatever the remote's own paging;
   a collection across groups (``messages`` of every message group) is one request for the
   groups with that collection inlined;
 * nested pages of many parents (:meth:`~RemoteSource.list_children`): one request for the
   parents' collection with the children inlined, when the remote filters and inlines.
+
+Answers of a remote on an older specification version are rewritten into the current shape by
+the importer's rules (:mod:`gateway.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
 caller's credentials are forwarded. The remote has no revisions and no change feed; instead
@@ -36,10 +43,11 @@ each process that reads them.
 from __future__ import annotations
 
 import asyncio
+import base64
 import builtins
 import logging
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import httpx
 
@@ -48,10 +56,12 @@ from adapters.breaker import CLOSED
 from adapters.cache import RegistryCache, caller_digest
 from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
-from adapters.http_client import RemoteAnswer, RemoteClient, within
+from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
 from adapters.slicing import cut, matches, nested_paths
 from adapters.snapshots import SnapshotGone, SnapshotStore, SnapshotStoreError
+from gateway import json_limits
 from gateway.config import RegistryConfig
+from gateway.documents.normalise import normalise
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters
@@ -63,9 +73,15 @@ log = logging.getLogger("xreg.remote")
 BATCH_IDS = 40
 #: Most entities read for one collection.
 MAX_COLLECTION = 200_000
+#: The specification version whose document shape the gateway serves; remotes of others are normalised.
+SPECVERSION = "1.0-rc4"
+#: Statuses of a remote refusing an ``inline`` value (``bad_inline``, ``inline_noninlineable``,
+#: ``bad_flag``; ``too_large``): the request is made again without it.
+_REFUSALS = frozenset({400, 406})
 #: Seconds between attempts to read the model of a remote that was unreachable.
 DISCOVERY_INTERVAL = 5.0
 _MISSING = {"$missing": True}
+_T = TypeVar("_T")
 
 
 class RemoteSource(RegistrySource):
@@ -88,6 +104,10 @@ class RemoteSource(RegistrySource):
         self._discovered = False
         self._discovered_at = 0.0
         self._discovering: asyncio.Lock = asyncio.Lock()
+        #: Whether the remote serves an older specification version's shapes (until its root says).
+        self.older = True
+        #: Shapes of requests (see :func:`_shape`) whose ``inline`` the remote refused.
+        self._refused: set[str] = set()
         #: Snapshots (minted revisions), kept in the cache's backend.
         self.snapshots = SnapshotStore(cache.backend, cache.namespace, ttl=config.snapshot_ttl,
                                        most=config.snapshot_max, clock=clock)
@@ -113,8 +133,10 @@ class RemoteSource(RegistrySource):
                             requests=c.requests, cache=self.cache.stats.as_dict())
 
     def supports(self, flag: str) -> bool:
-        """Whether the remote declares the request flag ``flag`` (``filter``, ``inline``, …)."""
-        return flag in (self.capabilities.get("flags") or ())
+        """Whether the remote declares the request flag ``flag`` (``filter``, ``inline``, …; the
+        ``flags`` capability's values are case-insensitive, its absence means none)."""
+        flags = self.capabilities.get("flags")
+        return isinstance(flags, list) and flag in (str(f).lower() for f in flags)
 
     async def _discover(self) -> None:
         """Read ``/capabilities``, ``/model`` and the root (their failures leave the defaults)."""
@@ -126,6 +148,7 @@ class RemoteSource(RegistrySource):
             if root.status != 200:
                 raise SourceUnavailable(self.id, f"{self.client.url('/')} answered 404: not an xRegistry API")
             self.capabilities = caps.body or {}
+            self.older = str(root.body.get("specversion", "")).lower() != SPECVERSION
             if model.body:
                 try:
                     self.model = RegistryModel.from_json(model.body)
@@ -167,29 +190,64 @@ class RemoteSource(RegistrySource):
 
     async def _pages(self, path: str, params: list[tuple[str, str]], subject: str) -> list[dict[str, Any]] | None:
         """Every entity of a collection (``None``: the collection does not exist), following
-        ``Link: rel=next``."""
-        if self.capabilities.get("pagination", True):
+        ``Link: rel=next`` — absolute or relative, used as given — for at most ``max_pages``
+        pages; a link back to a page already read, or out of the registry, fails the read.
+        ``limit`` is asked only of a remote that declares ``pagination``; answers in older
+        document shapes are rewritten into the current one."""
+        if self.capabilities.get("pagination") is True:
             params = [*params, ("limit", str(self.config.page_size))]
         answer = await self._get(path, params, subject=subject)
         if answer.status == 404:
             return None
         out: list[dict[str, Any]] = []
-        seen: set[str] = set()
+        seen = {answer.url}
+        pages = 1
         while True:
-            out.extend(v for v in answer.body.values() if isinstance(v, dict))
+            out.extend(v for v in self._normalised(answer.body, path, subject).values() if isinstance(v, dict))
             nxt = answer.links.get("next")
             if not nxt or len(out) > MAX_COLLECTION:
                 break
             nxt = self._rebase(nxt)
             if nxt in seen:
-                raise SourceUnavailable(self.id, "its pages link back to an earlier page", subject)
+                raise SourceUnavailable(self.id, f"the pages of {path} link back to a page already read ({nxt})",
+                                        subject)
+            if pages >= self.config.max_pages:
+                raise SourceUnavailable(self.id, f"{path} has more than {self.config.max_pages} pages "
+                                        "(max_pages); not read further", subject)
             seen.add(nxt)
+            pages += 1
             answer = await self._get("", subject=subject, url=nxt)
             if answer.status == 404:
                 raise SourceUnavailable(self.id, f"a next page vanished ({nxt})", subject)
         if len(out) > MAX_COLLECTION:
             raise SourceUnavailable(self.id, f"{path} has more than {MAX_COLLECTION} entities", subject)
         return out
+
+    def _normalised(self, body: dict[str, Any], path: str, subject: str) -> dict[str, Any]:
+        """An answer for ``path`` (an entity, or a collection: a map of entities) in the current
+        document shape — a remote of an older specification version (its root's
+        ``specversion`` is not :data:`SPECVERSION`: 1.0-rc1/rc2, 0.x) rewritten by the importer's
+        own rules — with the ``xid`` each entity's location gives where the remote left it out."""
+        segments = [s for s in path.split("/") if s]
+        if not self.older:
+            return _with_xids(body, path, segments)
+        doc: dict[str, Any] = body
+        for segment in reversed(segments):
+            doc = {segment: doc}
+        try:
+            doc, changes = normalise(doc)
+        except XRegistryError as exc:
+            raise SourceUnavailable(self.id, f"answered something that is not an xRegistry entity ({exc.detail})",
+                                    subject) from None
+        for segment in segments:
+            inner = doc.get(segment) if isinstance(doc, dict) else None
+            if not isinstance(inner, dict):
+                return body  # a shape the rules moved elsewhere: read as answered
+            doc = inner
+        if changes:
+            log.debug("registry %s: %s rewritten from an older shape (%s)", self.id, path,
+                      ", ".join(sorted({c.rule for c in changes})))
+        return _with_xids(doc, path, segments)
 
     # -- entities ---------------------------------------------------------------------------------
     def _inline_for(self, kind: str, ctype: str, prefix: str = "") -> list[str]:
@@ -320,15 +378,37 @@ class RemoteSource(RegistrySource):
         parsed = Xid.parse(xid)
         kind, ctype = parsed.level, parsed.ctype
         params = [("inline", v) for v in self._inline_for(kind, ctype)]
-        answer = await self._get(self._entity_path(xid, kind, ctype), params, subject=xid)
+        path = self._entity_path(xid, kind, ctype)
+        answer = await self._inlined(lambda p: self._get(path, p, subject=xid), path, params)
         if answer.status == 404:
             return {xid.lower(): _MISSING}
-        view = answer.body
-        if kind == "registry" and "xid" not in view:
-            view = {**view, "xid": "/"}
+        view = self._normalised(answer.body, xid, xid)
         if not isinstance(view.get("xid"), str) or view["xid"].lower() != xid.lower():
             raise SourceUnavailable(self.id, f"asked for {xid}, answered {view.get('xid')!r}", xid)
-        return {xid.lower(): view}
+        return {xid.lower(): await self._with_document(view, xid, kind, ctype)}
+
+    async def _with_document(self, view: dict[str, Any], xid: str, kind: str, ctype: str) -> dict[str, Any]:
+        """``view`` with its document, read from the document URL (the entity's URL without
+        ``$details``) when the remote did not inline it: JSON as ``<RESOURCE>``, anything else
+        as ``<RESOURCE>base64``, a ``303 See Other`` as ``<RESOURCE>url`` (not followed)."""
+        parts = ctype.split("/")
+        rdef = self.model.resource(parts[0], parts[1]) if kind in ("resource", "version") and len(parts) > 1 else None
+        if rdef is None or not rdef.hasdocument:
+            return view
+        name = rdef.singular
+        if any(k in view for k in (name, name + "base64", name + "url")):
+            return view
+        answer = await self.client.get(self.client.url(xid), headers=self._caller()[1], subject=xid, document=True)
+        if answer.status == 303 and answer.location:
+            return {**view, name + "url": answer.location}
+        if answer.status != 200 or not answer.raw:
+            return view
+        if is_json(answer.content_type):
+            try:
+                return {**view, name: json_limits.loads(answer.raw)}
+            except ValueError:
+                pass  # not the JSON it claims: kept as bytes
+        return {**view, name + "base64": base64.b64encode(answer.raw).decode("ascii")}
 
     async def _fetch_from_collection(self, collection: str, xids: list[str]) -> dict[str, Any]:
         first = Xid.parse(xids[0])
@@ -336,7 +416,7 @@ class RemoteSource(RegistrySource):
         attr = self._id_attribute(kind, ctype)
         params = [("filter", f"{attr}={Xid.parse(x).id}") for x in xids]
         params += [("inline", v) for v in self._inline_for(kind, ctype)]
-        views = await self._pages(collection, params, collection)
+        views = await self._inlined(lambda p: self._pages(collection, p, collection), collection, params)
         by_xid = {str(v.get("xid", "")).lower(): v for v in views or ()}
         return {x.lower(): by_xid.get(x.lower(), _MISSING) for x in xids}
 
@@ -398,17 +478,19 @@ class RemoteSource(RegistrySource):
         top = names[above]
         path = (parent.rstrip("/") if parent not in (None, "/") else "") + "/" + top
         below = names[above + 1:]
-        remote_filter = self.supports("filter") and filters is not None and bool(filters.branches)
-        params = self._inline_params(ctype, path, below, None if remote_filter else filters)
+        walk = bool(below) and not self._inlines_nested(path, below)
+        remote_filter = not walk and self.supports("filter") and filters is not None and bool(filters.branches)
+        params = self._inline_params(ctype, path, [] if walk else below, None if remote_filter else filters)
         if remote_filter and filters is not None:  # relative to the collection asked for: terms prefixed
             prefix = "".join(f"{name}." for name in below)
             params += [("filter", ",".join(prefix + str(term) for term in branch.terms)) for branch in filters.branches]
         caller, _ = self._caller()
-        key = self.cache.key("c:" + path.lower() + "?" + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
+        key = self.cache.key(("w:" if walk else "c:") + path.lower() + "?"
+                             + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
+        walk_params = params if walk else self._inline_params(ctype, path, [], filters)
 
         async def fetch() -> list[dict[str, Any]]:
-            views = await self._pages(path, params, path)
-            return [leaf for v in views or () for leaf in _leaves(v, below)]
+            return await self._tree(path, below, params, walk_params, filters if remote_filter else None)
 
         trees = await self.cache.get(key, fetch)
         if not remote_filter:  # evaluated here, nested collections inlined for it
@@ -425,21 +507,105 @@ class RemoteSource(RegistrySource):
             return []
         names = ctype.split("/")
         path, below = "/" + names[0], names[1:]
-        params = self._inline_params(ctype, path, below, filters)
+        walk = bool(below) and not self._inlines_nested(path, below)
+        params = self._inline_params(ctype, path, [] if walk else below, filters)
         caller, _ = self._caller()
         key = caller + ":" + path + "?" + "&".join(f"{k}={v}" for k, v in sorted(params))
+        walk_params = params if walk else self._inline_params(ctype, path, [], filters)
 
         async def fetch() -> list[dict[str, Any]]:
-            views = await self._pages(path, params, path)
-            return [leaf for v in views or () for leaf in _leaves(v, below)]
+            return await self._tree(path, below, params, walk_params, None)
 
-        trees = await self._held_call(self.snapshots.hold(snap, "c:" + key, fetch))
+        trees = await self._held_call(self.snapshots.hold(snap, ("w:" if walk else "c:") + key, fetch))
         return [self._entity(t, path, snap) for t in trees if matches(t, filters)]
+
+    # -- reading trees of collections ---------------------------------------------------------------
+    def _inlines_nested(self, path: str, below: Sequence[str]) -> bool:
+        """Whether the collections ``below`` are read inlined into the collection at ``path``:
+        the remote offers ``inline`` and has not refused it for that shape of request."""
+        return self.supports("inline") and _shape(path, [("inline", ".".join(below))]) not in self._refused
+
+    async def _tree(
+        self, path: str, below: Sequence[str], params: builtins.list[tuple[str, str]],
+        walk_params: builtins.list[tuple[str, str]], filters: Filters | None,
+    ) -> builtins.list[dict[str, Any]]:
+        """The entities of the collections ``below`` under every entity of the collection at
+        ``path`` (its own entities when ``below`` is empty): one read with them inlined
+        (``params``) when the remote offers it, else — or when it refuses that ``inline`` (400,
+        or 406 ``too_large``) — collection by collection (``walk_params``, with ``filters``, which
+        the inlined read had the remote evaluate, evaluated here)."""
+        if not below:
+            return await self._pages_inlined(path, params) or []
+        if self._inlines_nested(path, below):
+            try:
+                views = await self._pages(path, params, path)
+                return [leaf for v in views or () for leaf in _leaves(v, below)]
+            except SourceUnavailable as exc:
+                if exc.remote_status not in _REFUSALS:
+                    raise
+                self._refuse(path, [("inline", ".".join(below))], exc)
+        trees = await self._walk(path, below, walk_params)
+        return [t for t in trees if matches(t, filters)] if filters is not None else trees
+
+    async def _walk(self, path: str, below: Sequence[str],
+                    params: builtins.list[tuple[str, str]]) -> builtins.list[dict[str, Any]]:
+        """The entities of the collections ``below`` under every entity of the collection at
+        ``path``, one read per collection (``params`` on the last ones), at most
+        ``max_connections`` at once, at most :data:`MAX_COLLECTION` in all."""
+        gate = asyncio.Semaphore(self.config.max_connections)
+        count = 0
+
+        async def read(at: str, rest: Sequence[str]) -> builtins.list[dict[str, Any]]:
+            nonlocal count
+            async with gate:
+                views = await (self._pages(at, [], at) if rest else self._pages_inlined(at, params)) or []
+            count += len(views)
+            if count > MAX_COLLECTION:
+                raise SourceUnavailable(self.id, f"{path} has more than {MAX_COLLECTION} entities below it", path)
+            if not rest:
+                return views
+            inside = at.lower().rstrip("/") + "/"
+            for v in views:
+                xid = v.get("xid")
+                if not isinstance(xid, str) or not xid.lower().startswith(inside) or "/" in xid[len(inside):] \
+                        or not _well_formed(xid):
+                    raise SourceUnavailable(self.id, f"answered an entity of {at} with the xid {xid!r}", at)
+            found = await _all(*(read(f"{v['xid']}/{rest[0]}", rest[1:]) for v in views))
+            return [leaf for batch in found for leaf in batch]
+
+        return await read(path, below)
+
+    async def _pages_inlined(
+        self, path: str, params: builtins.list[tuple[str, str]],
+    ) -> builtins.list[dict[str, Any]] | None:
+        """:meth:`_pages`, asked again without ``inline`` when the remote refuses it (see :meth:`_refuse`)."""
+        return await self._inlined(lambda p: self._pages(path, p, path), path, params)
+
+    async def _inlined(self, read: Callable[[builtins.list[tuple[str, str]]], Awaitable[_T]], path: str,
+                       params: builtins.list[tuple[str, str]]) -> _T:
+        """``read(params)``; when the remote refuses their ``inline`` values (400, or 406
+        ``too_large``), ``read`` without them — and that shape of request is not sent again."""
+        if any(k == "inline" for k, _ in params) and _shape(path, params) not in self._refused:
+            try:
+                return await read(params)
+            except SourceUnavailable as exc:
+                if exc.remote_status not in _REFUSALS:
+                    raise
+                self._refuse(path, params, exc)
+        return await read([(k, v) for k, v in params if k != "inline"])
+
+    def _refuse(self, path: str, params: builtins.list[tuple[str, str]], exc: SourceUnavailable) -> None:
+        """Remember that the remote refused the ``inline`` of this shape of request (the
+        ``inline`` flag offered, but not for every path): such requests are made without it."""
+        self._refused.add(_shape(path, params))
+        log.info("registry %s refuses inline=%s on %s (%s); reading without it", self.id,
+                 ",".join(v for k, v in params if k == "inline"), path, exc.reason)
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
         snap = await self._snapshot(listing.as_of)
         await self._ready()
         (ctype,) = listing.ctypes
+        child = ctype.split("/")[-1]
         spelled: dict[str, str] = {}
         for p in parents:
             spelled.setdefault(p.lower(), p)
@@ -451,9 +617,15 @@ class RemoteSource(RegistrySource):
                     owned.append(e)
             return {k: cut(grouped[k], listing) for k in spelled}
         by_parent: dict[str, list[Entity]] = {}
-        if len(spelled) > 1 and self.supports("filter") and self.supports("inline") and not (
-                listing.filters is not None and listing.filters.nested):
-            by_parent = await self._children_batched(list(spelled.values()), ctype, listing.filters)
+        nested_filters = listing.filters is not None and listing.filters.nested
+        if len(spelled) > 1 and self.supports("filter") and self._inlines_nested(_parents_path(ctype), [child]) \
+                and not nested_filters:
+            try:
+                by_parent = await self._children_batched(list(spelled.values()), ctype, listing.filters)
+            except SourceUnavailable as exc:  # parent by parent instead
+                if exc.remote_status not in _REFUSALS:
+                    raise
+                self._refuse(_parents_path(ctype), [("inline", child)], exc)
         rest = [k for k in spelled if k not in by_parent]
         found = await _all(*(self._collection(ctype, spelled[k], listing.filters) for k in rest))
         by_parent.update(zip(rest, found, strict=False))
@@ -535,6 +707,35 @@ async def _all(*aws: Any) -> list[Any]:
         if isinstance(result, BaseException):
             raise result
     return list(results)
+
+
+def _shape(path: str, params: Sequence[tuple[str, str]]) -> str:
+    """The shape of a request: how deep its path is (a resource's ``$details`` or not) and its ``inline`` values."""
+    depth = len([s for s in path.split("/") if s])
+    inline = ",".join(sorted(v for k, v in params if k == "inline"))
+    return f"{depth}{'$' if path.endswith('$details') else ''}?{inline}"
+
+
+def _well_formed(xid: str) -> bool:
+    try:
+        Xid.parse(xid)
+    except XRegistryError:
+        return False
+    return True
+
+
+def _with_xids(body: dict[str, Any], path: str, segments: Sequence[str]) -> dict[str, Any]:
+    """An answer for ``path`` with the ``xid`` each entity's location gives where it has none."""
+    if len(segments) % 2 == 1:  # a collection: entities by id
+        return {k: ({**v, "xid": f"{path.rstrip('/')}/{k}"} if isinstance(v, dict) and "xid" not in v else v)
+                for k, v in body.items()}
+    return body if "xid" in body else {**body, "xid": "/" + "/".join(segments)}
+
+
+def _parents_path(ctype: str) -> str:
+    """A path of the collection that holds the parents of ``ctype``'s entities (ids as ``*``)."""
+    names = ctype.split("/")[:-1]
+    return "".join(f"/{name}" + ("/*" if i < len(names) - 1 else "") for i, name in enumerate(names))
 
 
 def _leaves(view: dict[str, Any], below: Sequence[str]) -> list[dict[str, Any]]:

@@ -142,7 +142,10 @@ class RegistryConfig(BaseModel):
     max_backoff_seconds: float = Field(5.0, gt=0, description="Longest delay, Retry-After included (longer: no retry).")
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     max_connections: int = Field(20, ge=1, description="Connection pool size.")
-    page_size: int = Field(500, ge=1, description="?limit asked of the remote when reading collections.")
+    page_size: int = Field(500, ge=1, description=(
+        "?limit asked of the remote when reading collections (only of a remote declaring pagination)."))
+    max_pages: int = Field(2000, ge=1, description=(
+        "Most pages (Link: rel=next) read for one collection; a longer chain fails the read."))
     snapshot_ttl: float = Field(
         3600.0, gt=0, description="Seconds a snapshot (a revision minted for this remote) lives after its last use.")
     snapshot_max: int = Field(16, ge=1, description="Most live snapshots; the least recently used is dropped first.")

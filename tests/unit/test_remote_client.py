@@ -99,3 +99,27 @@ def test_retry_after_forms_and_the_back_off_bound() -> None:
     assert retry_after(httpx.Response(503)) is None
     assert retry_after(httpx.Response(503, headers={"retry-after": "soon"})) is None
     assert all(0 <= backoff_delay(a, 0.5, 4.0) <= min(4.0, 0.5 * 2**a) for a in range(8))
+
+
+async def test_link_relations_are_read_as_rfc_8288_defines_them() -> None:
+    """A ``rel`` holds space-separated, case-insensitive types; targets resolve against the answer's URL."""
+    time = ManualClock()
+    links = '<?page=3>; rel="last"; count=9, <messagegroups?page=2&x=a,b>; rel="Next prev"'
+    c, _ = client([lambda r: httpx.Response(200, json={}, headers={"link": links})], time)
+    answer = await c.get(URL + "/messagegroups")
+    assert answer.links == {"last": URL + "/messagegroups?page=3", "next": URL + "/messagegroups?page=2&x=a,b",
+                            "prev": URL + "/messagegroups?page=2&x=a,b"}
+    await c.aclose()
+
+
+async def test_a_document_is_read_as_bytes_and_a_303_is_not_followed() -> None:
+    time = ManualClock()
+    c, seen = client([lambda r: httpx.Response(200, content=b"syntax", headers={"content-type": "text/plain"}),
+                      lambda r: httpx.Response(303, headers={"location": "https://elsewhere.test/doc.avsc"})], time)
+    text = await c.get(URL + "/schemagroups/g/schemas/s", document=True)
+    assert (text.status, text.raw, text.content_type) == (200, b"syntax", "text/plain")
+    moved = await c.get(URL + "/schemagroups/g/schemas/s", document=True)
+    assert (moved.status, moved.location) == (303, "https://elsewhere.test/doc.avsc") and len(seen) == 2
+    with pytest.raises(SourceUnavailable, match="outside the registry"):  # metadata: a redirect stays inside
+        await c.get(URL + "/schemagroups/g/schemas/s$details")
+    await c.aclose()
