@@ -591,6 +591,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                                 inline_values(model, ("registry",)),
                                 _attribute_names(COMMON_ATTRIBUTES, model.attributes)),
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
+        "/.xregistry": {"get": _op("Registry-based discovery: `{\"registries\": [URL, …]}`", ["specversion"],
+                                   _ok("200", "Entity"))},
     }
     for gtype, gdef in model.groups.items():
         gid = gdef.id_attribute
