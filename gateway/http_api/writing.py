@@ -112,10 +112,15 @@ async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dic
 async def apply_resource(
     call: Call, cs: Changeset, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, patch: bool,
 ) -> None:
-    """Write a resource (with its ``meta`` and ``versions``)."""
+    """Write a resource (with its ``meta`` and ``versions``); its errors name it (see
+    :func:`name_the_resource`)."""
     if isinstance(body.get("meta"), dict):
         body = {**body, "meta": _meta_ignores(call, body["meta"])}
-    await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
+    try:
+        await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
+    except XRegistryError as err:
+        named = body["versions"] if isinstance(body.get("versions"), dict) else {}
+        raise name_the_resource(err, f"/{gtype}/{gid}/{rtype}/{rid}", named) from None
 
 
 async def apply_default_version(call: Call, cs: Changeset, created: str | None = None) -> None:

@@ -110,8 +110,9 @@ async def test_errors_of_writes_to_a_resource_name_the_resource(wire):
     entity being processed when the error occurred. In the case of a Registry entity, it MUST be
     the XID of the entity." — a write addressed to a resource processes that resource: its own
     attributes, written to its default (or new) version, are the resource's, so the error names
-    ``/dirs/d1/files/f2``, not ``…/versions/1``; a version the request names in ``versions`` is
-    the entity being processed and keeps its own XID. Nothing is written."""
+    ``/dirs/d1/files/f2``, not ``…/versions/1`` (also for resources inside a collection, group or
+    registry write); a version the request names in ``versions`` is the entity being processed
+    and keeps its own XID. Nothing is written."""
     c = wire
     await install(c)
     f1, f2 = f"{API}/dirs/d1/files/f1", f"{API}/dirs/d1/files/f2"
@@ -131,6 +132,13 @@ async def test_errors_of_writes_to_a_resource_name_the_resource(wire):
         # a version of the body's own versions map is the entity being processed
         ("PUT", f2 + "$details", {"json": {"versions": {"v1": {"colour": 1}}}}, "unknown_attribute",
          "/dirs/d1/files/f2/versions/v1"),
+        # resources written inside a collection, a group or the registry are processed the same way
+        ("POST", f"{API}/dirs/d1/files", {"json": {"f1": {"epoch": 99}}}, "mismatched_epoch", "/dirs/d1/files/f1"),
+        ("PATCH", f"{API}/dirs/d1/files", {"json": {"f1": {"file": "a", "filebase64": "YQ=="}}}, "one_resource",
+         "/dirs/d1/files/f1"),
+        ("PUT", f"{API}/dirs/d1", {"json": {"files": {"f1": {"epoch": 99}}}}, "mismatched_epoch", "/dirs/d1/files/f1"),
+        ("PUT", API, {"json": {"dirs": {"d1": {"files": {"f1": {"ancestorid": "zz"}}}}}}, "unknown_id",
+         "/dirs/d1/files/f1"),
         # the version addressed itself
         ("PUT", f1 + "/versions/1$details", {"json": {"epoch": 5}}, "mismatched_epoch", "/dirs/d1/files/f1/versions/1"),
     ]
