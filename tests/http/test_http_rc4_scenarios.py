@@ -4,6 +4,7 @@ server, once per store (the ``wire`` fixture: SQLite and MongoDB through ``mongo
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,11 +18,13 @@ INSTANCE = "X-Registry-Instance"
 
 
 def check_problem(r: httpx.Response, status: int, type_: str, subject: str) -> dict[str, Any]:
-    """``r`` is the problem ``type_`` (HTTP ``status``) about ``subject``, named in its title too."""
+    """``r`` is the problem ``type_`` (HTTP ``status``) about ``subject``, named in its title too,
+    every placeholder of the title filled (core/spec.md: "At runtime, each placeholder MUST be
+    replaced with the appropriate value from "Args"")."""
     assert r.status_code == status, r.text
     body = r.json()
     assert body["type"].endswith("#" + type_) and body["subject"] == subject, body
-    assert subject in body["title"], body
+    assert subject in body["title"] and not re.search(r"<[a-z][a-z0-9_]*>", body["title"]), body
     return body
 
 
@@ -123,6 +126,9 @@ async def test_errors_of_writes_to_a_resource_name_the_resource(wire):
         ("PUT", f2 + "$details", {"json": {"file": "a", "filebase64": "YQ=="}}, "one_resource", "/dirs/d1/files/f2"),
         ("PUT", f2 + "$details", {"json": {"ancestorid": "zz"}}, "unknown_id", "/dirs/d1/files/f2"),
         ("PUT", f2 + "$details", {"json": {"colour": "red"}}, "unknown_attribute", "/dirs/d1/files/f2"),
+        ("PUT", f2 + "$details", {"json": {"fileid": "f3"}}, "mismatched_id", "/dirs/d1/files/f2"),
+        ("PUT", f1 + "/versions/1$details", {"json": {"versionid": "2"}}, "mismatched_id",
+         "/dirs/d1/files/f1/versions/1"),
         ("PATCH", f1 + "$details", {"json": {"kind": "video"}}, "invalid_attribute", "/dirs/d1/files/f1"),
         ("POST", f1 + "$details", {"json": {"colour": "red"}}, "unknown_attribute", "/dirs/d1/files/f1"),
         ("POST", f1, {"content": b"x", "headers": {"xRegistry-kind": "video"}}, "invalid_attribute",
