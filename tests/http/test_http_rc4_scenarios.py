@@ -14,6 +14,7 @@ from tests.http.support import BASE
 from tests.http.test_http_modelsource import DIRS
 
 API = "/registry"
+IMPORT = "mutation Load($doc: JSON!) { importDocument(document: $doc) { revision } }"
 INSTANCE = "X-Registry-Instance"
 
 
@@ -229,9 +230,15 @@ async def test_export_is_the_documented_alias_and_discovery_is_served(wire):
     sibling API to `/model`) via the `/.xregistry` API" in the form of core/spec.md's
     ``{"registries": [URL, *]}``."""
     c = wire
+    assert (await c.put(f"{API}/messagegroups/g1", json={"messages": {"m1": {"name": "one"}}})).status_code == 201
     export = (await c.get(f"{API}/export")).json()
     assert export["modelsource"] == {} and "capabilities" in export
     assert export == (await c.get(f"{API}?doc&inline=*,capabilities,modelsource")).json()
+    # the gateway's own import takes that `{}` as "no model given" (PUT / would reset the model)
+    imported = (await c.post("/graphql", json={"query": IMPORT, "variables": {"doc": export}})).json()
+    assert "errors" not in imported, imported
+    assert "messagegroups" in (await c.get(f"{API}/model")).json()["groups"]
+    assert (await c.delete(f"{API}/messagegroups/g1")).status_code == 204
     await install(c)
     export = (await c.get(f"{API}/export")).json()
     assert export["modelsource"] == DIRS
