@@ -39,8 +39,9 @@ def attribute_headers(r: httpx.Response) -> dict[str, str]:
 
 
 async def test_xregistry_headers_are_only_the_described_entitys_attributes(wire):
-    """core/http.md "Serializing Resource Documents": "the xRegistry metadata MUST be serialized as
-    HTTP headers [...] `xRegistry-<ATTRIBUTE-NAME>: <ATTRIBUTE-VALUE>`" — the ``xRegistry-``
+    """core/http.md "Resource Metadata vs Resource Document": "On responses, unless otherwise
+    stated, all top-level scalar attributes of the Resource SHOULD appear as HTTP headers where the
+    header name is the name of the attribute prefixed with `xRegistry-`." — the ``xRegistry-``
     namespace holds the attributes of the entity a response describes, so no response (of any
     method, document or ``$details``, success or error) carries one that is not such an
     attribute. The registry's instance id travels as ``X-Registry-Instance`` (and GraphQL
@@ -110,7 +111,7 @@ async def test_unknown_collections_are_not_found_and_unoffered_apis_api_not_foun
 
 
 async def test_errors_of_writes_to_a_resource_name_the_resource(wire):
-    """core/spec.md "Error Processing": "Subject [...] If present, MUST be a reference to the
+    """core/spec.md "Error Processing", field "Subject": "If present, MUST be a reference to the
     entity being processed when the error occurred. In the case of a Registry entity, it MUST be
     the XID of the entity." — a write addressed to a resource processes that resource: its own
     attributes, written to its default (or new) version, are the resource's, so the error names
@@ -189,9 +190,10 @@ async def test_filter_with_inline_keeps_matches_and_their_ancestors(wire):
     """core/spec.md "Filter Flag": "Inlining MAY be used at the same time but MUST NOT result in
     additional entities being included in the results unless they are children of a matching
     leaf entity." and its examples over ``mygroups/g1/myresources/r1/versions/v1`` … (here
-    ``dirs/d1/files/f1/versions/v1`` …): "`GET /?filter=mygroups.mygroupid=g2&filter=
-    mygroups.myresources.myresourceid=r1&inline=*`" returns r1's versions "from 2nd ?filter" and
-    g2's "from 1nd ?filter"; with ``g1`` in the first filter all of g1; AND'd (``,``) only r1."""
+    ``dirs/d1/files/f1/versions/v1`` …): ``GET
+    /?filter=mygroups.mygroupid=g2&filter=mygroups.myresources.myresourceid=r1&inline=*`` returns
+    r1's versions "from 2nd ?filter" and g2's "from 1nd ?filter"; with ``g1`` in the first filter
+    all of g1; AND'd (``,``) only r1."""
     c = wire
     await install(c)
     for path in ("d1/files/f1/versions/v1", "d1/files/f1/versions/v2", "d1/files/f2/versions/v1",
@@ -251,13 +253,15 @@ async def test_export_is_the_documented_alias_and_discovery_is_served(wire):
 
 
 async def test_header_values_are_percent_encoded_and_urls_carry_the_ids(wire):
-    """core/http.md "HTTP Header Values": "The following characters MUST be percent-encoded:
-    Space (U+0020). Double-quote (U+0022). Percent (U+0025). Any characters outside the printable
-    ASCII range of U+0021-U+007E inclusive." with its example ("Euro &#x20AC; &#x1F600;" is
+    """core/http.md "HTTP Header Values": "The following characters MUST be percent-encoded: -
+    Space (U+0020). - Double-quote (U+0022). - Percent (U+0025). - Any characters outside the
+    printable ASCII range of U+0021-U+007E inclusive." with its example ("Euro &#x20AC; &#x1F600;" is
     "Euro%20%E2%82%AC%20%F0%9F%98%80"), "decoding MUST accept lowercase values", and "encoded byte
     sequences which are invalid in UTF-8 MUST generate an error ([header_error](#header_error))";
-    "`self`": "MUST be an absolute URL" to the entity — with IDs holding ``:``, ``@``, ``~`` (path
-    characters of RFC 3986 that need no encoding), the URL reaches the same entity."""
+    core/spec.md "`self` Attribute": "Each entity in the Registry MUST have a unique `self` URL
+    value that locates the entity in the Registry hierarchy and from where the entity can be
+    retrieved." — with IDs holding ``:``, ``@``, ``~`` (path characters of RFC 3986 that need no
+    encoding), the URL reaches the same entity, as does the percent-encoded path."""
     c = wire
     await install(c)
     path = f"{API}/dirs/a:b@c~d/files/x.y_z-1"
