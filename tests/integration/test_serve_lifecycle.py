@@ -69,7 +69,7 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_closes_the_sto
         proc, url = _serve(tmp_path, "--config", str(tmp_path / "gateway.yaml"), XREG_SHUTDOWN_GRACE_SECONDS="30")
         try:
             remote.wrapper.clear()
-            remote.wrapper.delay = 4.0
+            remote.wrapper.hold()  # the request stays in flight until released
             answer: dict[str, httpx.Response] = {}
             query = '{ registry(id: "slow") { messagegroups(first: 1) { nodes { xid } } } }'
             worker = threading.Thread(target=lambda: answer.setdefault("r", httpx.post(
@@ -80,11 +80,12 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_closes_the_sto
                 assert time.monotonic() < deadline, "the request never reached the remote"
                 time.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 3
+            deadline = time.monotonic() + 30
             while not _refused(url):
                 assert time.monotonic() < deadline, "still accepting connections after SIGTERM"
                 time.sleep(0.1)
-            assert worker.is_alive(), "the slow request ended before new connections were refused"
+            assert worker.is_alive() and remote.wrapper.held == 1, "the request ended before new connections were refused"
+            remote.wrapper.release()
             worker.join(60)
             response = answer["r"]
             assert response.status_code == 200, response.text
