@@ -28,10 +28,11 @@ from tests.federation.servers import redis_or_skip
 
 #: Directories whose tests run on one xdist worker, with the reason.
 GROUPS = {
-    "spark": "one local[2] SparkSession and one corpus-loaded gateway per worker would take both cores and ~1 GB",
+    "spark": "a local[2] SparkSession (a JVM of about 600 MB) and a corpus-loaded gateway per worker would double both",
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         area = item.path.relative_to(Path(__file__).parent).parts[0]
