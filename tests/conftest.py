@@ -2,7 +2,7 @@
 
 How the suite runs (``make test``): on two pytest-xdist workers (``-n 2 --dist loadgroup``), in a
 random order (pytest-randomly: ``-p no:randomly`` turns it off, ``--randomly-seed=N``
-replays an order; the seed is printed at the top). So every test:
+replays an order; the seed is printed at the end). So every test:
 
 - takes its ports from the OS (``tests.support.live.bound_socket``, ``LiveServer``) and its files
   from ``tmp_path`` / ``tmp_path_factory`` — nothing written under the repository;
@@ -38,6 +38,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         area = item.path.relative_to(Path(__file__).parent).parts[0]
         if area in GROUPS:
             item.add_marker(pytest.mark.xdist_group(area))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):  # the order of this run, to replay it
+        terminalreporter.write_line(f"random order: --randomly-seed={seed}")
 
 
 @pytest.fixture
