@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -114,7 +113,6 @@ def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_p
     assert "errors" not in expected, expected
     requests: list[str] = []
     problems: list[str] = []
-    started = time.monotonic()
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
@@ -141,7 +139,6 @@ def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_p
             page.screenshot(path=str(tmp_path / "graphiql.png"))
         finally:
             context.close()
-    elapsed = time.monotonic() - started
 
     result = json.loads(result_text)
     assert result == expected  # what the page shows is what the gateway answers
@@ -158,4 +155,3 @@ def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_p
     assert f"{gateway.origin}/graphql" in requests
     assert problems == []
     assert (tmp_path / "graphiql.png").stat().st_size > 10_000
-    assert elapsed < 60, f"the browser run took {elapsed:.1f}s"
