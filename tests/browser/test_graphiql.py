@@ -300,3 +300,28 @@ def test_a_list_result_shows_as_a_table_and_downloads_as_csv(gateway: LiveGatewa
                         for n in nodes]
     assert csv_text.endswith("\r\n")
     assert browser.outside() == [] and browser.problems == []
+
+
+def test_a_hostile_answer_stays_text_in_the_table_and_inert_in_the_csv(gateway: LiveGateway, tmp_path: Path):
+    """Registry content is untrusted: in the table it is text, never HTML; in the CSV a cell a
+    spreadsheet would run as a formula starts with a quote."""
+    answer = {"data": {"registry": {"messages": {"nodes": [
+        {"name": '=HYPERLINK("http://example.invalid","x")', "description": '<img src=x onerror="window.__injected=1">',
+         "epoch": -1, "label": "-2", "doc": 'a "quoted", multi\nline'},
+    ]}}}}
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query="{ __typename }"))
+        page.get_by_role("button", name="Show Table").click()
+        page.evaluate("a => document.querySelector('.result-window .CodeMirror').CodeMirror.setValue(a)",
+                      json.dumps(answer))
+        cells = page.locator(".xreg-table tbody tr").first.locator("td").all_text_contents()
+        with page.expect_download() as download_info:
+            page.get_by_role("button", name="Download CSV").click()
+        rows = list(csv.reader(io.StringIO(Path(download_info.value.path()).read_text(encoding="utf-8-sig"), newline="")))
+        injected = page.evaluate("window.__injected")
+        images = page.evaluate("document.querySelectorAll('.xreg-table img').length")
+    node = answer["data"]["registry"]["messages"]["nodes"][0]
+    assert cells == [node["name"], node["description"], "-1", "-2", node["doc"]]
+    assert injected is None and images == 0
+    assert rows == [["name", "description", "epoch", "label", "doc"],
+                    ["'" + node["name"], node["description"], "-1", "'-2", node["doc"]]]
