@@ -209,6 +209,26 @@ def share_link(**values: str) -> str:
     return "/graphiql?" + urlencode(values)
 
 
+def test_the_examples_are_the_first_tabs_and_open_from_the_examples_pane(gateway: LiveGateway, tmp_path: Path):
+    from gateway.graphiql_examples import CHANGES_SINCE, EXAMPLES
+
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open()
+        tabs = [title.strip() for title in page.locator(".graphiql-tab").all_inner_texts()]
+        page.get_by_role("button", name="Show Examples").click()
+        page.locator(f"a[data-example='{CHANGES_SINCE.name}']").click()
+        page.wait_for_url(re.compile(r".*[?&]query=.*"))
+        page.locator(".graphiql-query-editor .CodeMirror").wait_for(state="visible", timeout=20_000)
+        page.wait_for_function(f"() => document.querySelector('.graphiql-tab-active')?.innerText.trim() === "
+                               f"{json.dumps(CHANGES_SINCE.name)}", timeout=20_000)
+        opened = editor_text(page, "query"), editor_text(page, "variables")
+        result = run_and_wait(page)
+    assert tabs == [example.name for example in EXAMPLES]
+    assert opened == (CHANGES_SINCE.query, CHANGES_SINCE.variables_json())
+    assert "errors" not in result and result["data"]["registry"]["changes"]["nodes"]
+    assert browser.outside() == [] and browser.problems == []
+
+
 def test_the_explorer_builds_a_query_by_clicking_fields(gateway: LiveGateway, tmp_path: Path):
     with chromium(gateway, tmp_path) as browser:
         page = browser.open(share_link(query=""))
