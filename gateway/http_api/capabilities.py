@@ -1,7 +1,7 @@
 """The ``capabilities`` map this API serves (core/spec.md "Registry Capabilities").
 
 It states what is implemented, nothing more: the supported flags and ``ignore`` values,
-pagination, specification version ``1.0-rc4``, the ``manual`` version mode, the schema formats
+pagination, specification version ``1.0-rc4``, the version modes of core/model.md, the schema formats
 and compatibility modes checked on write, and the available
 metadata (``capabilities``, ``entities``, ``export``, ``model``, ``modelsource``; entities and
 the model, through ``modelsource``, are mutable).
@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway import formats
 from gateway.http_api.flags import FLAGS, IGNORES, SPEC_VERSIONS
+from gateway.model.registry_model import VERSION_MODES
 
 
 def capabilities() -> dict[str, Any]:
@@ -37,5 +38,5 @@ def capabilities() -> dict[str, Any]:
         "pagination": True,
         "shortself": False,
         "specversions": list(SPEC_VERSIONS),
-        "versionmodes": ["manual"],
+        "versionmodes": list(VERSION_MODES),
     }

@@ -149,6 +149,10 @@ _TYPES: dict[str, dict[str, Any]] = {
     "uri": {"type": "string", "pattern": _URI_PATTERN},
     "urireference": {"type": "string", "pattern": _URI_PATTERN},
     "url": {"type": "string", "pattern": _URI_PATTERN},
+    "uriabsolute": {"type": "string", "pattern": _URI_PATTERN},
+    "urirelative": {"type": "string", "pattern": _URI_PATTERN},
+    "urlabsolute": {"type": "string", "pattern": _URI_PATTERN},
+    "urlrelative": {"type": "string", "pattern": _URI_PATTERN},
     "uritemplate": {"type": "string", "pattern": _URI_TEMPLATE_PATTERN},
     "xid": {"type": "string", "pattern": "^/"},
     "xidtype": {"type": "string", "pattern": "^/"},
@@ -626,8 +630,7 @@ def _attribute_names(*defs: dict[str, Any]) -> list[str]:
     return sorted({n for d in defs for n in d if n != "*"})
 
 
-_SCALARS = frozenset({"string", "boolean", "integer", "uinteger", "decimal", "timestamp", "uri", "urireference",
-                      "url", "uritemplate", "xid", "xidtype"})
+_SCALARS = frozenset(_TYPES)
 
 
 def _document_headers(rdef: ResourceDef, common: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -21,12 +21,13 @@ from gateway.errors import ValidationErrors, XRegistryError, invalid
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.registry import constraints
 from gateway.registry.compliance import check_compliance
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
 from gateway.registry.search import search_text
-from gateway.registry.timestamps import parse_ts, utc_now
+from gateway.registry.timestamps import utc_now
 from gateway.registry.validation import (
     ATTRIBUTE_NAME,
     MAP_KEY,
@@ -35,6 +36,7 @@ from gateway.registry.validation import (
     validate_entity,
     validate_values,
 )
+from gateway.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
 from gateway.xid import Xid
 
@@ -461,6 +463,9 @@ class Changeset:
         user = _merge(base, _strip(request, {"versionid"}), patch)
         if rdef.hasdocument:
             _drop_other_documents(user, request, rdef)
+        group = self._states.get(Xid(gtype, gid).key)
+        constraints.apply_defaults(user, constraints.in_force(self.group_def(gtype), group.doc if group else None,
+                                                              rtype))
         ids = {rdef.id_attribute: rid, "versionid": vid, "xid": vxid}
         self._finish(state, "version", f"{gtype}/{rtype}/versions", user, body, ids)
 
@@ -613,7 +618,7 @@ class Changeset:
         if not xref:
             if not versions:
                 raise XRegistryError("bad_request", rxid, detail="a resource must have at least one version")
-            self._assign_ancestors(versions, rxid)
+            self._assign_ancestors(versions, rxid, rdef)
             await self._check_documents(rdef, versions, meta_old, meta_req, patch=patch or meta_in is None)
             keep_old = patch or meta_in is None
             was_sticky = bool(meta_old.get("defaultversionsticky", False)) if keep_old else False
@@ -634,20 +639,26 @@ class Changeset:
                 # sticky without an id: the version the versionmode picks, unless already pinned
                 # (core/spec.md, "defaultversionid Attribute")
                 wanted = explicit if explicit is not None else (
-                    meta_old.get("defaultversionid") if was_sticky else None) or _newest(versions)
+                    meta_old.get("defaultversionid") if was_sticky else None) or newest(versions, rdef.versionmode)
                 if wanted not in by_id:
                     raise XRegistryError("unknown_id", rxid, singular="version", id=wanted,
                                          detail=f"defaultversionid names no version of {rxid}")
                 default_id = wanted
             else:
-                default_id = _newest(versions)
-            # maxversions: prune the oldest versions that are not the default
+                default_id = newest(versions, rdef.versionmode)
+            if sticky and rdef.maxversions == 1 and meta_req.get("defaultversionsticky"):
+                # core/spec.md, defaultversionsticky: setting it to true when maxversions is 1
+                raise XRegistryError("setdefaultversionsticky_false", mxid)
+            # maxversions: prune the oldest versions (per the versionmode) that are not the
+            # default; with maxversions 1 the default is not skipped (core/model.md)
             if rdef.maxversions and len(versions) > rdef.maxversions:
-                removable = sorted((s for s in versions if s.id != default_id), key=_age_key)
+                if rdef.maxversions == 1:
+                    default_id, sticky = newest(versions, rdef.versionmode), False
+                removable = sorted((s for s in versions if s.id != default_id), key=order_key(rdef.versionmode))
                 for victim in removable[: len(versions) - rdef.maxversions]:
                     self._set(victim, "version", vctype, None)
                 versions = [s for s in versions if s.doc is not None]
-                self._repair_ancestors(versions)
+                self._repair_ancestors(versions, rdef)
             default_state = next(s for s in versions if s.id == default_id)
             default_copy = json_limits.copy(default_state.doc)
         else:
@@ -704,17 +715,35 @@ class Changeset:
             if state.xid.lower() not in self._dirty and state.doc is not None:
                 self._set(state, state.kind, state.ctype, state.doc)  # its recorded outcome changed
 
-    def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
-        """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
+    def _set_ancestor(self, state: _State, ancestor: str) -> None:
+        """Give a version a new ``ancestorid``: "Any modification to the ancestorid attribute MUST
+        result in the owning Version's epoch and modifiedat attributes be updated appropriately,
+        regardless of whether the change [...] was explicitly part of a request or indirectly
+        changed due to changes to other Versions" (core/spec.md)."""
+        if state.body.get(ANCESTOR_ID) == ancestor:
+            return
+        doc = {**state.body, ANCESTOR_ID: ancestor}
+        if state.stored_rev is not None and state.xid.lower() not in self._bumped:
+            self._stamp(doc, {}, state.body)
+        self._set(state, state.kind, state.ctype, doc)
+
+    def _assign_ancestors(self, versions: list[_State], rxid: str, rdef: ResourceDef) -> None:
+        """``ancestorid`` per the versionmode (core/model.md): in ``manual`` mode for versions
+        that lack one, in the ordered modes for all; then a cycle check and, when the resource
+        type has ``singleversionroot``, the one-root rule."""
         by_id = {s.id: s for s in versions}
         for s in versions:  # checked before any is compared or ordered by it
             if s.body.get(ANCESTOR_ID) and not isinstance(s.body[ANCESTOR_ID], str):
                 raise invalid(s.xid, ANCESTOR_ID, "must be a string")
+        if rdef.versionmode in ORDERED_MODES:
+            for vid, ancestor in chained_ancestors(versions, rdef.versionmode).items():
+                self._set_ancestor(by_id[vid], ancestor)
+            return
         fresh = sorted((s for s in versions if not s.body.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
         settled = [s for s in versions if s.body.get(ANCESTOR_ID)]
         for s in fresh:
             vid = s.id
-            s.body[ANCESTOR_ID] = _newest(settled) if settled else vid
+            s.body[ANCESTOR_ID] = newest(settled, "manual") if settled else vid
             settled.append(s)
         for s in versions:
             anc = s.body.get(ANCESTOR_ID)
@@ -737,14 +766,26 @@ class Changeset:
                     raise XRegistryError("ancestor_circular_reference", rxid, list=", ".join(seen))
                 seen.append(cur)
                 cur = nxt
+        roots = sorted(s.id for s in versions if s.body.get(ANCESTOR_ID) == s.id)
+        if rdef.singleversionroot and len(roots) > 1:
+            # core/model.md, singleversionroot: "the server MUST generate an error
+            # (multiple_roots) if any request results in a state where more than one Version of a
+            # Resource is a root"
+            raise XRegistryError("multiple_roots", rxid, plural=rdef.plural,
+                                 detail=f"versions {', '.join(roots)} would all be roots")
 
-    def _repair_ancestors(self, versions: list[_State]) -> None:
+    def _repair_ancestors(self, versions: list[_State], rdef: ResourceDef) -> None:
+        """Ancestors after versions were deleted (core/model.md, "Deleted Ancestor"): in
+        ``manual`` mode an orphan becomes a root, in the ordered modes the chain is recomputed."""
+        if rdef.versionmode in ORDERED_MODES:
+            by_id = {s.id: s for s in versions}
+            for vid, ancestor in chained_ancestors(versions, rdef.versionmode).items():
+                self._set_ancestor(by_id[vid], ancestor)
+            return
         ids = {s.id for s in versions}
         for s in versions:
             if s.body.get(ANCESTOR_ID) not in ids:
-                s.body[ANCESTOR_ID] = s.id
-                if s.xid.lower() not in self._dirty:
-                    self._set(s, s.kind, s.ctype, s.doc)
+                self._set_ancestor(s, s.id)
 
     # -- deletes ------------------------------------------------------------------------------
     async def delete(self, xid: str, *, epoch: Any = None) -> None:
@@ -773,7 +814,7 @@ class Changeset:
             rstate = await self._state(rxid)
             meta = (rstate.doc or {}).get("meta") or {}
             keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != vxid.version_id
-            self._repair_ancestors(remaining)
+            self._repair_ancestors(remaining, rdef)
             await self._settle_resource(gtype, gid, rtype, rid, rdef,
                                         {"defaultversionsticky": bool(keep_sticky),
                                          **({"defaultversionid": meta.get("defaultversionid")} if keep_sticky else {})},
@@ -1058,23 +1099,3 @@ def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryMod
                                     f"(/{gtype}/<id>/{rtype}/<id>)")
     if xref.lower() == rxid.lower():
         raise XRegistryError("malformed_xref", rxid, xref=xref, detail="a resource cannot reference itself")
-
-
-def _age_key(state: _State) -> tuple[Any, str]:
-    created = state.body.get("createdat") or ""
-    try:
-        moment = parse_ts(created).timestamp()
-    except (ValueError, TypeError):
-        moment = 0.0
-    return (moment, state.id.lower())
-
-
-def _newest(versions: list[_State]) -> str:
-    """The newest version per the ``manual`` versionmode: among leaves (not anyone's ancestor),
-    the latest ``createdat``, ties by the highest versionid (case-insensitive)."""
-    ancestors = {
-        s.body.get(ANCESTOR_ID) for s in versions
-        if s.body.get(ANCESTOR_ID) and s.body.get(ANCESTOR_ID) != s.id
-    }
-    leaves = [s for s in versions if s.id not in ancestors] or versions
-    return max(leaves, key=_age_key).id

@@ -1,15 +1,19 @@
-"""Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file, httpx clients
-through ASGI, and a real uvicorn server (see ``support.py``)."""
+"""Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file (``store_client``: on
+each embedded store), httpx clients through ASGI, and a real uvicorn server (see ``support.py``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mongomock_motor import AsyncMongoMockClient
 
 from gateway.app import create_app
 from gateway.config import Settings
+from gateway.registry.service import LocalRegistry
+from gateway.storage.mongo import MongoStore
 from tests.http.support import SEED, asgi_client, make_settings, running
 from tests.support.live import LiveServer
 
@@ -52,3 +56,17 @@ def live(settings: Settings) -> Iterator[LiveServer]:
     """A real uvicorn server of a fresh gateway (writer key as for ``client``)."""
     with LiveServer(create_app(settings)) as server:
         yield server
+
+
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def store_client(request, settings: Settings):
+    """``client`` (writer key) on a fresh gateway over each embedded store: SQLite, and
+    ``MongoStore`` on an in-memory ``mongomock_motor`` client."""
+    registry = None
+    if request.param == "mongomock":
+        registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database=f"http_{uuid.uuid4().hex[:12]}"),
+                                 registry_id=settings.registry_id, base_url=settings.base_url,
+                                 model_limits=settings.model_limits)
+    app = create_app(settings, registry=registry)
+    async with app.router.lifespan_context(app), asgi_client(app) as c:
+        yield c

@@ -504,7 +504,7 @@ async def test_capabilities_advertise_only_what_works(seeded):
     for value in caps["ignores"]:
         r = await client.patch(f"/registry/messagegroups/orders?ignore={value}", json={"description": value})
         assert r.status_code == 200, (value, r.text)
-    assert caps["pagination"] is True and caps["versionmodes"] == ["manual"]
+    assert caps["pagination"] is True and caps["versionmodes"] == ["manual", "createdat", "modifiedat", "semver"]
 
 
 async def test_export_is_the_document_view_of_everything(seeded):
