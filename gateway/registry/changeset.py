@@ -404,7 +404,10 @@ class Changeset:
             needs_version = not existing_versions and not versions_in
             if target is None and needs_version:
                 target = await self._next_version_id(rxid, vctype)
-            wants_update = (needs_version or rstate.doc is None or not patch
+            # a PATCH naming nothing is a touch of the default version (core/spec.md, epoch: "even
+            # if no attributes were explicitly updated, such as a "patch" type of operation when no
+            # attributes are specified"); one naming only ``meta`` updates the meta alone
+            wants_update = (needs_version or rstate.doc is None or not patch or meta_in is None
                             or bool(default_attrs.keys() - {"versionid", "epoch"}))
             if target is not None and target not in (versions_in or {}) and wants_update:
                 # the request addressed the resource: its default version's errors name the resource
@@ -686,6 +689,16 @@ class Changeset:
         if meta_changed or (self.touch and meta_in is not None):
             meta_doc = {**meta_ids, **user_meta}
             self._stamp(meta_doc, meta_req, meta_old if rstate.doc else None)
+            if meta_old.get("xref") and not xref:
+                # core/spec.md, converting a cross-reference back into a normal Resource: "The
+                # Resource's meta.epoch value MUST be greater than the original Resource's
+                # previously known value (if any) and greater than the target Resource's
+                # meta.epoch value", "epoch = max(original_Epoch, target_Resource_Epoch) + 1"
+                # (a target that no longer exists counts as zero)
+                target = await self._state(str(meta_old["xref"]))
+                target_meta = (target.doc or {}).get("meta") if target.kind == "resource" else None
+                target_epoch = int((target_meta or {}).get("epoch", 0) or 0)
+                meta_doc["epoch"] = max(int(meta_old.get("epoch", 0)), target_epoch) + 1
         else:
             meta_doc = meta_old
         new_doc = {"meta": meta_doc, "default": default_copy}
