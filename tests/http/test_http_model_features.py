@@ -281,3 +281,15 @@ async def test_capabilities_offer_the_version_modes(store_client):
     assert caps["versionmodes"] == ["manual", "createdat", "modifiedat", "semver"]
     model = copy.deepcopy(dirs_model(versionmode="nosuch"))
     assert_problem(await store_client.put("/registry/modelsource", json=model), 400, "model_error")
+
+
+async def test_setversionid_false_refuses_client_versionids(store_client):
+    """core/model.md ``setversionid``: "During the creation of a new Version, if setversionid is
+    false and a versionid is provided then the server MUST generate an error
+    (versionid_not_allowed)"."""
+    await install(store_client, dirs_model(setversionid=False))
+    assert (await store_client.put("/registry/dirs/d1/files/f1", json={})).status_code == 201
+    r = await store_client.post("/registry/dirs/d1/files/f1", json={"versionid": "mine"})
+    assert_problem(r, 400, "versionid_not_allowed")
+    r = await store_client.post("/registry/dirs/d1/files/f1", json={"tier": "t"})
+    assert r.status_code == 201 and r.json()["versionid"] == "2", r.text
