@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.errors import XRegistryError
-from gateway.http_api.capabilities import capabilities
+from gateway.http_api.capabilities import capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
 from gateway.http_api.flags import Flags
@@ -18,6 +18,7 @@ from gateway.http_api.openapi import openapi_body
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import JSON, add_links, json_response
+from gateway.registry.capabilities import offered
 from gateway.registry.filters import Filters, parse_filters
 from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
@@ -46,7 +47,9 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
     if inline.has("model"):
         view["model"] = call.model.to_json()
     if inline.has("capabilities"):
-        view["capabilities"] = capabilities()
+        view["capabilities"] = capabilities(call.registry.capability_settings)
+    if inline.has("capabilitiesoffered"):
+        view["capabilitiesoffered"] = offered(supported())
     if flags.doc:
         relativize(view, "/", collection=False)
     if flags.collections:
@@ -67,7 +70,9 @@ async def get_root(call: Call) -> Response:
 async def get_api(call: Call) -> Response:
     api = call.target.api
     if api == "capabilities":
-        return json_response(capabilities())
+        return json_response(capabilities(call.registry.capability_settings))
+    if api == "capabilitiesoffered":
+        return json_response(offered(supported()))
     if api == "model":
         return json_response(call.model.to_json())
     if api == "openapi.json":

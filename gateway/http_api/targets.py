@@ -21,7 +21,7 @@ from gateway.xid import Xid
 
 DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.
-ROOT_APIS = ("capabilities", "model", "export", "openapi.json")
+ROOT_APIS = ("capabilities", "capabilitiesoffered", "model", "export", "openapi.json")
 
 #: The stand-alone ``modelsource`` entity (core/http.md "GET /modelsource", "PUT /modelsource").
 MODEL_SOURCE = "modelsource"

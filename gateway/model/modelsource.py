@@ -181,6 +181,19 @@ def _check_names(kind: str, key: str, doc: dict[str, Any], taken: set[str], wher
         taken.add(name)
 
 
+def _check_matchversions(rdoc: dict[str, Any], where: str) -> None:
+    """core/model.md ``matchversions``: "This aspect MUST only be true for attribute definitions
+    that: Are within a Resource type's versioned attributes section. Are for scalar typed
+    attributes." (checked at the top level of each section)."""
+    for aspect in ("attributes", "resourceattributes", "metaattributes"):
+        for name, definition in (rdoc.get(aspect) or {}).items():
+            if not (isinstance(definition, dict) and definition.get("matchversions")):
+                continue
+            if aspect != "attributes" or name == "*" or definition.get("type") not in SCALAR_TYPES:
+                raise _error(f"{where}.{aspect}.{name}.matchversions may only be true on a statically defined "
+                             "scalar attribute of the versions")
+
+
 _CONSTRAINT_ASPECTS = frozenset({"default", "enum", "equals"})
 
 
@@ -276,6 +289,7 @@ def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str,
                 raise _error(f"{rwhere}.singleversionroot must be true with versionmode {mode!r}")
             for aspect in ("attributes", "resourceattributes", "metaattributes"):
                 _check_attributes(rdoc.get(aspect) or {}, f"{rwhere}.{aspect}")
+            _check_matchversions(rdoc, rwhere)
         _check_constraints(gdoc, f"{where}.constraints")
         for imported in gdoc.get("ximportresources") or []:
             parts = [p for p in str(imported).split("/") if p]

@@ -84,6 +84,8 @@ class AttributeDef:
     required: bool = False
     readonly: bool = False
     immutable: bool = False
+    #: core/model.md ``matchversions``: every Version of a Resource has the same value.
+    matchversions: bool = False
     enum: tuple[Any, ...] | None = None
     strict: bool = True
     target: str | None = None
@@ -109,6 +111,7 @@ class AttributeDef:
             required=bool(doc.get("required", False)),
             readonly=bool(doc.get("readonly", False)),
             immutable=bool(doc.get("immutable", False)),
+            matchversions=bool(doc.get("matchversions", False)),
             enum=tuple(enum) if enum is not None else None,
             strict=bool(doc.get("strict", True)),
             target=doc.get("target") or (item or {}).get("target"),

@@ -22,6 +22,7 @@ from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
 from gateway.registry import constraints
+from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.compliance import check_compliance
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
@@ -125,8 +126,10 @@ class Changeset:
         #: Version key -> the XID its errors name: a default version written through its
         #: resource's attributes is reported as the resource (the entity the request addressed).
         self._reported_as: dict[str, str] = {}
-        #: Whether this changeset changed the registry's model (``put_model_source``).
+        #: Whether this changeset changed the registry's model (``put_model_source``) or its
+        #: capability settings (``put_capabilities``).
         self.model_changed = False
+        self.capabilities_changed = False
 
     # -- loading ------------------------------------------------------------------------------
     async def prefetch(self, xids: Iterable[str]) -> None:
@@ -262,14 +265,15 @@ class Changeset:
         """Update the registry entity's own attributes (name, description, labels, …)."""
         state = await self._state("/")
         self._check_epoch("/", attrs.get("epoch"), state.doc)
-        kept = {k: v for k, v in (state.doc or {}).items() if k == MODEL_SOURCE_KEY}  # not an attribute
+        kept = {k: v for k, v in (state.doc or {}).items()
+                if k in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}  # not attributes
         base = {k: v for k, v in _user_view(state.doc or {}).items() if k not in kept} if patch else {}
         user = _merge(base, _strip(attrs, set(self.model.groups) | _collection_attrs(self.model.groups)
                                    | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
                       patch)
         ids = {"registryid": registry_id, "xid": "/", **kept}
         if self._finish(state, "registry", "", user, attrs, ids):
-            attributes = {k: v for k, v in state.body.items() if k != MODEL_SOURCE_KEY}
+            attributes = {k: v for k, v in state.body.items() if k not in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}
             self._errors.extend(validate_attributes(attributes, registry_definitions(self.model), subject="/",
                                                     extensible=True, model=self.model))
 
@@ -292,6 +296,24 @@ class Changeset:
         self._set(state, "registry", "", doc)
         self.model = model
         self.model_changed = True
+        return True
+
+    async def put_capabilities(self, settings: dict[str, Any]) -> bool:
+        """Make ``settings`` (checked by ``gateway.registry.capabilities.update``) the registry's
+        capability settings, kept in the registry entity's state; the registry's ``epoch`` and
+        ``modifiedat`` move when they change (core/spec.md, Registry entity: "when those attributes
+        are modified the Registry entity is considered to be updated"). Returns whether they changed."""
+        state = await self._state("/")
+        if state.doc is None:
+            raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")
+        if (state.doc.get(CAPABILITIES_KEY) or {}) == settings:
+            return False
+        doc = {k: v for k, v in state.doc.items() if k != CAPABILITIES_KEY}
+        if settings:
+            doc[CAPABILITIES_KEY] = settings
+        self._stamp(doc, {}, state.doc)
+        self._set(state, "registry", "", doc)
+        self.capabilities_changed = True
         return True
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
@@ -662,6 +684,8 @@ class Changeset:
                     self._set(victim, "version", vctype, None)
                 versions = [s for s in versions if s.doc is not None]
                 self._repair_ancestors(versions, rdef)
+            if self.model.closed:  # the built-in schema model's format: see _check_matchversions
+                _check_matchversions(rdef, versions, rxid, self._dirty)
             default_state = next(s for s in versions if s.id == default_id)
             default_copy = json_limits.copy(default_state.doc)
         else:
@@ -1112,3 +1136,18 @@ def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryMod
                                     f"(/{gtype}/<id>/{rtype}/<id>)")
     if xref.lower() == rxid.lower():
         raise XRegistryError("malformed_xref", rxid, xref=xref, detail="a resource cannot reference itself")
+
+
+def _check_matchversions(rdef: ResourceDef, versions: list[_State], rxid: str, dirty: dict[str, str]) -> None:
+    """core/model.md ``matchversions``: "all Versions of a Resource instance MUST have the same
+    value for this attribute (or MUST be missing from all Versions). If an inconsistency is found
+    then an error (mismatched_version_attribute) MUST be generated" — checked when a write
+    touched a Version of the Resource, for models given through ``modelsource``: the built-in
+    schema model marks ``format`` so, while real schema registries (schemastore.org's) hold
+    Versions of one schema in several formats; there it is not enforced."""
+    if not any(s.xid.lower() in dirty for s in versions):
+        return
+    for name, defn in rdef.attributes.items():
+        if defn.matchversions and len({repr(s.body.get(name)) for s in versions}) > 1:
+            raise XRegistryError("mismatched_version_attribute", rxid, name=name, path=name,
+                                 detail=f"every version of {rxid} must have the same {name}")

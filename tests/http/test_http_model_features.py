@@ -293,3 +293,23 @@ async def test_setversionid_false_refuses_client_versionids(store_client):
     assert_problem(r, 400, "versionid_not_allowed")
     r = await store_client.post("/registry/dirs/d1/files/f1", json={"tier": "t"})
     assert r.status_code == 201 and r.json()["versionid"] == "2", r.text
+
+
+async def test_matchversions(store_client):
+    """core/model.md ``matchversions``: "all Versions of a Resource instance MUST have the same
+    value for this attribute (or MUST be missing from all Versions). If an inconsistency is found
+    then an error (mismatched_version_attribute) MUST be generated"; it "MUST only be true for
+    [...] scalar typed attributes" (else ``model_error``)."""
+    model = dirs_model()
+    model["groups"]["dirs"]["resources"]["files"]["attributes"]["tier"]["matchversions"] = True
+    bad = copy.deepcopy(model)
+    bad["groups"]["dirs"]["resources"]["files"]["attributes"]["t_map"]["matchversions"] = True
+    assert_problem(await store_client.put("/registry/modelsource", json=bad), 400, "model_error")
+    await install(store_client, model)
+    assert (await store_client.put("/registry/dirs/d1/files/f1", json={"tier": "a"})).status_code == 201
+    r = await store_client.post("/registry/dirs/d1/files/f1/versions", json={"2": {"tier": "b"}})
+    assert_problem(r, 400, "mismatched_version_attribute")
+    r = await store_client.post("/registry/dirs/d1/files/f1/versions", json={"2": {"tier": "a"}})
+    assert r.status_code in (200, 201), r.text
+    assert_problem(await store_client.patch("/registry/dirs/d1/files/f1/versions/1", json={"tier": None}),
+                   400, "mismatched_version_attribute")
