@@ -18,6 +18,7 @@ from gateway.http_api.openapi import openapi_body
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import JSON, add_links, json_response
+from gateway.registry import xrefs
 from gateway.registry.capabilities import offered
 from gateway.registry.filters import Filters, parse_filters
 from gateway.registry.reads import Selection, count
@@ -189,7 +190,7 @@ def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
 
 async def get_meta(call: Call) -> Response:
     call.inline()
-    rec = await call.record()
+    [rec] = await xrefs.resolve(call.registry.store, [await call.record()])  # an xref shows its target's
     view = meta_view(rec, call.registry.base_url)
     if call.flags.filter:
         filters = parse_filters(call.flags.filter, subject=call.subject)
