@@ -21,6 +21,7 @@ from gateway.errors import XRegistryError
 from gateway.model.registry_model import (
     ALL_TYPES,
     COMMON_ATTRIBUTES,
+    META_ATTRIBUTES,
     ORDERED_VERSION_MODES,
     SCALAR_TYPES,
     VERSION_ATTRIBUTES,
@@ -181,6 +182,20 @@ def _check_names(kind: str, key: str, doc: dict[str, Any], taken: set[str], wher
         taken.add(name)
 
 
+#: Attributes core/spec.md defines (``immutable`` is for them only).
+_SPEC_DEFINED = frozenset({*COMMON_ATTRIBUTES, *VERSION_ATTRIBUTES, *META_ATTRIBUTES, "specversion", "registryid"})
+
+
+def _check_immutable(attrs: Any, where: str, id_attribute: str | None = None) -> None:
+    """core/model.md ``immutable``: "This MUST ONLY be used for server-controlled
+    specification-defined attributes, such as specversion and <SINGULAR>id, and MUST NOT be used
+    for extension attributes." (top-level definitions)."""
+    for name, definition in (attrs or {}).items() if isinstance(attrs, dict) else ():
+        if isinstance(definition, dict) and definition.get("immutable") and name not in _SPEC_DEFINED \
+                and name != id_attribute:
+            raise _error(f"{where}.{name}.immutable may only be true on attributes the specification defines")
+
+
 def _check_matchversions(rdoc: dict[str, Any], where: str) -> None:
     """core/model.md ``matchversions``: "This aspect MUST only be true for attribute definitions
     that: Are within a Resource type's versioned attributes section. Are for scalar typed
@@ -258,6 +273,7 @@ def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str,
     check_model_bounds(doc, limits or ModelLimits())
     _unknown(doc, REGISTRY_KEYS, "the model")
     _check_attributes(doc.get("attributes") or {}, "attributes")
+    _check_immutable(doc.get("attributes"), "attributes")
     groups = _object(doc.get("groups") or {}, "groups")
     group_names: set[str] = set()
     for gkey, gdoc in groups.items():
@@ -290,7 +306,10 @@ def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str,
             for aspect in ("attributes", "resourceattributes", "metaattributes"):
                 _check_attributes(rdoc.get(aspect) or {}, f"{rwhere}.{aspect}")
             _check_matchversions(rdoc, rwhere)
+            for aspect in ("attributes", "resourceattributes", "metaattributes"):
+                _check_immutable(rdoc.get(aspect), f"{rwhere}.{aspect}", f"{rdoc.get('singular')}id")
         _check_constraints(gdoc, f"{where}.constraints")
+        _check_immutable(gdoc.get("attributes"), f"{where}.attributes", f"{gdoc.get('singular')}id")
         for imported in gdoc.get("ximportresources") or []:
             parts = [p for p in str(imported).split("/") if p]
             source = _object(groups.get(parts[0]) or {}, "groups") if len(parts) == 2 else {}

@@ -20,7 +20,7 @@ from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError, invalid
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
-from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.model.registry_model import ANCESTOR_ID, AttributeDef, GroupDef, RegistryModel, ResourceDef
 from gateway.registry import constraints
 from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.compliance import check_compliance
@@ -350,6 +350,7 @@ class Changeset:
         request = _strip(attrs, set(gdef.resources) | _collection_attrs(gdef.resources))
         base = _user_view(state.doc or {}) if patch else {}
         user = _merge(base, _strip(request, {gdef.id_attribute}), patch)
+        _keep_readonly(user, gdef.attributes, state.doc)
         wrote = self._finish(state, "group", gtype, user, attrs, {gdef.id_attribute: gid, "xid": xid})
         if wrote:
             self._validate("group", state, gtype)
@@ -486,6 +487,7 @@ class Changeset:
         if not patch and state.doc is not None and ANCESTOR_ID not in request:
             request[ANCESTOR_ID] = state.doc.get(ANCESTOR_ID)
         user = _merge(base, _strip(request, {"versionid"}), patch)
+        _keep_readonly(user, rdef.attributes, state.doc)
         if rdef.hasdocument:
             _drop_other_documents(user, request, rdef)
         group = self._states.get(Xid(gtype, gid).key)
@@ -1151,3 +1153,16 @@ def _check_matchversions(rdef: ResourceDef, versions: list[_State], rxid: str, d
         if defn.matchversions and len({repr(s.body.get(name)) for s in versions}) > 1:
             raise XRegistryError("mismatched_version_attribute", rxid, name=name, path=name,
                                  detail=f"every version of {rxid} must have the same {name}")
+
+
+def _keep_readonly(user: dict[str, Any], defs: dict[str, AttributeDef], existing: dict[str, Any] | None) -> None:
+    """core/model.md ``readonly``: "during creation, or update, of an entity if this attribute is
+    specified, then its value MUST be silently ignored by the server" — a model's read-only
+    attributes keep their stored value (in place)."""
+    for name, defn in defs.items():
+        if not defn.readonly or name == "*":
+            continue
+        if existing is not None and name in existing:
+            user[name] = existing[name]
+        else:
+            user.pop(name, None)

@@ -313,3 +313,23 @@ async def test_matchversions(store_client):
     assert r.status_code in (200, 201), r.text
     assert_problem(await store_client.patch("/registry/dirs/d1/files/f1/versions/1", json={"tier": None}),
                    400, "mismatched_version_attribute")
+
+
+async def test_readonly_model_attributes_are_ignored_and_immutable_is_spec_only(store_client):
+    """core/model.md ``readonly``: "during creation, or update, of an entity if this attribute is
+    specified, then its value MUST be silently ignored by the server"; ``immutable``: "MUST ONLY
+    be used for server-controlled specification-defined attributes [...] and MUST NOT be used for
+    extension attributes" (``model_error``)."""
+    bad = dirs_model()
+    bad["groups"]["dirs"]["attributes"]["region"]["immutable"] = True
+    assert_problem(await store_client.put("/registry/modelsource", json=bad), 400, "model_error")
+    model = dirs_model()
+    model["groups"]["dirs"]["attributes"]["region"]["readonly"] = True
+    model["groups"]["dirs"]["resources"]["files"]["attributes"]["tier"]["readonly"] = True
+    await install(store_client, model)
+    r = await store_client.put("/registry/dirs/d1", json={"region": "eu"})
+    assert r.status_code == 201 and "region" not in r.json(), r.text
+    r = await store_client.put("/registry/dirs/d1/files/f1", json={"tier": "gold", "size": 1})
+    assert r.status_code == 201 and "tier" not in r.json() and r.json()["size"] == 1, r.text
+    r = await store_client.patch("/registry/dirs/d1/files/f1", json={"tier": 5})  # even if the value is invalid
+    assert r.status_code == 200 and "tier" not in r.json(), r.text
