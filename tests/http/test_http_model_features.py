@@ -333,3 +333,20 @@ async def test_readonly_model_attributes_are_ignored_and_immutable_is_spec_only(
     assert r.status_code == 201 and "tier" not in r.json() and r.json()["size"] == 1, r.text
     r = await store_client.patch("/registry/dirs/d1/files/f1", json={"tier": 5})  # even if the value is invalid
     assert r.status_code == 200 and "tier" not in r.json(), r.text
+
+
+async def test_model_changes_refused_by_existing_resources(store_client):
+    """core/model.md ``hasdocument``: "Attempts to change this value from true to false when there
+    are existing Versions with domain-specific documents MUST generate an error
+    (hasdocument_violation)"; ``maxversions``: "An attempt to change maxversions to 1 when there
+    are existing Resource instances that have their defaultversionsticky attribute set to true
+    MUST generate an error (setdefaultversionsticky_false)"."""
+    await install(store_client, dirs_model(hasdocument=True))
+    r = await store_client.put("/registry/dirs/d1/files/f1", content=b"text", headers={"Content-Type": "text/plain"})
+    assert r.status_code == 201, r.text
+    assert_problem(await store_client.put("/registry/modelsource", json=dirs_model(hasdocument=False)),
+                   400, "hasdocument_violation")
+    await store_client.patch("/registry/dirs/d1/files/f1/meta", json={"defaultversionsticky": True})
+    assert_problem(await store_client.put("/registry/modelsource", json=dirs_model(hasdocument=True, maxversions=1)),
+                   400, "setdefaultversionsticky_false")
+    assert (await store_client.get("/registry/modelsource")).json() == dirs_model(hasdocument=True)
