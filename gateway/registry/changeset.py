@@ -39,6 +39,7 @@ from gateway.registry.validation import (
 )
 from gateway.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
+from gateway.storage.semantics import Cursor
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -347,6 +348,7 @@ class Changeset:
         state = await self._state(xid)
         _check_case(state, xid)
         self._check_epoch(xid, attrs.get("epoch"), state.doc)
+        existed = state.stored_rev is not None and state.doc is not None
         request = _strip(attrs, set(gdef.resources) | _collection_attrs(gdef.resources))
         base = _user_view(state.doc or {}) if patch else {}
         user = _merge(base, _strip(request, {gdef.id_attribute}), patch)
@@ -354,8 +356,25 @@ class Changeset:
         wrote = self._finish(state, "group", gtype, user, attrs, {gdef.id_attribute: gid, "xid": xid})
         if wrote:
             self._validate("group", state, gtype)
+            if existed:
+                await self._recheck_constraints(gdef, state)
         await self._implicit_registry()
         return xid
+
+    async def _recheck_constraints(self, gdef: GroupDef, state: _State) -> None:
+        """The stored Versions of an updated Group against its constraints (its own
+        ``constraints`` or an ``equals``-named attribute may have changed): core/model.md "The
+        constraints MUST be applied to all Versions of all Resources in the Group instances"."""
+        for rtype in gdef.resources:
+            in_force = constraints.in_force(gdef, state.doc, rtype)
+            if not any(c.enum or c.equals for c in in_force):
+                continue
+            key = state.xid.lower()
+            page = await self.store.list(Query(ctype=f"{gdef.plural}/{rtype}/versions", after=Cursor(key + "/"),
+                                               before=Cursor(key + "0")))
+            for rec in page.items:
+                if rec.key.startswith(key + "/") and rec.key not in self._dirty:
+                    self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
 
     async def _implicit_group(self, gtype: str, gid: str) -> None:
         state = await self._state(str(Xid(gtype, gid)))

@@ -350,3 +350,17 @@ async def test_model_changes_refused_by_existing_resources(store_client):
     assert_problem(await store_client.put("/registry/modelsource", json=dirs_model(hasdocument=True, maxversions=1)),
                    400, "setdefaultversionsticky_false")
     assert (await store_client.get("/registry/modelsource")).json() == dirs_model(hasdocument=True)
+
+
+async def test_group_changes_are_checked_against_its_versions(store_client):
+    """core/model.md: "The constraints MUST be applied to all Versions of all Resources in the Group
+    instances, and generate an error (constraint_failure) if a violation is detected" — also when
+    the Group's ``equals`` attribute or its own ``constraints`` change; nothing is written."""
+    await install(store_client, constrained({"files.tier": {"equals": "region"}}))
+    await store_client.put("/registry/dirs/eu", json={"region": "eu"})
+    assert (await store_client.put("/registry/dirs/eu/files/f1", json={"tier": "eu"})).status_code == 201
+    assert_problem(await store_client.patch("/registry/dirs/eu", json={"region": "us"}), 400, "constraint_failure")
+    r = await store_client.patch("/registry/dirs/eu", json={"constraints": {"files.tier": {"enum": ["gold"]}}})
+    assert_problem(r, 400, "constraint_failure")
+    assert (await store_client.get("/registry/dirs/eu")).json()["region"] == "eu"
+    assert (await store_client.patch("/registry/dirs/eu", json={"labels": {"a": "b"}})).status_code == 200
