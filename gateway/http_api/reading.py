@@ -99,14 +99,19 @@ async def get_collection(call: Call) -> Response:
     parent = None if t.kind == "groups" else t.parent_xid
     if parent is not None:
         await call.record(parent)
+    # the versions of a cross-reference are its target's (core/spec.md), listed under its own XIDs
+    target = await xrefs.versions_owner(call.registry.store, parent) if t.kind == "versions" and parent else None
     token = PageToken.decode(flags.page, flags.sort or "", t.path) if flags.page is not None else None
     limit = min(flags.limit or settings.page_size_default, settings.page_size_max)
-    sel = Selection(ctype=t.ctype, parent=parent, filters=filters, sort=sort, limit=limit)
+    sel = Selection(ctype=t.ctype, parent=target.xid if target else parent, filters=filters, sort=sort, limit=limit)
     page = await read_page(call.registry.store, sel, token)
+    items = page.items  # the page's links keep the stored records' cursors
+    if target is not None and parent is not None:
+        items = [xrefs.rekey_version(r, parent, call.target.resource_def.id_attribute) for r in items]
     renderer = call.renderer()
-    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in page.items}
-    views = await renderer.entities(page.items, t.ctype, inline, narrowed)
-    body = {rec.id: view for rec, view in zip(page.items, views, strict=False)}
+    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in items}
+    views = await renderer.entities(items, t.ctype, inline, narrowed)
+    body = {rec.id: view for rec, view in zip(items, views, strict=False)}
     if flags.doc:
         relativize(body, t.xid, collection=True)
     total = await count(call.registry.store, sel)
@@ -164,7 +169,8 @@ async def get_entity(call: Call) -> Response:
     inline = call.inline()
     filters = call.filters(t.ctype)
     await _refuse_doc_of_xref(call)
-    rec = await call.record()
+    source = await xrefs.source_version(call.registry.store, t.xid) if t.kind == "version" else None
+    rec = source or await call.record()
     narrowed = await call.renderer().narrow(rec, filters)
     if narrowed is not None and not narrowed.branches:
         raise XRegistryError("not_found", t.xid, detail="the entity does not match the filter")

@@ -203,7 +203,9 @@ async def render(
     versions = [r for r in records if r.kind == "version"]
     if versions:
         owners = await store.get_many(list({str(Xid.parse(r.xid).resource) for r in versions}), as_of)
-        defaults = {k: (o.doc.get("meta") or {}).get("defaultversionid") for k, o in owners.items()}
+        sources = await xrefs.targets(store, list(owners.values()), as_of)  # a source's: its target's
+        defaults = {k: ((sources[k] if k in sources else o).doc.get("meta") or {}).get("defaultversionid")
+                    for k, o in owners.items()}
 
     def views() -> list[dict[str, Any]]:
         out = []

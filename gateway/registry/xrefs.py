@@ -57,3 +57,30 @@ async def resolve(store: Store, records: Sequence[EntityRecord], as_of: int | No
     """``records`` with each resolvable cross-reference read as its target (see the module)."""
     found = await targets(store, records, as_of)
     return [as_source(rec, found[rec.key]) if rec.key in found else rec for rec in records]
+
+
+def rekey_version(version: EntityRecord, source_xid: str, id_attribute: str) -> EntityRecord:
+    """A target's Version record as a Version of the source Resource ``source_xid``."""
+    source = Xid.parse(source_xid)
+    xid = str(source.version(version.id))
+    doc = {**version.doc, id_attribute: source.id, "xid": xid}
+    return EntityRecord(xid=xid, kind=version.kind, ctype=version.ctype, doc=doc, revision=version.revision,
+                        rank=version.rank)
+
+
+async def versions_owner(store: Store, resource_xid: str, as_of: int | None = None) -> EntityRecord | None:
+    """The target whose Versions a source Resource shows (``None``: not a resolvable xref)."""
+    rec = await store.get(resource_xid, as_of)
+    if rec is None:
+        return None
+    return (await targets(store, [rec], as_of)).get(rec.key)
+
+
+async def source_version(store: Store, xid: str, as_of: int | None = None) -> EntityRecord | None:
+    """The Version ``xid`` of a source Resource (its target's Version of that id), or ``None``."""
+    parts = Xid.parse(xid)
+    target = await versions_owner(store, str(parts.resource), as_of)
+    if target is None:
+        return None
+    version = await store.get(str(Xid.parse(target.xid).version(parts.version_id or "")), as_of)
+    return rekey_version(version, str(parts.resource), resource_id_attribute(target)) if version else None

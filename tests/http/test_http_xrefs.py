@@ -1,6 +1,6 @@
 """Cross-reference Resources read as their target (core/spec.md "Cross Referencing
-Resources") over HTTP, on each embedded store. (GraphQL, and a source's ``versions``
-collection, still show the source as its ids and ``meta``: docs/conformance.md R15.)"""
+Resources") over HTTP, on each embedded store. (GraphQL still shows the source as its ids and
+``meta``: docs/conformance.md R15.)"""
 
 from __future__ import annotations
 
@@ -72,3 +72,27 @@ async def test_writes_alongside_xref_are_refused(store_client):
     assert_problem(r, 400, "extra_xref_attribute")
     r = await store_client.put(SOURCE, json={"versions": {"1": {}}, "meta": {"xref": "/dirs/d1/files/f1"}})
     assert_problem(r, 400, "extra_xref_attribute")
+
+
+async def test_source_versions_are_the_targets(store_client):
+    """The source "appears to be a normal Resource that exists within" its Group: its ``versions``
+    are the target's, under the source's XIDs ("Any attributes referencing the source MUST use
+    the source's metadata"), paged like any collection; in document view they do not exist
+    (``cannot_doc_xref``)."""
+    await setup(store_client)
+    target = (await store_client.get("/registry/dirs/d1/files/f1/versions")).json()
+    versions = (await store_client.get(SOURCE + "/versions")).json()
+    assert sorted(versions) == sorted(target) == ["1", "2"]
+    for vid, view in versions.items():
+        assert view["xid"] == f"/dirs/d2/files/x/versions/{vid}" and view["fileid"] == "x"
+        assert view["self"].endswith(f"/dirs/d2/files/x/versions/{vid}")
+        assert view["isdefault"] == target[vid]["isdefault"] and view.get("tier") == target[vid].get("tier")
+    one = await store_client.get(SOURCE + "/versions/2")
+    assert one.status_code == 200 and one.json()["xid"] == "/dirs/d2/files/x/versions/2", one.text
+    assert (await store_client.get(SOURCE + "/versions/9")).status_code == 404
+    first = await store_client.get(SOURCE + "/versions?limit=1")
+    assert list(first.json()) == ["1"]
+    assert list((await store_client.get(first.links["next"]["url"])).json()) == ["2"]
+    inline = (await store_client.get(SOURCE + "?inline=versions")).json()
+    assert inline["versionscount"] == 2
+    assert_problem(await store_client.get(SOURCE + "/versions?doc"), 400, "cannot_doc_xref")
