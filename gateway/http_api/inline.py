@@ -18,10 +18,10 @@ from gateway.errors import XRegistryError
 from gateway.model.registry_model import COMMON_ATTRIBUTES, RegistryModel
 
 #: Registry attributes only an explicit path inlines.
-CONFIG_ATTRIBUTES = ("model", "capabilities", "modelsource")
+CONFIG_ATTRIBUTES = ("model", "capabilities", "capabilitiesoffered", "modelsource")
 
 #: Registry metadata of core/spec.md's ``available`` capability that this registry does not offer.
-UNAVAILABLE = ("capabilitiesoffered",)
+UNAVAILABLE: tuple[str, ...] = ()
 
 #: A level of the model: ("registry",), ("group", g), ("resource", g, r), ("version", g, r), ("meta",).
 Level = tuple[str, ...]

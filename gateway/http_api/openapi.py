@@ -97,6 +97,8 @@ REFUSALS: dict[str, list[str]] = {
                     "multiple_roots", "mismatched_version_attribute", "format_violation", "compatibility_violation"),
     "delete": _types("mismatched_epoch", "bad_request", "readonly", "unknown_id"),
     "read": _types("cannot_doc_xref"),
+    "capabilities": _types("capability_unknown", "capability_value", "capability_wildcard",
+                           "capability_missing_value", "capability_error"),
 }
 #: ``invalid_attribute`` refusals a valid request may still get, by attribute (``args.name``):
 #: rules across attributes or against the group (gateway/registry/validation.py), listed per
@@ -149,6 +151,10 @@ _TYPES: dict[str, dict[str, Any]] = {
     "uri": {"type": "string", "pattern": _URI_PATTERN},
     "urireference": {"type": "string", "pattern": _URI_PATTERN},
     "url": {"type": "string", "pattern": _URI_PATTERN},
+    "uriabsolute": {"type": "string", "pattern": _URI_PATTERN},
+    "urirelative": {"type": "string", "pattern": _URI_PATTERN},
+    "urlabsolute": {"type": "string", "pattern": _URI_PATTERN},
+    "urlrelative": {"type": "string", "pattern": _URI_PATTERN},
     "uritemplate": {"type": "string", "pattern": _URI_TEMPLATE_PATTERN},
     "xid": {"type": "string", "pattern": "^/"},
     "xidtype": {"type": "string", "pattern": "^/"},
@@ -626,8 +632,7 @@ def _attribute_names(*defs: dict[str, Any]) -> list[str]:
     return sorted({n for d in defs for n in d if n != "*"})
 
 
-_SCALARS = frozenset({"string", "boolean", "integer", "uinteger", "decimal", "timestamp", "uri", "urireference",
-                      "url", "uritemplate", "xid", "xidtype"})
+_SCALARS = frozenset(_TYPES)
 
 
 def _document_headers(rdef: ResourceDef, common: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -660,7 +665,15 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         shared=params, level="registry")
     paths: dict[str, Any] = {
         "/": root_ops,
-        "/capabilities": {"get": _op("Capabilities", ["specversion"], _ok("200", "Entity"))},
+        "/capabilities": {
+            "get": _op("Capabilities", ["specversion"], _ok("200", "Entity")),
+            "put": _op("Replace the capabilities (absent ones reset)", ["specversion"], _ok("200", "Entity"),
+                       body="Entity", refusals="capabilities"),
+            "patch": _op("Replace the capabilities named", ["specversion"], _ok("200", "Entity"), body="Entity",
+                         refusals="capabilities"),
+        },
+        "/capabilitiesoffered": {"get": _op("The capabilities a client may choose from", ["specversion"],
+                                            _ok("200", "Entity"))},
         "/model": {"get": _op("The model", ["specversion"], _ok("200", "Entity"))},
         "/modelsource": {
             "get": _op("The model last given (`{}`: the built-in model)", ["specversion"], _ok("200", "Entity")),

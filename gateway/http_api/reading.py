@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.errors import XRegistryError
-from gateway.http_api.capabilities import capabilities
+from gateway.http_api.capabilities import capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
 from gateway.http_api.flags import Flags
@@ -18,6 +18,8 @@ from gateway.http_api.openapi import openapi_body
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import JSON, add_links, json_response
+from gateway.registry import xrefs
+from gateway.registry.capabilities import offered
 from gateway.registry.filters import Filters, parse_filters
 from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
@@ -46,7 +48,9 @@ async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filte
     if inline.has("model"):
         view["model"] = call.model.to_json()
     if inline.has("capabilities"):
-        view["capabilities"] = capabilities()
+        view["capabilities"] = capabilities(call.registry.capability_settings)
+    if inline.has("capabilitiesoffered"):
+        view["capabilitiesoffered"] = offered(supported())
     if flags.doc:
         relativize(view, "/", collection=False)
     if flags.collections:
@@ -67,7 +71,9 @@ async def get_root(call: Call) -> Response:
 async def get_api(call: Call) -> Response:
     api = call.target.api
     if api == "capabilities":
-        return json_response(capabilities())
+        return json_response(capabilities(call.registry.capability_settings))
+    if api == "capabilitiesoffered":
+        return json_response(offered(supported()))
     if api == "model":
         return json_response(call.model.to_json())
     if api == "openapi.json":
@@ -105,14 +111,19 @@ async def get_collection(call: Call) -> Response:
     parent = None if t.kind == "groups" else t.parent_xid
     if parent is not None:
         await call.record(parent)
+    # the versions of a cross-reference are its target's (core/spec.md), listed under its own XIDs
+    target = await xrefs.versions_owner(call.registry.store, parent) if t.kind == "versions" and parent else None
     token = PageToken.decode(flags.page, flags.sort or "", t.path) if flags.page is not None else None
     limit = min(flags.limit or settings.page_size_default, settings.page_size_max)
-    sel = Selection(ctype=t.ctype, parent=parent, filters=filters, sort=sort, limit=limit)
+    sel = Selection(ctype=t.ctype, parent=target.xid if target else parent, filters=filters, sort=sort, limit=limit)
     page = await read_page(call.registry.store, sel, token)
+    items = page.items  # the page's links keep the stored records' cursors
+    if target is not None and parent is not None:
+        items = [xrefs.rekey_version(r, parent, call.target.resource_def.id_attribute) for r in items]
     renderer = call.renderer()
-    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in page.items}
-    views = await renderer.entities(page.items, t.ctype, inline, narrowed)
-    body = {rec.id: view for rec, view in zip(page.items, views, strict=False)}
+    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in items}
+    views = await renderer.entities(items, t.ctype, inline, narrowed)
+    body = {rec.id: view for rec, view in zip(items, views, strict=False)}
     if flags.doc:
         relativize(body, t.xid, collection=True)
     total = await count(call.registry.store, sel)
@@ -170,7 +181,8 @@ async def get_entity(call: Call) -> Response:
     inline = call.inline()
     filters = call.filters(t.ctype)
     await _refuse_doc_of_xref(call)
-    rec = await call.record()
+    source = await xrefs.source_version(call.registry.store, t.xid) if t.kind == "version" else None
+    rec = source or await call.record()
     narrowed = await call.renderer().narrow(rec, filters)
     if narrowed is not None and not narrowed.branches:
         raise XRegistryError("not_found", t.xid, detail="the entity does not match the filter")
@@ -196,7 +208,7 @@ def meta_body(call: Call, rec: EntityRecord) -> dict[str, Any]:
 
 async def get_meta(call: Call) -> Response:
     call.inline()
-    rec = await call.record()
+    [rec] = await xrefs.resolve(call.registry.store, [await call.record()])  # an xref shows its target's
     view = meta_view(rec, call.registry.base_url)
     if call.flags.filter:
         filters = parse_filters(call.flags.filter, subject=call.subject)

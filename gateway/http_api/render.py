@@ -28,10 +28,12 @@ from urllib.parse import urlencode
 from gateway.http_api.flags import Flags
 from gateway.http_api.inline import Inline
 from gateway.model.registry_model import RegistryModel, ResourceDef
+from gateway.registry import xrefs
 from gateway.registry.changeset import is_json_media_type
 from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.reads import Selection, count, level_of, render, select, store_condition
 from gateway.registry.service import LocalRegistry
+from gateway.registry.views import resource_id_attribute
 from gateway.storage.base import EntityRecord, Query
 from gateway.storage.semantics import matches_condition
 from gateway.xid import Xid
@@ -192,6 +194,13 @@ class Renderer:
             if f is not None and f.branches:
                 out[rec.key] = [] if f.exclude_all else (await select(
                     self.store, Selection(ctype=ctype, parent=rec.xid, filters=f))).items
+        if ctype.endswith("/versions"):  # a cross-reference's versions are its target's (core/spec.md)
+            for key, target in (await xrefs.targets(self.store, records)).items():
+                f = sub[key]
+                sel = Selection(ctype=ctype, parent=target.xid, filters=f if f is not None and f.branches else None)
+                found = [] if f is not None and f.exclude_all else (await select(self.store, sel)).items
+                source = next(r.xid for r in records if r.key == key)
+                out[key] = [xrefs.rekey_version(v, source, resource_id_attribute(target)) for v in found]
         return out
 
     def _finish(self, view: dict[str, Any], level: str, rdef: ResourceDef | None, inline: Inline) -> None:

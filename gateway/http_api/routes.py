@@ -26,6 +26,7 @@ from gateway import http_cache
 from gateway.auth import AuthError, Principal, principal_of
 from gateway.errors import XRegistryError
 from gateway.http_api import reading, writing
+from gateway.http_api.capabilities import capabilities, check_enabled
 from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
@@ -49,7 +50,7 @@ _COLLECTION: dict[str, Handler] = {
 HANDLERS: dict[str, dict[str, Handler]] = {
     "root": {"GET": reading.get_root, "PUT": writing.write_root, "PATCH": writing.write_root,
              "POST": writing.write_root},
-    "api": {"GET": reading.get_api},
+    "api": {"GET": reading.get_api, "PUT": writing.write_capabilities, "PATCH": writing.write_capabilities},
     "modelsource": {"GET": reading.get_modelsource, "PUT": writing.write_modelsource},
     "groups": _COLLECTION,
     "group": {"GET": reading.get_entity, "PUT": writing.write_group, "PATCH": writing.write_group,
@@ -67,7 +68,8 @@ HANDLERS: dict[str, dict[str, Handler]] = {
 def allowed_methods(target: Target) -> str:
     """The ``Allow`` header value of a target (documents cannot be patched: ``$details``; every
     readable target answers ``HEAD`` as its ``GET`` without the body)."""
-    methods = [m for m in HANDLERS[target.kind] if not (m == "PATCH" and target.document_view)]
+    methods = [m for m in HANDLERS[target.kind] if not (m == "PATCH" and target.document_view)
+               and not (target.kind == "api" and target.api != "capabilities" and m != "GET")]
     if "GET" in methods:
         methods.insert(methods.index("GET") + 1, "HEAD")
     return ", ".join([*methods, "OPTIONS"])
@@ -152,6 +154,8 @@ class XRegistryAPI:
                 state.auth.require(principal, "read" if method == "GET" else "write")
                 flags = parse_flags(request.query_params.multi_items(), target.path)
                 check_context(flags, target, method)
+                if state.registry.capability_settings:  # flags turned off through /capabilities
+                    check_enabled(flags, capabilities(state.registry.capability_settings), target.path)
                 tags = await self.validators(request, principal) if method == "GET" else None
                 asked = request.headers.get("if-none-match")
                 if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):

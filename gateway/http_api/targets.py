@@ -23,10 +23,7 @@ from gateway.xid import Xid
 
 DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.
-ROOT_APIS = ("capabilities", "model", "export", "openapi.json", ".xregistry")
-
-#: Optional root APIs of core/http.md this server does not offer (``api_not_found``).
-UNOFFERED_APIS = ("capabilitiesoffered",)
+ROOT_APIS = ("capabilities", "capabilitiesoffered", "model", "export", "openapi.json", ".xregistry")
 
 #: The stand-alone ``modelsource`` entity (core/http.md "GET /modelsource", "PUT /modelsource").
 MODEL_SOURCE = "modelsource"
@@ -155,7 +152,7 @@ def parse_target(path: str, model: RegistryModel) -> Target:
         return Target("modelsource", path, api=MODEL_SOURCE)
     if len(segs) == 1 and segs[0] in ROOT_APIS:
         return Target("api", path, api=segs[0])
-    if segs[0] in ROOT_APIS or segs[0] in UNOFFERED_APIS or segs[0] == MODEL_SOURCE:
+    if segs[0] in ROOT_APIS or segs[0] == MODEL_SOURCE:
         raise XRegistryError("api_not_found", path)  # nothing is served below a root API
     details = _check_details(segs, path)
     if details:

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.http_api.body import json_object, parse_json, read_body
-from gateway.http_api.capabilities import capabilities
+from gateway.http_api.capabilities import capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
 from gateway.http_api.flags import _Unset
@@ -26,6 +26,7 @@ from gateway.http_api.reading import content_location, document, entity_body, me
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
 from gateway.model.modelsource import check_model_source, model_of_source
+from gateway.registry.capabilities import update as update_capabilities
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.ids import check_id
 from gateway.registry.reads import Selection, select
@@ -175,9 +176,6 @@ def _check_registry_body(call: Call, body: dict[str, Any]) -> None:
     if given is not None and given != call.registry.registry_id and "id" not in ignore:
         raise XRegistryError("mismatched_id", "/", singular="registry", invalid_id=given,
                              expected_id=call.registry.registry_id)
-    caps = body.get("capabilities")
-    if caps is not None and "capabilities" not in ignore and caps != capabilities():
-        raise XRegistryError("capability_error", "/", detail="the capabilities of this registry cannot be changed")
 
 
 async def write_root(call: Call) -> Response:
@@ -203,6 +201,13 @@ async def write_root(call: Call) -> Response:
 
     patch = call.request.method == "PATCH"
     _check_registry_body(call, body)
+    # core/spec.md "capabilities Attribute": capabilities in the request are applied first (a
+    # PATCH replaces each capability it names, a PUT's absent ones are reset), through the same
+    # checks as PUT /capabilities
+    settings = None
+    if body.get("capabilities") is not None and "capabilities" not in call.flags.ignore:
+        settings = update_capabilities(body["capabilities"], supported(), call.registry.capability_settings,
+                                       patch=True)
     # modelsource, when present, is processed first: the groups of the request are the new model's
     # (and the response's flags name the new model's collections: checked before anything is written)
     source = None
@@ -216,6 +221,8 @@ async def write_root(call: Call) -> Response:
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
 
     async def build(cs: Changeset) -> None:
+        if settings is not None:
+            await cs.put_capabilities(settings)
         if source is not None:
             await cs.put_model_source(source)
         await prefetch(call, cs, maps)
@@ -226,6 +233,23 @@ async def write_root(call: Call) -> Response:
 
     await run(call, build)
     return json_response(await registry_body(call, call.flags, inline, None))
+
+
+async def write_capabilities(call: Call) -> Response:
+    """``PUT`` / ``PATCH /capabilities`` (core/http.md): the capabilities checked against what the
+    server supports (``gateway.registry.capabilities``) and stored with the registry entity in
+    one revision; other root APIs are read-only (``action_not_supported``)."""
+    if call.target.api != "capabilities":
+        raise XRegistryError("action_not_supported", call.subject, action=call.request.method)
+    request = json_object(await json_body(call), "/capabilities")
+    settings = update_capabilities(request, supported(), call.registry.capability_settings,
+                                   patch=call.request.method == "PATCH")
+
+    async def build(cs: Changeset) -> None:
+        await cs.put_capabilities(settings)
+
+    await run(call, build)
+    return json_response(capabilities(settings))
 
 
 async def write_modelsource(call: Call) -> Response:

@@ -18,7 +18,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.errors import XRegistryError
-from gateway.model.registry_model import ALL_TYPES, SCALAR_TYPES, RegistryModel
+from gateway.model.registry_model import (
+    ALL_TYPES,
+    COMMON_ATTRIBUTES,
+    META_ATTRIBUTES,
+    ORDERED_VERSION_MODES,
+    SCALAR_TYPES,
+    VERSION_ATTRIBUTES,
+    VERSION_MODES,
+    RegistryModel,
+)
 
 SUBJECT = "/modelsource"
 #: The key of the registry entity's stored state that holds its modelsource (not an attribute
@@ -41,8 +50,6 @@ ATTRIBUTE_KEYS = frozenset({"name", "type", "target", "namecharset", "descriptio
 ITEM_KEYS = frozenset({"type", "target", "namecharset", "attributes", "item"})
 _BOOLEAN_ASPECTS = ("setversionid", "hasdocument", "singleversionroot", "validateformat", "validatecompatibility",
                     "strictvalidation")
-#: The version modes this registry implements (capabilities ``versionmodes``).
-VERSION_MODES = ("manual",)
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,87 @@ def _check_names(kind: str, key: str, doc: dict[str, Any], taken: set[str], wher
         taken.add(name)
 
 
+#: Attributes core/spec.md defines (``immutable`` is for them only).
+_SPEC_DEFINED = frozenset({*COMMON_ATTRIBUTES, *VERSION_ATTRIBUTES, *META_ATTRIBUTES, "specversion", "registryid"})
+
+
+def _check_immutable(attrs: Any, where: str, id_attribute: str | None = None) -> None:
+    """core/model.md ``immutable``: "This MUST ONLY be used for server-controlled
+    specification-defined attributes, such as specversion and <SINGULAR>id, and MUST NOT be used
+    for extension attributes." (top-level definitions)."""
+    for name, definition in (attrs or {}).items() if isinstance(attrs, dict) else ():
+        if isinstance(definition, dict) and definition.get("immutable") and name not in _SPEC_DEFINED \
+                and name != id_attribute:
+            raise _error(f"{where}.{name}.immutable may only be true on attributes the specification defines")
+
+
+def _check_matchversions(rdoc: dict[str, Any], where: str) -> None:
+    """core/model.md ``matchversions``: "This aspect MUST only be true for attribute definitions
+    that: Are within a Resource type's versioned attributes section. Are for scalar typed
+    attributes." (checked at the top level of each section)."""
+    for aspect in ("attributes", "resourceattributes", "metaattributes"):
+        for name, definition in (rdoc.get(aspect) or {}).items():
+            if not (isinstance(definition, dict) and definition.get("matchversions")):
+                continue
+            if aspect != "attributes" or name == "*" or definition.get("type") not in SCALAR_TYPES:
+                raise _error(f"{where}.{aspect}.{name}.matchversions may only be true on a statically defined "
+                             "scalar attribute of the versions")
+
+
+_CONSTRAINT_ASPECTS = frozenset({"default", "enum", "equals"})
+
+
+def _static_definition(defs: dict[str, Any], path: list[str]) -> dict[str, Any] | None:
+    """The attribute definition ``path`` names through ``object`` attributes (not ``*``)."""
+    found: dict[str, Any] | None = None
+    for part in path:
+        if not isinstance(defs, dict) or part == "*" or not isinstance(defs.get(part), dict):
+            return None
+        found = defs[part]
+        defs = found.get("attributes") or {}
+    return found
+
+
+def _check_constraints(gdoc: dict[str, Any], where: str) -> None:
+    """core/model.md ``groups.<STRING>.constraints``: each key "MUST reference a scalar attribute
+    (top-level, or nested within objects) [...] MUST only reference statically-defined
+    attributes", ``<RESOURCES>`` "MUST be the plural name of the Resource type"; an ``equals``
+    naming no Group attribute of the model, or one of another scalar type: "an error
+    (model_error) MUST be generated"."""
+    raw = gdoc.get("constraints")
+    if raw is None:
+        return
+    resources = gdoc.get("resources") or {}
+    for key, spec in _object(raw, where).items():
+        here = f"{where}.{key}"
+        spec = _object(spec, here)
+        _unknown(spec, _CONSTRAINT_ASPECTS, here)
+        parts = [p for p in str(key).split(".") if p]
+        rdoc = resources.get(parts[0]) if parts else None
+        if len(parts) < 2 or not isinstance(rdoc, dict):
+            raise _error(f"{here} must be <RESOURCES>.<PATH> naming a resource type of this group")
+        defs = {**COMMON_ATTRIBUTES, **VERSION_ATTRIBUTES, **(rdoc.get("attributes") or {})}
+        target = _static_definition(defs, parts[1:])
+        kind = (target or {}).get("type")
+        if kind not in SCALAR_TYPES:
+            raise _error(f"{here} must name a statically defined scalar attribute of {parts[0]}")
+        enum = spec.get("enum")
+        if enum is not None and not isinstance(enum, list):
+            raise _error(f"{here}.enum must be an array of values")
+        allowed = (target or {}).get("enum")
+        if enum and allowed and (target or {}).get("strict", True) and any(v not in allowed for v in enum):
+            # "a proper subset of any enum defined if the Resource's enum is strict"
+            raise _error(f"{here}.enum must be a subset of the attribute's strict enum")
+        equals = spec.get("equals")
+        if equals:  # "When specified with an empty string, it MUST be treated as if it were not specified"
+            group_attr = _static_definition({**COMMON_ATTRIBUTES, **(gdoc.get("attributes") or {})},
+                                            str(equals).split(".")) if isinstance(equals, str) else None
+            if group_attr is None:
+                raise _error(f"{here}.equals must name a statically defined attribute of the group")
+            if group_attr.get("type") != kind:
+                raise _error(f"{here}.equals names a {group_attr.get('type')} attribute, not a {kind}")
+
+
 def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str, Any]:
     """``doc`` when it is a model this registry can host (``None`` is ``{}``), else ``model_error``
     (or ``model_required_true`` / ``model_scalar_default``) naming the problem; a model beyond
@@ -185,6 +273,7 @@ def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str,
     check_model_bounds(doc, limits or ModelLimits())
     _unknown(doc, REGISTRY_KEYS, "the model")
     _check_attributes(doc.get("attributes") or {}, "attributes")
+    _check_immutable(doc.get("attributes"), "attributes")
     groups = _object(doc.get("groups") or {}, "groups")
     group_names: set[str] = set()
     for gkey, gdoc in groups.items():
@@ -206,11 +295,21 @@ def check_model_source(doc: Any, limits: ModelLimits | None = None) -> dict[str,
             for aspect in _BOOLEAN_ASPECTS:
                 if aspect in rdoc and not isinstance(rdoc[aspect], bool):
                     raise _error(f"{rwhere}.{aspect} must be a boolean")
-            if rdoc.get("versionmode", "manual") not in VERSION_MODES:
-                raise _error(f"{rwhere}.versionmode {rdoc['versionmode']!r} is not supported "
+            mode = rdoc.get("versionmode", "manual")
+            if not isinstance(mode, str) or mode.lower() not in VERSION_MODES:
+                raise _error(f"{rwhere}.versionmode {mode!r} is not supported "
                              f"(supported: {', '.join(VERSION_MODES)})")
+            if mode.lower() in ORDERED_VERSION_MODES and rdoc.get("singleversionroot") is False:
+                # core/model.md, versionmode createdat / modifiedat / semver: "When this
+                # versionmode is used, the singleversionroot aspect MUST be set to true."
+                raise _error(f"{rwhere}.singleversionroot must be true with versionmode {mode!r}")
             for aspect in ("attributes", "resourceattributes", "metaattributes"):
                 _check_attributes(rdoc.get(aspect) or {}, f"{rwhere}.{aspect}")
+            _check_matchversions(rdoc, rwhere)
+            for aspect in ("attributes", "resourceattributes", "metaattributes"):
+                _check_immutable(rdoc.get(aspect), f"{rwhere}.{aspect}", f"{rdoc.get('singular')}id")
+        _check_constraints(gdoc, f"{where}.constraints")
+        _check_immutable(gdoc.get("attributes"), f"{where}.attributes", f"{gdoc.get('singular')}id")
         for imported in gdoc.get("ximportresources") or []:
             parts = [p for p in str(imported).split("/") if p]
             source = _object(groups.get(parts[0]) or {}, "groups") if len(parts) == 2 else {}

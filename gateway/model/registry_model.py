@@ -16,10 +16,11 @@ from functools import lru_cache
 from importlib import resources as importlib_resources
 from typing import Any
 
-#: Attribute types of core/model.md.
+#: The scalar attribute types of core/spec.md "Data Types" (``urireference``, a name of earlier
+#: drafts, is still accepted).
 SCALAR_TYPES = frozenset(
-    {"boolean", "decimal", "integer", "string", "timestamp", "uinteger", "uri",
-     "urireference", "uritemplate", "url", "xid", "xidtype"}
+    {"boolean", "decimal", "integer", "string", "timestamp", "uinteger", "uri", "uriabsolute",
+     "urirelative", "uritemplate", "url", "urlabsolute", "urlrelative", "xid", "xidtype", "urireference"}
 )
 ALL_TYPES = SCALAR_TYPES | {"any", "array", "map", "object"}
 
@@ -68,6 +69,11 @@ META_ATTRIBUTES: dict[str, dict[str, Any]] = {
 
 ANCESTOR_ID = "ancestor" + "id"
 
+#: The ``versionmode`` algorithms of core/model.md; in the last three the server orders the
+#: Versions and sets every ``ancestorid`` ("the ``singleversionroot`` aspect MUST be set to true").
+VERSION_MODES = ("manual", "createdat", "modifiedat", "semver")
+ORDERED_VERSION_MODES = frozenset(VERSION_MODES[1:])
+
 
 @dataclass(frozen=True)
 class AttributeDef:
@@ -78,6 +84,8 @@ class AttributeDef:
     required: bool = False
     readonly: bool = False
     immutable: bool = False
+    #: core/model.md ``matchversions``: every Version of a Resource has the same value.
+    matchversions: bool = False
     enum: tuple[Any, ...] | None = None
     strict: bool = True
     target: str | None = None
@@ -103,6 +111,7 @@ class AttributeDef:
             required=bool(doc.get("required", False)),
             readonly=bool(doc.get("readonly", False)),
             immutable=bool(doc.get("immutable", False)),
+            matchversions=bool(doc.get("matchversions", False)),
             enum=tuple(enum) if enum is not None else None,
             strict=bool(doc.get("strict", True)),
             target=doc.get("target") or (item or {}).get("target"),
@@ -128,6 +137,9 @@ class ResourceDef:
     setversionid: bool = True
     setdefaultversionsticky: bool = True
     singleversionroot: bool = False
+    #: core/model.md ``versionmode`` (lower-cased): how Versions are ordered and their
+    #: ``ancestorid`` set (``gateway.registry.versionmodes``).
+    versionmode: str = "manual"
     attributes: dict[str, AttributeDef] = field(default_factory=dict)
     metaattributes: dict[str, AttributeDef] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -255,6 +267,7 @@ class RegistryModel:
 
 
 def _resource_from_json(plural: str, doc: dict[str, Any]) -> ResourceDef:
+    mode = str(doc.get("versionmode") or "manual").lower()
     return ResourceDef(
         plural=plural,
         singular=doc.get("singular") or plural.rstrip("s"),
@@ -262,7 +275,8 @@ def _resource_from_json(plural: str, doc: dict[str, Any]) -> ResourceDef:
         hasdocument=bool(doc.get("hasdocument", True)),
         setversionid=bool(doc.get("setversionid", True)),
         setdefaultversionsticky=bool(doc.get("setdefaultversionsticky", True)),
-        singleversionroot=bool(doc.get("singleversionroot", False)),
+        singleversionroot=bool(doc.get("singleversionroot", mode in ORDERED_VERSION_MODES)),
+        versionmode=mode,
         attributes=_attr_map(doc.get("attributes")),
         metaattributes=_attr_map(doc.get("metaattributes")),
         source=doc,

@@ -20,13 +20,15 @@ from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError, invalid
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
-from gateway.model.registry_model import ANCESTOR_ID, GroupDef, RegistryModel, ResourceDef
+from gateway.model.registry_model import ANCESTOR_ID, AttributeDef, GroupDef, RegistryModel, ResourceDef
+from gateway.registry import constraints
+from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.compliance import check_compliance
 from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
 from gateway.registry.search import search_text
-from gateway.registry.timestamps import parse_ts, utc_now
+from gateway.registry.timestamps import utc_now
 from gateway.registry.validation import (
     ATTRIBUTE_NAME,
     MAP_KEY,
@@ -35,7 +37,9 @@ from gateway.registry.validation import (
     validate_entity,
     validate_values,
 )
+from gateway.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
+from gateway.storage.semantics import Cursor
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -123,8 +127,10 @@ class Changeset:
         #: Version key -> the XID its errors name: a default version written through its
         #: resource's attributes is reported as the resource (the entity the request addressed).
         self._reported_as: dict[str, str] = {}
-        #: Whether this changeset changed the registry's model (``put_model_source``).
+        #: Whether this changeset changed the registry's model (``put_model_source``) or its
+        #: capability settings (``put_capabilities``).
         self.model_changed = False
+        self.capabilities_changed = False
 
     # -- loading ------------------------------------------------------------------------------
     async def prefetch(self, xids: Iterable[str]) -> None:
@@ -260,14 +266,15 @@ class Changeset:
         """Update the registry entity's own attributes (name, description, labels, …)."""
         state = await self._state("/")
         self._check_epoch("/", attrs.get("epoch"), state.doc)
-        kept = {k: v for k, v in (state.doc or {}).items() if k == MODEL_SOURCE_KEY}  # not an attribute
+        kept = {k: v for k, v in (state.doc or {}).items()
+                if k in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}  # not attributes
         base = {k: v for k, v in _user_view(state.doc or {}).items() if k not in kept} if patch else {}
         user = _merge(base, _strip(attrs, set(self.model.groups) | _collection_attrs(self.model.groups)
                                    | {"registryid", "specversion", "model", "capabilities", "modelsource"}),
                       patch)
         ids = {"registryid": registry_id, "xid": "/", **kept}
         if self._finish(state, "registry", "", user, attrs, ids):
-            attributes = {k: v for k, v in state.body.items() if k != MODEL_SOURCE_KEY}
+            attributes = {k: v for k, v in state.body.items() if k not in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}
             self._errors.extend(validate_attributes(attributes, registry_definitions(self.model), subject="/",
                                                     extensible=True, model=self.model))
 
@@ -290,6 +297,24 @@ class Changeset:
         self._set(state, "registry", "", doc)
         self.model = model
         self.model_changed = True
+        return True
+
+    async def put_capabilities(self, settings: dict[str, Any]) -> bool:
+        """Make ``settings`` (checked by ``gateway.registry.capabilities.update``) the registry's
+        capability settings, kept in the registry entity's state; the registry's ``epoch`` and
+        ``modifiedat`` move when they change (core/spec.md, Registry entity: "when those attributes
+        are modified the Registry entity is considered to be updated"). Returns whether they changed."""
+        state = await self._state("/")
+        if state.doc is None:
+            raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")
+        if (state.doc.get(CAPABILITIES_KEY) or {}) == settings:
+            return False
+        doc = {k: v for k, v in state.doc.items() if k != CAPABILITIES_KEY}
+        if settings:
+            doc[CAPABILITIES_KEY] = settings
+        self._stamp(doc, {}, state.doc)
+        self._set(state, "registry", "", doc)
+        self.capabilities_changed = True
         return True
 
     async def ensure_registry(self, registry_id: str, name: str | None = None) -> None:
@@ -323,14 +348,33 @@ class Changeset:
         state = await self._state(xid)
         _check_case(state, xid)
         self._check_epoch(xid, attrs.get("epoch"), state.doc)
+        existed = state.stored_rev is not None and state.doc is not None
         request = _strip(attrs, set(gdef.resources) | _collection_attrs(gdef.resources))
         base = _user_view(state.doc or {}) if patch else {}
         user = _merge(base, _strip(request, {gdef.id_attribute}), patch)
+        _keep_readonly(user, gdef.attributes, state.doc)
         wrote = self._finish(state, "group", gtype, user, attrs, {gdef.id_attribute: gid, "xid": xid})
         if wrote:
             self._validate("group", state, gtype)
+            if existed:
+                await self._recheck_constraints(gdef, state)
         await self._implicit_registry()
         return xid
+
+    async def _recheck_constraints(self, gdef: GroupDef, state: _State) -> None:
+        """The stored Versions of an updated Group against its constraints (its own
+        ``constraints`` or an ``equals``-named attribute may have changed): core/model.md "The
+        constraints MUST be applied to all Versions of all Resources in the Group instances"."""
+        for rtype in gdef.resources:
+            in_force = constraints.in_force(gdef, state.doc, rtype)
+            if not any(c.enum or c.equals for c in in_force):
+                continue
+            key = state.xid.lower()
+            page = await self.store.list(Query(ctype=f"{gdef.plural}/{rtype}/versions", after=Cursor(key + "/"),
+                                               before=Cursor(key + "0")))
+            for rec in page.items:
+                if rec.key.startswith(key + "/") and rec.key not in self._dirty:
+                    self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
 
     async def _implicit_group(self, gtype: str, gid: str) -> None:
         state = await self._state(str(Xid(gtype, gid)))
@@ -402,7 +446,10 @@ class Changeset:
             needs_version = not existing_versions and not versions_in
             if target is None and needs_version:
                 target = await self._next_version_id(rxid, vctype)
-            wants_update = (needs_version or rstate.doc is None or not patch
+            # a PATCH naming nothing is a touch of the default version (core/spec.md, epoch: "even
+            # if no attributes were explicitly updated, such as a "patch" type of operation when no
+            # attributes are specified"); one naming only ``meta`` updates the meta alone
+            wants_update = (needs_version or rstate.doc is None or not patch or meta_in is None
                             or bool(default_attrs.keys() - {"versionid", "epoch"}))
             if target is not None and target not in (versions_in or {}) and wants_update:
                 # the request addressed the resource: its default version's errors name the resource
@@ -460,8 +507,12 @@ class Changeset:
         if not patch and state.doc is not None and ANCESTOR_ID not in request:
             request[ANCESTOR_ID] = state.doc.get(ANCESTOR_ID)
         user = _merge(base, _strip(request, {"versionid"}), patch)
+        _keep_readonly(user, rdef.attributes, state.doc)
         if rdef.hasdocument:
             _drop_other_documents(user, request, rdef)
+        group = self._states.get(Xid(gtype, gid).key)
+        constraints.apply_defaults(user, constraints.in_force(self.group_def(gtype), group.doc if group else None,
+                                                              rtype))
         ids = {rdef.id_attribute: rid, "versionid": vid, "xid": vxid}
         self._finish(state, "version", f"{gtype}/{rtype}/versions", user, body, ids)
 
@@ -614,7 +665,7 @@ class Changeset:
         if not xref:
             if not versions:
                 raise XRegistryError("bad_request", rxid, detail="a resource must have at least one version")
-            self._assign_ancestors(versions, rxid)
+            self._assign_ancestors(versions, rxid, rdef)
             await self._check_documents(rdef, versions, meta_old, meta_req, patch=patch or meta_in is None)
             keep_old = patch or meta_in is None
             was_sticky = bool(meta_old.get("defaultversionsticky", False)) if keep_old else False
@@ -635,20 +686,28 @@ class Changeset:
                 # sticky without an id: the version the versionmode picks, unless already pinned
                 # (core/spec.md, "defaultversionid Attribute")
                 wanted = explicit if explicit is not None else (
-                    meta_old.get("defaultversionid") if was_sticky else None) or _newest(versions)
+                    meta_old.get("defaultversionid") if was_sticky else None) or newest(versions, rdef.versionmode)
                 if wanted not in by_id:
                     raise XRegistryError("unknown_id", rxid, singular="version", id=wanted,
                                          detail=f"defaultversionid names no version of {rxid}")
                 default_id = wanted
             else:
-                default_id = _newest(versions)
-            # maxversions: prune the oldest versions that are not the default
+                default_id = newest(versions, rdef.versionmode)
+            if sticky and rdef.maxversions == 1 and meta_req.get("defaultversionsticky"):
+                # core/spec.md, defaultversionsticky: setting it to true when maxversions is 1
+                raise XRegistryError("setdefaultversionsticky_false", mxid)
+            # maxversions: prune the oldest versions (per the versionmode) that are not the
+            # default; with maxversions 1 the default is not skipped (core/model.md)
             if rdef.maxversions and len(versions) > rdef.maxversions:
-                removable = sorted((s for s in versions if s.id != default_id), key=_age_key)
+                if rdef.maxversions == 1:
+                    default_id, sticky = newest(versions, rdef.versionmode), False
+                removable = sorted((s for s in versions if s.id != default_id), key=order_key(rdef.versionmode))
                 for victim in removable[: len(versions) - rdef.maxversions]:
                     self._set(victim, "version", vctype, None)
                 versions = [s for s in versions if s.doc is not None]
-                self._repair_ancestors(versions)
+                self._repair_ancestors(versions, rdef)
+            if self.model.closed:  # the built-in schema model's format: see _check_matchversions
+                _check_matchversions(rdef, versions, rxid, self._dirty)
             default_state = next(s for s in versions if s.id == default_id)
             default_copy = json_limits.copy(default_state.doc)
         else:
@@ -676,6 +735,16 @@ class Changeset:
         if meta_changed or (self.touch and meta_in is not None):
             meta_doc = {**meta_ids, **user_meta}
             self._stamp(meta_doc, meta_req, meta_old if rstate.doc else None)
+            if meta_old.get("xref") and not xref:
+                # core/spec.md, converting a cross-reference back into a normal Resource: "The
+                # Resource's meta.epoch value MUST be greater than the original Resource's
+                # previously known value (if any) and greater than the target Resource's
+                # meta.epoch value", "epoch = max(original_Epoch, target_Resource_Epoch) + 1"
+                # (a target that no longer exists counts as zero)
+                target = await self._state(str(meta_old["xref"]))
+                target_meta = (target.doc or {}).get("meta") if target.kind == "resource" else None
+                target_epoch = int((target_meta or {}).get("epoch", 0) or 0)
+                meta_doc["epoch"] = max(int(meta_old.get("epoch", 0)), target_epoch) + 1
         else:
             meta_doc = meta_old
         new_doc = {"meta": meta_doc, "default": default_copy}
@@ -705,17 +774,35 @@ class Changeset:
             if state.xid.lower() not in self._dirty and state.doc is not None:
                 self._set(state, state.kind, state.ctype, state.doc)  # its recorded outcome changed
 
-    def _assign_ancestors(self, versions: list[_State], rxid: str) -> None:
-        """``ancestorid`` for versions that lack one (manual versionmode), then a cycle check."""
+    def _set_ancestor(self, state: _State, ancestor: str) -> None:
+        """Give a version a new ``ancestorid``: "Any modification to the ancestorid attribute MUST
+        result in the owning Version's epoch and modifiedat attributes be updated appropriately,
+        regardless of whether the change [...] was explicitly part of a request or indirectly
+        changed due to changes to other Versions" (core/spec.md)."""
+        if state.body.get(ANCESTOR_ID) == ancestor:
+            return
+        doc = {**state.body, ANCESTOR_ID: ancestor}
+        if state.stored_rev is not None and state.xid.lower() not in self._bumped:
+            self._stamp(doc, {}, state.body)
+        self._set(state, state.kind, state.ctype, doc)
+
+    def _assign_ancestors(self, versions: list[_State], rxid: str, rdef: ResourceDef) -> None:
+        """``ancestorid`` per the versionmode (core/model.md): in ``manual`` mode for versions
+        that lack one, in the ordered modes for all; then a cycle check and, when the resource
+        type has ``singleversionroot``, the one-root rule."""
         by_id = {s.id: s for s in versions}
         for s in versions:  # checked before any is compared or ordered by it
             if s.body.get(ANCESTOR_ID) and not isinstance(s.body[ANCESTOR_ID], str):
                 raise invalid(s.xid, ANCESTOR_ID, "must be a string")
+        if rdef.versionmode in ORDERED_MODES:
+            for vid, ancestor in chained_ancestors(versions, rdef.versionmode).items():
+                self._set_ancestor(by_id[vid], ancestor)
+            return
         fresh = sorted((s for s in versions if not s.body.get(ANCESTOR_ID)), key=lambda s: s.xid.lower())
         settled = [s for s in versions if s.body.get(ANCESTOR_ID)]
         for s in fresh:
             vid = s.id
-            s.body[ANCESTOR_ID] = _newest(settled) if settled else vid
+            s.body[ANCESTOR_ID] = newest(settled, "manual") if settled else vid
             settled.append(s)
         for s in versions:
             anc = s.body.get(ANCESTOR_ID)
@@ -738,14 +825,26 @@ class Changeset:
                     raise XRegistryError("ancestor_circular_reference", rxid, list=", ".join(seen))
                 seen.append(cur)
                 cur = nxt
+        roots = sorted(s.id for s in versions if s.body.get(ANCESTOR_ID) == s.id)
+        if rdef.singleversionroot and len(roots) > 1:
+            # core/model.md, singleversionroot: "the server MUST generate an error
+            # (multiple_roots) if any request results in a state where more than one Version of a
+            # Resource is a root"
+            raise XRegistryError("multiple_roots", rxid, plural=rdef.plural,
+                                 detail=f"versions {', '.join(roots)} would all be roots")
 
-    def _repair_ancestors(self, versions: list[_State]) -> None:
+    def _repair_ancestors(self, versions: list[_State], rdef: ResourceDef) -> None:
+        """Ancestors after versions were deleted (core/model.md, "Deleted Ancestor"): in
+        ``manual`` mode an orphan becomes a root, in the ordered modes the chain is recomputed."""
+        if rdef.versionmode in ORDERED_MODES:
+            by_id = {s.id: s for s in versions}
+            for vid, ancestor in chained_ancestors(versions, rdef.versionmode).items():
+                self._set_ancestor(by_id[vid], ancestor)
+            return
         ids = {s.id for s in versions}
         for s in versions:
             if s.body.get(ANCESTOR_ID) not in ids:
-                s.body[ANCESTOR_ID] = s.id
-                if s.xid.lower() not in self._dirty:
-                    self._set(s, s.kind, s.ctype, s.doc)
+                self._set_ancestor(s, s.id)
 
     # -- deletes ------------------------------------------------------------------------------
     async def delete(self, xid: str, *, epoch: Any = None) -> None:
@@ -774,7 +873,7 @@ class Changeset:
             rstate = await self._state(rxid)
             meta = (rstate.doc or {}).get("meta") or {}
             keep_sticky = meta.get("defaultversionsticky") and meta.get("defaultversionid") != vxid.version_id
-            self._repair_ancestors(remaining)
+            self._repair_ancestors(remaining, rdef)
             await self._settle_resource(gtype, gid, rtype, rid, rdef,
                                         {"defaultversionsticky": bool(keep_sticky),
                                          **({"defaultversionid": meta.get("defaultversionid")} if keep_sticky else {})},
@@ -1061,21 +1160,29 @@ def _check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryMod
         raise XRegistryError("malformed_xref", rxid, xref=xref, detail="a resource cannot reference itself")
 
 
-def _age_key(state: _State) -> tuple[Any, str]:
-    created = state.body.get("createdat") or ""
-    try:
-        moment = parse_ts(created).timestamp()
-    except (ValueError, TypeError):
-        moment = 0.0
-    return (moment, state.id.lower())
+def _check_matchversions(rdef: ResourceDef, versions: list[_State], rxid: str, dirty: dict[str, str]) -> None:
+    """core/model.md ``matchversions``: "all Versions of a Resource instance MUST have the same
+    value for this attribute (or MUST be missing from all Versions). If an inconsistency is found
+    then an error (mismatched_version_attribute) MUST be generated" — checked when a write
+    touched a Version of the Resource, for models given through ``modelsource``: the built-in
+    schema model marks ``format`` so, while real schema registries (schemastore.org's) hold
+    Versions of one schema in several formats; there it is not enforced."""
+    if not any(s.xid.lower() in dirty for s in versions):
+        return
+    for name, defn in rdef.attributes.items():
+        if defn.matchversions and len({repr(s.body.get(name)) for s in versions}) > 1:
+            raise XRegistryError("mismatched_version_attribute", rxid, name=name, path=name,
+                                 detail=f"every version of {rxid} must have the same {name}")
 
 
-def _newest(versions: list[_State]) -> str:
-    """The newest version per the ``manual`` versionmode: among leaves (not anyone's ancestor),
-    the latest ``createdat``, ties by the highest versionid (case-insensitive)."""
-    ancestors = {
-        s.body.get(ANCESTOR_ID) for s in versions
-        if s.body.get(ANCESTOR_ID) and s.body.get(ANCESTOR_ID) != s.id
-    }
-    leaves = [s for s in versions if s.id not in ancestors] or versions
-    return max(leaves, key=_age_key).id
+def _keep_readonly(user: dict[str, Any], defs: dict[str, AttributeDef], existing: dict[str, Any] | None) -> None:
+    """core/model.md ``readonly``: "during creation, or update, of an entity if this attribute is
+    specified, then its value MUST be silently ignored by the server" — a model's read-only
+    attributes keep their stored value (in place)."""
+    for name, defn in defs.items():
+        if not defn.readonly or name == "*":
+            continue
+        if existing is not None and name in existing:
+            user[name] = existing[name]
+        else:
+            user.pop(name, None)

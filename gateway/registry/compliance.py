@@ -94,12 +94,22 @@ async def check_compliance(store: Store, old: RegistryModel, new: RegistryModel)
                     rkey = Xid.parse(v.key).resource.key
                     counts[rkey] = counts.get(rkey, 0) + 1
                     if not rdef.hasdocument and any(v.doc.get(n) is not None for n in documents):
-                        problems.append(f"{v.xid} has a document, but {rtype} would have none (hasdocument false)")
+                        # core/model.md hasdocument: "Attempts to change this value from true to false
+                        # when there are existing Versions with domain-specific documents MUST generate
+                        # an error (hasdocument_violation)."
+                        raise XRegistryError("hasdocument_violation", v.xid, detail=(
+                            f"{v.xid} has a document, but {rtype} would have none (hasdocument false)"))
                     _validate(problems, "version", v.doc, new, gtype, rtype, v.xid,
                               groups.get(Xid.parse(v.key).group.key))
                 async for r in _records(store, f"{gtype}/{rtype}"):
                     meta = r.doc.get("meta") or {}
                     _validate(problems, "meta", meta, new, gtype, rtype, str(Xid.parse(r.xid).meta_of()))
+                    if rdef.maxversions == 1 and meta.get("defaultversionsticky"):
+                        # core/model.md maxversions: "An attempt to change maxversions to 1 when there
+                        # are existing Resource instances that have their defaultversionsticky
+                        # attribute set to true MUST generate an error (setdefaultversionsticky_false)."
+                        raise XRegistryError("setdefaultversionsticky_false", r.xid, detail=(
+                            f"{r.xid} has a sticky default version; maxversions 1 does not allow one"))
                     if rdef.maxversions and counts.get(r.key, 0) > rdef.maxversions:
                         problems.append(f"{r.xid} has {counts[r.key]} versions, more than maxversions "
                                         f"({rdef.maxversions})")

@@ -20,6 +20,7 @@ from typing import Any
 
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
+from gateway.registry import xrefs
 from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
@@ -186,20 +187,26 @@ async def render(
     """xRegistry views of ``records`` with their collection counts, one store call per
     child collection type (not per record). ``with_counts=False`` skips those calls: every
     ``<COLLECTION>count`` is then 0 (for callers that fill them in later, or never show them)."""
+    # a cross-reference reads as its target, counting the target's versions (core/spec.md)
+    targets = await xrefs.targets(store, records, as_of)
+    records = [xrefs.as_source(rec, targets[rec.key]) if rec.key in targets else rec for rec in records]
     counts: dict[tuple[str, str], int] = {}
-    by_child: dict[str, list[str]] = {}
+    by_child: dict[str, list[tuple[str, str]]] = {}
     for rec in records if with_counts else ():
         for child in _child_ctypes(model, rec):
-            by_child.setdefault(child, []).append(rec.xid)
-    for child, parents in by_child.items():
-        found = await store.count_children(parents, child, as_of)
-        for xid in parents:
-            counts[(xid.lower(), child)] = found.get(xid.lower(), 0)
+            counted = targets[rec.key].xid if rec.key in targets else rec.xid
+            by_child.setdefault(child, []).append((rec.key, counted))
+    for child, pairs in by_child.items():
+        found = await store.count_children([counted for _, counted in pairs], child, as_of)
+        for key, counted in pairs:
+            counts[(key, child)] = found.get(counted.lower(), 0)
     defaults: dict[str, str | None] = {}
     versions = [r for r in records if r.kind == "version"]
     if versions:
         owners = await store.get_many(list({str(Xid.parse(r.xid).resource) for r in versions}), as_of)
-        defaults = {k: (o.doc.get("meta") or {}).get("defaultversionid") for k, o in owners.items()}
+        sources = await xrefs.targets(store, list(owners.values()), as_of)  # a source's: its target's
+        defaults = {k: ((sources[k] if k in sources else o).doc.get("meta") or {}).get("defaultversionid")
+                    for k, o in owners.items()}
 
     def views() -> list[dict[str, Any]]:
         out = []

@@ -27,6 +27,7 @@ from gateway.errors import XRegistryError
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import ModelLimits, check_model_source, model_of_source
 from gateway.model.registry_model import RegistryModel
+from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
@@ -95,6 +96,9 @@ class LocalRegistry:
         self.model = self.base_model
         #: The stored ``modelsource`` (``None``: never set).
         self.model_source: dict[str, Any] | None = None
+        #: The stored capability settings (``gateway.registry.capabilities``; ``None``: the
+        #: supported capabilities, unchanged), kept current with the model by :meth:`sync_model`.
+        self.capability_settings: dict[str, Any] | None = None
         self._model_key: str | None = None
         self._model_synced = 0.0
         self.registry_id = registry_id
@@ -142,6 +146,7 @@ class LocalRegistry:
         with upkeep() if max_age is not None else contextlib.nullcontext():
             root = await self.store.get("/")
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
+        self.capability_settings = (root.doc if root is not None else {}).get(CAPABILITIES_KEY)
         key = json.dumps(source, sort_keys=True)
         if key != self._model_key:
             self.model = self.model_at(root)
@@ -191,7 +196,7 @@ class LocalRegistry:
                 except Conflict:
                     pass
                 else:
-                    if cs.model_changed and not dry_run:
+                    if (cs.model_changed or cs.capabilities_changed) and not dry_run:
                         await self.sync_model()
                     return result, outcome
             if attempt + 1 < policy.attempts:

@@ -23,6 +23,7 @@ from typing import Any
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
+from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
 from gateway.registry.timestamps import utc_now
@@ -88,7 +89,7 @@ async def _entities(registry: LocalRegistry) -> AsyncIterator[tuple[str, dict[st
     attributes as stored and the violations found in them."""
     root = await registry.store.get("/")
     if root is not None:
-        attrs = {k: v for k, v in root.doc.items() if k != MODEL_SOURCE_KEY}
+        attrs = {k: v for k, v in root.doc.items() if k not in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}
         yield "/", attrs, _too_deep("/", attrs) + _findings("/", validate_attributes(
             attrs, registry_definitions(registry.model), subject="/", extensible=True, model=registry.model))
     for gtype, gdef in registry.model.groups.items():

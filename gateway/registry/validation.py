@@ -28,6 +28,7 @@ from gateway.model.registry_model import (
     AttributeDef,
     RegistryModel,
 )
+from gateway.registry import constraints
 from gateway.registry.ids import id_problem, parse_xid
 from gateway.xid import Xid
 
@@ -336,6 +337,11 @@ _VERSION = _defs({
     "compatibilityvalidatedreason": {"type": "string", "readonly": True},
 })
 _META = _defs(META_ATTRIBUTES)
+#: A Group instance's ``constraints`` (core/spec.md "constraints Attribute"): a map of
+#: ``<RESOURCES>.<PATH>`` to ``default`` / ``enum`` / ``equals``.
+_GROUP_CONSTRAINTS = AttributeDef("constraints", "map", item=AttributeDef("", "object", attributes={
+    "default": AttributeDef("default", "any"), "enum": AttributeDef("enum", "array", item=AttributeDef("", "any")),
+    "equals": AttributeDef("equals", "string")}))
 LEVELS = ("group", "version", "meta")
 
 
@@ -347,7 +353,8 @@ def entity_definitions(
     if group is None:
         raise XRegistryError("unknown_group_type", "/" + group_type, name=group_type)
     if level == "group":
-        return {**_COMMON, group.id_attribute: AttributeDef(group.id_attribute, "string"), **group.attributes}
+        return {**_COMMON, group.id_attribute: AttributeDef(group.id_attribute, "string"),
+                "constraints": _GROUP_CONSTRAINTS, **group.attributes}
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
     resource = group.resources.get(resource_type or "")
@@ -399,6 +406,12 @@ def validate_entity(
         _endpoint_rules(run, attrs)
     if level == "group" and group_type in ("messagegroups", "endpoints"):
         _group_envelope_protocol_rules(run, attrs, endpoint=group_type == "endpoints")
+    if level == "version":
+        # core/model.md, groups.<STRING>.constraints: "The constraints MUST be applied to all
+        # Versions of all Resources in the Group instances, and generate an error
+        # (constraint_failure) if a violation is detected."
+        in_force = constraints.in_force(model.group_def(group_type), group_attrs, resource_type or "")
+        run.errors += constraints.violations(attrs, in_force, group_attrs, subject)
     if level == "version" and resource_type == "messages":
         _message_rules(run, attrs, group_attrs or {}, endpoint=group_type == "endpoints")
     if run.errors:

@@ -13,6 +13,7 @@ from typing import Any
 
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.registry_model import RegistryModel
+from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.materialise import DERIVED
 from gateway.storage.base import EntityRecord
 from gateway.xid import Xid
@@ -29,6 +30,7 @@ def registry_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts
     """The registry entity with one ``<GROUPS>url`` / ``<GROUPS>count`` per group type."""
     doc = dict(rec.doc)
     doc.pop(MODEL_SOURCE_KEY, None)  # served as modelsource when asked for
+    doc.pop(CAPABILITIES_KEY, None)  # served as capabilities
     out: dict[str, Any] = {"specversion": SPEC_VERSION, "registryid": doc.pop("registryid"),
                            "self": url_for(base_url, "/"), "xid": "/"}
     doc.pop("xid", None)

@@ -1,10 +1,11 @@
-"""Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file, httpx clients
-through ASGI, and a real uvicorn server (see ``support.py``); ``wire``: a client of a real
-uvicorn server once per store (SQLite, and MongoDB through ``mongomock_motor``, as
-tests/contract/ runs its contract)."""
+"""Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file (``store_client``: on
+each embedded store), httpx clients through ASGI, and a real uvicorn server (see ``support.py``);
+``wire``: a client of a real uvicorn server once per store (SQLite, and MongoDB through
+``mongomock_motor``, as tests/contract/ runs its contract)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,9 +69,23 @@ async def wire(request, settings: Settings):
     if request.param == "sqlite":
         registry = LocalRegistry.from_settings(settings)
     else:
-        registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database="xreg_http"),
+        registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database=f"http_{uuid.uuid4().hex[:12]}"),
                                  registry_id=settings.registry_id, name=settings.registry_name,
-                                 base_url=settings.base_url)
+                                 base_url=settings.base_url, model_limits=settings.model_limits)
     async with LiveServer(create_app(settings, registry=registry)) as server, \
             httpx.AsyncClient(base_url=server.url, headers=bearer(WRITE_KEY), timeout=30, trust_env=False) as c:
+        yield c
+
+
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def store_client(request, settings: Settings):
+    """``client`` (writer key) on a fresh gateway over each embedded store: SQLite, and
+    ``MongoStore`` on an in-memory ``mongomock_motor`` client."""
+    registry = None
+    if request.param == "mongomock":
+        registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database=f"http_{uuid.uuid4().hex[:12]}"),
+                                 registry_id=settings.registry_id, base_url=settings.base_url,
+                                 model_limits=settings.model_limits)
+    app = create_app(settings, registry=registry)
+    async with app.router.lifespan_context(app), asgi_client(app) as c:
         yield c
