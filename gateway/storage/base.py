@@ -102,9 +102,10 @@ class Query:
 
     ``any_of`` is an OR of AND-groups of conditions (the xRegistry filter semantics: repeated
     ``filter`` parameters OR, expressions within one parameter AND). ``parent`` restricts to
-    the descendants of one XID (``None``: across the whole registry). ``keys`` restricts to a
-    set of entity keys. ``after`` / ``before`` are keyset cursors: the page starts after, or
-    ends before, the cursor's row. ``as_of`` reads the registry as it was at that revision.
+    the descendants of one XID (``None``: across the whole registry); ``parents`` to the
+    descendants of any of a set of keys. ``keys`` restricts to a set of entity keys.
+    ``after`` / ``before`` are keyset cursors: the page starts after, or ends before, the
+    cursor's row. ``as_of`` reads the registry as it was at that revision.
     ``search`` keeps the entities whose :attr:`Write.text` holds every one of its words (case
     and accents folded; English stemming); each record found carries its :attr:`EntityRecord.rank`,
     and sorting by :data:`~gateway.storage.semantics.RANK` orders by relevance.
@@ -120,6 +121,7 @@ class Query:
     keys: tuple[str, ...] | None = None
     as_of: int | None = None
     search: tuple[str, ...] | None = None
+    parents: tuple[str, ...] | None = None
 
 
 @dataclass

@@ -382,6 +382,9 @@ class MongoStore(Store):
             xkey["$in"] = [k.lower() for k in query.keys]
         if xkey:
             flt["xkey"] = xkey
+        if query.parents is not None:  # each parent is a key range, as ``parent`` is
+            clauses.append({"$or": [{"xkey": {"$gt": k.lower() + "/", "$lt": k.lower() + "0"}}
+                                    for k in query.parents]} if query.parents else {"xkey": {"$in": []}})
         return flt, clauses
 
     @staticmethod

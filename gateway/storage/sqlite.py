@@ -476,6 +476,10 @@ class SQLiteStore(Store):
         if query.keys is not None:
             keys = json.dumps([k.lower() for k in query.keys])
             where.append(f"xkey IN (SELECT value FROM json_each({sql.p(keys)}))")
+        if query.parents is not None:  # each parent is a key range, as ``parent`` is
+            parents = json.dumps([k.lower() for k in query.parents])
+            where.append(f"EXISTS (SELECT 1 FROM json_each({sql.p(parents)}) AS p "
+                         "WHERE xkey > p.value || '/' AND xkey < p.value || '0')")
         conds = sql.any_of(query.any_of)
         if conds:
             where.append(conds)

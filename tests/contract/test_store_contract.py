@@ -647,3 +647,18 @@ async def test_search_reads_as_of_a_revision(store):
     assert keys(await store.list(Query(MESSAGES, search=("earthquake",), as_of=first))) == ["/messagegroups/g/messages/a"]
     await store.prune(keep_revisions=0)
     assert keys(await store.list(Query(MESSAGES, search=("flood",)))) == ["/messagegroups/g/messages/a"]
+
+
+async def test_parents_restrict_to_the_children_of_any_of_them(store):
+    await store.commit([group("a"), group("ab"), group("b"), group("c"),
+                        message("a", "m1", {"p": "x"}), message("a", "m2"), message("ab", "m1"),
+                        message("b", "m1", {"p": "x"}), message("c", "m1", {"p": "x"})])
+    by = Query(MESSAGES, parents=("/messagegroups/A", "/messagegroups/b"))
+    assert keys(await store.list(by)) == ["/messagegroups/a/messages/m1", "/messagegroups/a/messages/m2",
+                                          "/messagegroups/b/messages/m1"]  # not /ab's: a key range, not a prefix
+    assert await store.count(by) == 3
+    cond = replace(by, any_of=((Condition(("p",), "eq", "x"),),), sort=Sort(("messageid",), descending=True))
+    assert keys(await store.list(cond)) == ["/messagegroups/b/messages/m1", "/messagegroups/a/messages/m1"]
+    assert keys(await store.list(Query(MESSAGES, parents=()))) == []
+    assert keys(await store.list(replace(by, limit=1, after=Cursor("/messagegroups/a/messages/m2")))) == [
+        "/messagegroups/b/messages/m1"]

@@ -1,0 +1,83 @@
+"""What the people at the keyboard ask of the GraphQL API over the 117-feed corpus: messages
+reachable over a protocol in one step, typed validation results and readable registry names,
+and the change feed in revision order."""
+
+from __future__ import annotations
+
+import json
+
+from tests.corpus import CORPUS_117
+
+
+def _reachable_over(protocol: str) -> set[str]:
+    """The XIDs of the messages of the groups that endpoints of ``protocol`` reference, computed
+    from the corpus document alone."""
+    document = json.loads(CORPUS_117.read_text(encoding="utf-8"))
+    groups = {ref.removeprefix("#").lower() for endpoint in document["endpoints"].values()
+              if (endpoint.get("protocol") or "").lower() == protocol.lower()
+              for ref in endpoint.get("messagegroups") or []}
+    found = {f"/messagegroups/{gid}/messages/{mid}" for gid, group in document["messagegroups"].items()
+             if f"/messagegroups/{gid}".lower() in groups for mid in group.get("messages") or {}}
+    found |= {f"/endpoints/{eid}/messages/{mid}" for eid, endpoint in document["endpoints"].items()
+              if (endpoint.get("protocol") or "").lower() == protocol.lower() for mid in endpoint.get("messages") or {}}
+    return found
+
+
+REACHABLE = """query($over: String!, $after: String) { messages(first: 500, after: $after,
+    filter: {reachableOver: $over}) { totalCount nodes { xid } pageInfo { hasNextPage endCursor } } }"""
+
+
+async def _all_reachable(corpus, over: str) -> tuple[int, set[str]]:
+    xids: set[str] = set()
+    after = None
+    while True:
+        page = (await corpus.data(REACHABLE, over=over, after=after))["messages"]
+        xids |= {n["xid"] for n in page["nodes"]}
+        if not page["pageInfo"]["hasNextPage"]:
+            return page["totalCount"], xids
+        after = page["pageInfo"]["endCursor"]
+
+
+async def test_messages_reachable_over_kafka_are_those_of_the_groups_kafka_endpoints_reference(corpus):
+    expected = _reachable_over("KAFKA")
+    assert len(expected) > 56  # far more than the messages that declare `protocol: KAFKA` themselves
+    total, xids = await _all_reachable(corpus, "KAFKA")
+    assert total == len(expected)
+    assert {x.lower() for x in xids} == {x.lower() for x in expected}
+
+
+async def test_reachable_over_matches_like_the_typed_fields_and_combines_with_them(corpus):
+    assert (await _all_reachable(corpus, "kafka"))[0] == len(_reachable_over("KAFKA"))  # case ignored
+    mqtt = (await _all_reachable(corpus, "MQTT*"))[1]
+    assert {x.lower() for x in mqtt} == {x.lower() for x in _reachable_over("MQTT/5.0")}
+    assert (await _all_reachable(corpus, "NOPE"))[0] == 0
+    both = """{ registry { messages(first: 1, filter: {reachableOver: "KAFKA", protocol: "KAFKA"}) {
+        totalCount } } }"""
+    count = (await corpus.data(both))["registry"]["messages"]["totalCount"]
+    assert 0 < count <= 56
+
+
+async def test_reachable_over_is_answered_by_the_store_not_by_reading_every_message(corpus):
+    """Two store reads: the matching endpoints, then one page of messages — never every message."""
+    from gateway.storage.sqlite import SQLiteStore
+
+    store = corpus.registry.store
+    assert isinstance(store, SQLiteStore)
+    queries = []
+    original = store.list
+
+    async def recorded(query):
+        page = await original(query)
+        queries.append((query, len(page.items)))
+        return page
+
+    store.list = recorded  # type: ignore[method-assign]
+    try:
+        await corpus.data("""{ registry { messages(first: 5, filter: {reachableOver: "KAFKA"}) {
+            nodes { xid } } } }""")
+    finally:
+        del store.list
+    listed = [(q.ctype, n) for q, n in queries]
+    assert ("endpoints", 180) in listed
+    messages = [(q, n) for q, n in queries if q.ctype.endswith("/messages")]
+    assert messages and all(q.parents for q, _ in messages) and all(n <= 6 for _, n in messages)
