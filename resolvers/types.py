@@ -263,6 +263,11 @@ async def _count(info: Info, source: Any, listing: Any) -> int:
         return 0
 
 
+def bare_registry(rid: str, as_of: int | None = None) -> Registry:
+    """The registry ``rid`` without its record read: its ids alone."""
+    return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}, as_of=as_of))
+
+
 async def _load(info: Info, owner: SourceEntity, xid: str) -> Any:
     entity = await info.context.loaders.entity(owner.registry, xid, owner.as_of)
     return to_node(entity) if entity is not None else None
@@ -342,9 +347,15 @@ class Node:
         # synchronous unless the collection counts are still to be read
         return JSON(info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view)
 
-    @strawberry.field(description="The registry the entity belongs to (at the same revision).")
-    async def registry(self, info: Info) -> Registry | None:
-        return await _load(info, self.entity, "/")
+    @strawberry.field(description="The registry the entity belongs to (at the same revision); never null — a "
+                                  "registry that cannot be read now gives its ids alone, with the error reported.")
+    async def registry(self, info: Info) -> Registry:
+        try:
+            found = await _load(info, self.entity, "/")
+        except SourceUnavailable as exc:
+            info.context.report(exc, info)
+            found = None
+        return found if found is not None else bare_registry(self.entity.registry, self.entity.as_of)
 
 
 @strawberry.interface(description="Attributes of every registry, group, resource and version (core/spec.md).")
@@ -830,6 +841,14 @@ class SchemaDefinition:
     schemauri: str | None = attr()
     schemaurl: str | None = attr()
     schemabase64: str | None = attr()
+    formatvalidated: bool | None = attr("Whether the document was checked against its `format` and found valid "
+                                        "(false: not valid, or not checked — `formatvalidatedreason` says which).")
+    formatvalidatedreason: str | None = attr("Why `formatvalidated` is false: the violations found, or why the "
+                                             "document was not checked.")
+    compatibilityvalidated: bool | None = attr("Whether the version was checked against the schema's "
+                                               "`compatibility` rule and keeps it.")
+    compatibilityvalidatedreason: str | None = attr("Why `compatibilityvalidated` is false: what breaks the rule, "
+                                                    "or why it was not checked.")
 
 
 @strawberry.type(description="A schema: its default version's document, and its versions.")

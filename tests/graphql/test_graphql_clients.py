@@ -81,3 +81,53 @@ async def test_reachable_over_is_answered_by_the_store_not_by_reading_every_mess
     assert ("endpoints", 180) in listed
     messages = [(q, n) for q, n in queries if q.ctype.endswith("/messages")]
     assert messages and all(q.parents for q, _ in messages) and all(n <= 6 for _, n in messages)
+
+
+VALIDATION = ("formatvalidated", "formatvalidatedreason", "compatibilityvalidated", "compatibilityvalidatedreason")
+
+
+async def test_schema_versions_carry_their_validation_results_as_typed_fields(corpus):
+    query = """{ registry { schemas(first: 40) { nodes { xid formatvalidated defaultversion {
+        formatvalidated formatvalidatedreason compatibilityvalidated compatibilityvalidatedreason
+        attributes json } } } } }"""
+    schemas = (await corpus.data(query))["registry"]["schemas"]["nodes"]
+    versions = [s["defaultversion"] for s in schemas]
+    assert versions and any(v["formatvalidated"] is True for v in versions)
+    for schema, version in zip(schemas, versions, strict=True):
+        assert {a: version[a] for a in VALIDATION} == {a: version["json"].get(a) for a in VALIDATION}
+        assert not set(VALIDATION) & set(version["attributes"])  # typed, so no longer only inside `attributes`
+        assert schema["formatvalidated"] == version["formatvalidated"]  # a schema shows its default version's
+        if version["formatvalidated"] is False:
+            assert version["formatvalidatedreason"]
+
+
+async def test_registries_read_by_name_and_registry_is_never_null(corpus):
+    found = (await corpus.data("{ registries { id registryid entityid } }"))["registries"]
+    assert [(r["registryid"], r["entityid"]) for r in found] == [("test", "test")]
+    assert found[0]["id"] != "test"  # the Relay id stays opaque
+    query = """{ registry { registryid messages(first: 2) { nodes { registry { registryid } } } } }"""
+    data = (await corpus.data(query))["registry"]
+    assert [n["registry"]["registryid"] for n in data["messages"]["nodes"]] == ["test", "test"]
+    error = await corpus.error('{ registry(id: "nope") { registryid } }')
+    assert error["extensions"]["code"] == "BAD_USER_INPUT" and "nope" in error["message"]
+
+
+#: A UI's page: 100 endpoints, each with its message groups' first 50 messages and their schema documents.
+NATURAL_PAGE = """{ registry { endpoints(first: 100) { totalCount pageInfo { hasNextPage endCursor }
+    nodes { id xid name description protocol usage envelope
+      messagegroups { xid name messages(first: 50) { nodes { id xid name description protocol dataschemaformat
+        dataschema { format document } } } } } } } }"""
+#: Every version of every message of every group of 500 endpoints: asks for far more than any screen.
+ABUSIVE = """{ registry { endpoints(first: 500) { nodes { messagegroups { messages(first: 500) { nodes { xid
+    versions(first: 500) { nodes { xid } } } } } } } } }"""
+
+
+async def test_a_natural_ui_page_passes_the_default_cost_limit_and_abuse_does_not(corpus):
+    page = (await corpus.data(NATURAL_PAGE))["registry"]["endpoints"]
+    assert len(page["nodes"]) == 100
+    documents = [m["dataschema"]["document"] for e in page["nodes"] for g in e["messagegroups"]
+                 for m in g["messages"]["nodes"] if m["dataschema"]]
+    assert documents and all(documents)
+    error = await corpus.error(ABUSIVE)
+    assert error["extensions"]["code"] == "QUERY_TOO_COSTLY"
+    assert error["extensions"]["maxCost"] == 500_000 < error["extensions"]["cost"]
