@@ -698,7 +698,8 @@ class RemoteSource(RegistrySource):
             raise SourceUnavailable(self.id, str(exc)) from exc
 
     async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-                      limit: int = 100, after: str | None = None) -> tuple[builtins.list[ChangeItem], bool]:
+                      limit: int = 100, after: str | None = None,
+                      by_revision: bool = False) -> tuple[builtins.list[ChangeItem], bool]:
         raise XRegistryError("action_not_supported", "/", action="changes",
                              detail=f"registry {self.id!r} is a remote xRegistry API; it has no change feed")
 

@@ -1026,6 +1026,13 @@ class ChangeType(Enum):
     DELETED = "deleted"
 
 
+@strawberry.enum(description="The order of a change feed.")
+class ChangeOrder(Enum):
+    REVISION = strawberry.enum_value("revision", description="By the revision that wrote each entity's state, "
+                                                             "then by XID (the default): the order things happened.")
+    XID = strawberry.enum_value("xid", description="By XID: each entity's state next to its parent's.")
+
+
 @strawberry.type(description="An entity written after a revision: its current state, or its deletion.")
 class Change:
     item: Private[ChangeItem]
@@ -1055,7 +1062,8 @@ class Change:
         return to_node(self.item.entity) if self.item.entity is not None else None
 
 
-@strawberry.type(description="A page of changes in XID order; follow `pageInfo.endCursor` with `after`.")
+@strawberry.type(description="A page of changes, in revision order unless `order` said otherwise; follow "
+                              "`pageInfo.endCursor` with `after` (and the same `order`).")
 class ChangeFeed:
     nodes: list[Change]
     page_info: PageInfo
@@ -1176,19 +1184,23 @@ class Registry(Entity):
         return await _load(info, self.entity, xid)
 
     @strawberry.field(description="Entities written after revision `since` (up to `until`, default: this "
-                                  "view's revision), in XID order; `collections` limits the collection types. A "
+                                  "view's revision), each once with its latest state (or its deletion), in "
+                                  "revision order (the revision that wrote the state, ties by XID; `order: XID` for "
+                                  "XID order, null the default); `collections` limits the collection types. A "
                                   "checkpoint is `since` with the `instanceId` it was read with: one of another "
                                   "registry instance, or a `since` beyond the current revision, fails with "
                                   "`instance_mismatch` (read again from 0).")
     async def changes(
         self, info: Info, since: int, instance_id: str | None = None, until: int | None = None,
         collections: list[str] | None = None, first: int | None = None, after: str | None = None,
+        order: ChangeOrder | None = ChangeOrder.REVISION,
     ) -> ChangeFeed | None:
         limit, _ = page_size(info.context, first, None)
         source = info.context.sources[self.entity.registry]
         source.check_instance(instance_id)
         until = until if until is not None else self.entity.as_of
-        items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
+        items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after,
+                                           by_revision=order is not ChangeOrder.XID)
         settled = iter(await info.context.loaders.settle([i.entity for i in items if i.entity is not None]))
         items = [replace(i, entity=next(settled)) if i.entity is not None else i for i in items]
         return ChangeFeed(nodes=[Change(item=i) for i in items], counter=lambda: source.count_changes(

@@ -613,6 +613,7 @@ class SQLiteStore(Store):
 
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
+        after_revision: int | None, by_revision: bool,
     ) -> builtins.list[Change]:
         sql = _SQL()
         where = [f"rev_from > {sql.p(since)}"]
@@ -623,9 +624,13 @@ class SQLiteStore(Store):
             where.append(f"rev_from <= {u} AND (rev_to IS NULL OR rev_to > {u})")
         if ctypes is not None:
             where.append(f"ctype IN (SELECT value FROM json_each({sql.p(json.dumps(list(ctypes)))}))")
-        if after is not None:
+        if after is not None and by_revision:
+            r = sql.p(after_revision)
+            where.append(f"(rev_from > {r} OR (rev_from = {r} AND xkey > {sql.p(after.lower())}))")
+        elif after is not None:
             where.append(f"xkey > {sql.p(after.lower())}")
-        text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY xkey"
+        order = "rev_from, xkey" if by_revision else "xkey"
+        text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         rows = await self._all(text, sql.params)

@@ -509,6 +509,22 @@ async def test_changes_since_a_revision(store):
     assert await store.changes(r2) == []
 
 
+async def test_changes_in_revision_order(store):
+    a, b, c = (f"/messagegroups/g/messages/{m}" for m in "abc")
+    r1 = await store.commit([group("g"), message("g", "c")])
+    r2 = await store.commit([message("g", "b"), message("g", "a")])
+    r3 = await store.commit([gone(c)])
+    feed = [(ch.record.key, ch.record.revision) for ch in await store.changes(0, by_revision=True)]
+    assert feed == [("/messagegroups/g", r1), (a, r2), (b, r2), (c, r3)]  # the same as XID order here; not below
+    assert [ch.record.key for ch in await store.changes(r1 - 1, until=r2, by_revision=True)] == [
+        "/messagegroups/g", c, a, b]
+    paged = [ch.record.key for ch in await store.changes(0, by_revision=True, after=a, after_revision=r2)]
+    assert paged == [b, c]
+    assert [ch.record.key for ch in await store.changes(0, by_revision=True, after=b, after_revision=r2,
+                                                        limit=1)] == [c]
+    assert [ch.record.key for ch in await store.changes(0, by_revision=True, after=c, after_revision=r1)] == [a, b, c]
+
+
 async def test_prune_drops_history(store):
     a, b = "/messagegroups/g/messages/a", "/messagegroups/g/messages/b"
     r1 = await store.commit([group("g"), message("g", "a", {"v": 1}), message("g", "b", {"v": 1})])

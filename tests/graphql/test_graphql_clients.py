@@ -131,3 +131,32 @@ async def test_a_natural_ui_page_passes_the_default_cost_limit_and_abuse_does_no
     error = await corpus.error(ABUSIVE)
     assert error["extensions"]["code"] == "QUERY_TOO_COSTLY"
     assert error["extensions"]["maxCost"] == 500_000 < error["extensions"]["cost"]
+
+
+FEED = """query($since: Int!, $order: ChangeOrder, $after: String, $first: Int) { registry {
+    changes(since: $since, order: $order, after: $after, first: $first, collections: ["endpoints"]) {
+      pageInfo { hasNextPage endCursor } nodes { xid revision } } } }"""
+CREATE = """mutation($id: String!) { createGroup(groupType: "endpoints", groupId: $id,
+    attributes: {usage: ["producer"]}) { revision } }"""
+
+
+async def _feed(client, order: str | None, first: int) -> list[tuple[str, int]]:
+    seen: list[tuple[str, int]] = []
+    after = None
+    while True:
+        page = (await client.data(FEED, since=0, order=order, after=after, first=first))["registry"]["changes"]
+        seen += [(n["xid"], n["revision"]) for n in page["nodes"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            return seen
+        after = page["pageInfo"]["endCursor"]
+
+
+async def test_the_change_feed_is_in_revision_order_unless_asked_for_xid_order(empty):
+    revisions = {xid: (await empty.data(CREATE, id=xid))["createGroup"]["revision"] for xid in ("c", "a", "b")}
+    by_revision = [(f"/endpoints/{x}", revisions[x]) for x in ("c", "a", "b")]
+    assert await _feed(empty, None, 10) == by_revision
+    assert await _feed(empty, "REVISION", 1) == by_revision  # page by page, the same
+    assert await _feed(empty, "XID", 1) == sorted(by_revision)
+    first = (await empty.data(FEED, since=0, order="XID", first=1))["registry"]["changes"]["pageInfo"]["endCursor"]
+    error = await empty.error(FEED, since=0, order="REVISION", after=first)
+    assert error["extensions"]["code"] == "BAD_USER_INPUT" and "other order" in error["message"]
