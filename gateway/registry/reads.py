@@ -21,6 +21,7 @@ from typing import Any
 from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import FilterExpression, Filters
+from gateway.registry.ids import id_problem
 from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
@@ -213,7 +214,7 @@ def _group_key(reference: Any, group_type: str) -> str | None:
         xid = Xid.parse(text.rstrip("/"))
     except XRegistryError:
         return None
-    if xid.depth != 1 or xid.group_type != group_type:
+    if xid.depth != 1 or xid.group_type != group_type or id_problem(xid.group_id or ""):
         return None
     return xid.key
 

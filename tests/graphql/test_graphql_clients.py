@@ -160,3 +160,33 @@ async def test_the_change_feed_is_in_revision_order_unless_asked_for_xid_order(e
     first = (await empty.data(FEED, since=0, order="XID", first=1))["registry"]["changes"]["pageInfo"]["endCursor"]
     error = await empty.error(FEED, since=0, order="REVISION", after=first)
     assert error["extensions"]["code"] == "BAD_USER_INPUT" and "other order" in error["message"]
+
+
+async def test_reachable_over_follows_only_references_into_the_registry(empty):
+    """A reference to another host reaches nothing here (the write path refuses references to
+    anything but a message group); one that names a group of this registry (any case) does."""
+    create = """mutation($type: String!, $id: String!, $attributes: JSON!) { createGroup(groupType: $type,
+        groupId: $id, attributes: $attributes) { revision } }"""
+    message = """mutation($g: String!, $m: String!) { createResource(groupType: "messagegroups", groupId: $g,
+        resourceType: "messages", resourceId: $m, attributes: {}) { revision } }"""
+    for gid in ("reached", "other", "third"):
+        await empty.data(create, type="messagegroups", id=gid, attributes={})
+        await empty.data(message, g=gid, m="m")
+    await empty.data(create, type="endpoints", id="k", attributes={"usage": ["producer"], "protocol": "KAFKA",
+        "messagegroups": ["#/messagegroups/REACHED", "http://elsewhere.test/messagegroups/other"]})
+    await empty.data(create, type="endpoints", id="m", attributes={"usage": ["producer"], "protocol": "MQTT/5.0",
+                                                                   "messagegroups": ["/messagegroups/other"]})
+    found = (await empty.data("""{ messages(first: 10, filter: {reachableOver: "KAFKA"}) {
+        nodes { xid } } }"""))["messages"]["nodes"]
+    assert [n["xid"] for n in found] == ["/messagegroups/reached/messages/m"]
+
+
+def test_only_in_registry_references_to_groups_of_the_type_name_a_group():
+    from gateway.registry.reads import _group_key
+
+    assert _group_key("#/messagegroups/A.B", "messagegroups") == "/messagegroups/a.b"
+    assert _group_key("/messagegroups/g/", "messagegroups") == "/messagegroups/g"
+    for reference in (None, 7, ["/messagegroups/g"], "", "#", "messagegroups/g", "//evil.test/messagegroups/g",
+                      "http://evil.test/messagegroups/g", "/schemagroups/g", "/messagegroups/g/messages/m",
+                      "#/messagegroups", "/messagegroups/g?x=1", "/messagegroups/" + "g" * 10_000):
+        assert _group_key(reference, "messagegroups") is None, reference
