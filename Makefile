@@ -37,9 +37,11 @@ run: install
 	$(BIN)/xreg-gateway import samples/
 	$(BIN)/xreg-gateway serve --host $(HOST) --port $(PORT)
 
-## The whole test suite (installs what it needs first): lint and types, then pytest.
+## The whole test suite (installs what it needs first): lint and types, then pytest on two workers
+## in random order (conventions in tests/conftest.py). PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 test: install system-deps lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup
 
 ## ruff (rules and line length in pyproject.toml) and mypy on the packages.
 lint: install

@@ -1,8 +1,8 @@
 """GraphiQL, served entirely by the gateway: no CDN, no web fonts, works air-gapped.
 
-The browser assets (React 18 and GraphiQL 4 UMD builds and GraphiQL's stylesheet, whose fonts
-are embedded as ``data:`` URLs) come from the npm packages pinned in ``web/package-lock.json``.
-``make assets`` (a prerequisite of ``make install``) copies them into
+The browser assets (React 18, GraphiQL 4 and its explorer plugin as UMD builds, and their
+stylesheets, whose fonts are embedded as ``data:`` URLs) come from the npm packages pinned in
+``web/package-lock.json``. ``make assets`` (a prerequisite of ``make install``) copies them into
 ``gateway/static/graphiql/`` and checks every file against ``gateway/static/graphiql.manifest.json``
 (file → SHA-384). The directory is not committed; an editable install (``pip install -e``)
 serves it straight from the work tree.
@@ -12,6 +12,11 @@ bytes are checked against it when first loaded (a mismatch answers 503, as do mi
 and the page loads each one with the manifest's hash in its ``integrity`` attribute, so the
 browser refuses anything else. The page's Content-Security-Policy allows scripts, styles and
 connections to this origin only, plus the page's one inline bootstrap script by its hash.
+
+The page's own script, ``static/graphiql-page.js`` (plain JavaScript, inlined and allowed by its
+hash), adds share links (``?query=``, ``?variables=``, ``?operationName=``, followed by the
+address bar), the explorer, the example queries of :mod:`gateway.graphiql_examples` and a table
+of list results with a CSV download.
 
 Routes: ``GET /graphiql`` (the page), ``GET /graphiql/assets/{file}``. The GraphQL route answers
 a browser's ``GET /graphql`` with :func:`graphiql_page`.
@@ -32,6 +37,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gateway.config import Settings
+from gateway.graphiql_examples import EXAMPLES
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MANIFEST_PATH = STATIC_DIR / "graphiql.manifest.json"
@@ -45,68 +51,29 @@ SETUP_COMMAND = "make assets"
 GRAPHQL_ENDPOINT = "graphql"
 ASSET_URL = "graphiql/assets/"
 
-#: The first tab's query: the sample registry's endpoints with their message groups and messages.
-DEFAULT_QUERY = """\
-# Endpoints of the registry (`make run` loads samples/),
-# the message groups each one uses, and their messages.
-# Run: Ctrl-Enter or the ▶ button. Schema: the Docs pane.
-#
-# Need credentials? Open "Headers" below and paste
-#   {"Authorization": "Bearer <token>"}
-# (headers stay in this tab; they are never stored).
+#: The first tab's query (the first example).
+DEFAULT_QUERY = EXAMPLES[0].query
 
-query Endpoints {
-  registry {
-    name
-    endpoints(first: 5) {
-      totalCount
-      edges {
-        node {
-          endpointid
-          protocol
-          usage
-          messagegroups {
-            messagegroupid
-            messages(first: 3) {
-              totalCount
-              edges {
-                node {
-                  messageid
-                  envelope
-                  dataschemaformat
-                }
-              }
-            }
-          }
-        }
-      }
-      pageInfo {
-        hasNextPage
-        endCursor
-      }
-    }
-  }
-}
+#: The page's layout, and the Examples and Table panes (in GraphiQL's colours).
+_PAGE_STYLE = """
+html, body, #graphiql { height: 100%; margin: 0; }
+.xreg-examples ul { list-style: none; padding: 0; }
+.xreg-examples li { margin-bottom: var(--px-16); }
+.xreg-examples li p, .xreg-table-size { margin: var(--px-4) 0;
+  color: hsla(var(--color-neutral), var(--alpha-secondary)); }
+.xreg-table-controls { display: flex; gap: var(--px-8); align-items: center; }
+.xreg-table-controls select { flex: 1; min-width: 0; }
+.xreg-table-scroll { overflow: auto; max-height: calc(100vh - 12rem); }
+.xreg-table table { border-collapse: collapse; font-size: var(--font-size-hint); }
+.xreg-table th, .xreg-table td { border: 1px solid hsla(var(--color-neutral), var(--alpha-background-heavy));
+  padding: var(--px-4); text-align: left; vertical-align: top; white-space: nowrap; }
 """
 
 _CONTENT_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
-#: Mounts the page once the scripts above it have run; configuration comes from the JSON block.
-_BOOTSTRAP = """\
-(function () {
-  "use strict";
-  var config = JSON.parse(document.getElementById("graphiql-config").textContent);
-  var fetcher = GraphiQL.createFetcher({ url: new URL(config.endpoint, document.baseURI).href });
-  ReactDOM.createRoot(document.getElementById("graphiql")).render(
-    React.createElement(GraphiQL, {
-      fetcher: fetcher,
-      defaultQuery: config.query,
-      isHeadersEditorEnabled: true,
-      shouldPersistHeaders: false
-    })
-  );
-})();
-"""
+#: The page's own script (share links, the explorer, the examples and table panes), inlined:
+#: it mounts the page once the scripts above it have run; its configuration comes from the JSON block.
+_BOOTSTRAP = (STATIC_DIR / "graphiql-page.js").read_text(encoding="utf-8")
 _BOOTSTRAP_CSP_HASH = "'sha256-" + base64.b64encode(hashlib.sha256(_BOOTSTRAP.encode()).digest()).decode() + "'"
 
 #: Same origin only. Scripts: this origin's files plus the bootstrap above, by hash. GraphiQL's
@@ -215,7 +182,11 @@ def render_page(settings: Settings, assets: dict[str, Asset]) -> str:
         f'  <script src="{html.escape(a.url)}" integrity="{a.integrity}"></script>'
         for a in assets.values() if a.name.endswith(".js")
     )
-    config = _json_for_script({"endpoint": GRAPHQL_ENDPOINT, "query": DEFAULT_QUERY})
+    config = _json_for_script({
+        "endpoint": GRAPHQL_ENDPOINT,
+        "examples": [{"name": e.name, "title": e.title, "description": e.description, "query": e.query,
+                      "variables": e.variables_json()} for e in EXAMPLES],
+    })
     title = html.escape(f"GraphiQL · {settings.registry_name}")
     return f"""<!doctype html>
 <html lang="en">
@@ -226,7 +197,7 @@ def render_page(settings: Settings, assets: dict[str, Asset]) -> str:
   <title>{title}</title>
   <link rel="icon" href="data:,">
 {styles}
-  <style>html, body, #graphiql {{ height: 100%; margin: 0; }}</style>
+  <style>{_PAGE_STYLE}</style>
 </head>
 <body>
   <div id="graphiql">Loading GraphiQL…</div>

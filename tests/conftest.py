@@ -1,4 +1,20 @@
-"""Shared fixtures: a fresh local registry. The real documents are in ``tests/corpus.py``."""
+"""Shared fixtures: a fresh local registry. The real documents are in ``tests/corpus.py``.
+
+How the suite runs (``make test``): on two pytest-xdist workers (``-n 2 --dist loadgroup``), in a
+random order (pytest-randomly: ``-p no:randomly`` turns it off, ``--randomly-seed=N``
+replays an order; the seed is printed at the end). So every test:
+
+- takes its ports from the OS (``tests.support.live.bound_socket``, ``LiveServer``) and its files
+  from ``tmp_path`` / ``tmp_path_factory`` — nothing written under the repository;
+- leaves no state behind in modules or process-wide registries (metrics: compare before/after);
+- waits on events, the injected clock (``tests/support/clock.py``) or counted loop turns — never on
+  a sleep or an elapsed time; a poll for a real server's readiness has a generous bound and stops
+  on its condition.
+
+Tests that must share one worker say so with ``@pytest.mark.xdist_group("name")`` and a one-line
+reason; :data:`GROUPS` marks whole directories (the Spark tests share one SparkSession, which is
+too heavy to start on both workers).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +25,25 @@ import pytest
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
 from tests.federation.servers import redis_or_skip
+
+#: Directories whose tests run on one xdist worker, with the reason.
+GROUPS = {
+    "spark": "a local[2] SparkSession (a JVM of about 600 MB) and a corpus-loaded gateway per worker would double both",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        area = item.path.relative_to(Path(__file__).parent).parts[0]
+        if area in GROUPS:
+            item.add_marker(pytest.mark.xdist_group(area))
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    seed = getattr(config.option, "randomly_seed", None)
+    if isinstance(seed, int):  # the order of this run, to replay it
+        terminalreporter.write_line(f"random order: --randomly-seed={seed}")
 
 
 @pytest.fixture

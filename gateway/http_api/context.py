@@ -56,10 +56,11 @@ class Call:
             return ("version", t.group_type, t.resource_type)
         return ("meta",)
 
-    def inline(self, default: list[str] | None = None) -> Inline:
-        """The ``inline`` tree (``default`` when the flag is absent)."""
+    def inline(self, default: list[str] | None = None, model: RegistryModel | None = None) -> Inline:
+        """The ``inline`` tree (``default`` when the flag is absent), against ``model`` (default:
+        the registry's; a write installing a model names the new one)."""
         values = self.flags.inline if "inline" in self.flags.given else (default or [])
-        return parse_inline(values, self.model, self.level(), self.subject)
+        return parse_inline(values, model or self.model, self.level(), self.subject)
 
     def filters(self, ctype: str) -> Filters | None:
         """The parsed ``filter`` flags, relative to the entities of ``ctype``."""

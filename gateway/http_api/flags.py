@@ -171,6 +171,11 @@ def check_context(flags: Flags, target: Target, method: str) -> None:
                 allowed.add("collections")
         if method in _WRITES:
             allowed |= {"ignore", "dryrun"}
+            # core/http.md: a write's response "MUST be generated applying the semantics of any
+            # request flags specified in the request URL" (inline, doc, binary, and collections
+            # where the response is the registry or a group)
+            if method in ("PUT", "PATCH") and target.kind in ("root", "group"):
+                allowed.add("collections")
             if target.kind in (("version", "versions") if method == "DELETE" else ("resource", "meta", "version",
                                                                                    "versions")):
                 allowed.add("setdefaultversionid")

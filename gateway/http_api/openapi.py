@@ -673,6 +673,8 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                                 _attribute_names(COMMON_ATTRIBUTES, model.attributes), shared=params,
                                 level="registry"),
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
+        "/.xregistry": {"get": _op("Registry-based discovery: `{\"registries\": [URL, …]}`", ["specversion"],
+                                   _ok("200", "Entity"))},
     }
     responses = _problem_responses()
     for gtype, gdef in model.groups.items():

@@ -25,10 +25,10 @@ from gateway.storage.base import EntityRecord
 from gateway.storage.semantics import matches
 from gateway.xid import Xid
 
-#: What ``GET /export`` inlines unless ``?inline`` says otherwise (core/http.md: ``GET
-#: /?doc&inline=*,capabilities,modelsource``; ``modelsource`` only once one was set, so that an
-#: export of the built-in model imports into any registry).
-EXPORT_INLINE = ["*", "capabilities"]
+#: What ``GET /export`` inlines unless ``?inline`` says otherwise (core/http.md: "The ``GET
+#: /export`` API MUST be an alias for ``GET /?doc&inline=*,capabilities,modelsource``"). On the
+#: built-in model ``modelsource`` is ``{}``: import such an export with ``?ignore=modelsource``.
+EXPORT_INLINE = ["*", "capabilities", "modelsource"]
 
 
 async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filters | None) -> dict[str, Any]:
@@ -72,9 +72,21 @@ async def get_api(call: Call) -> Response:
         return json_response(call.model.to_json())
     if api == "openapi.json":
         return Response(await openapi_body(call.model, call.settings), media_type=JSON)
+    if api == ".xregistry":
+        return json_response(discovery(call))
     flags = replace(call.flags, doc=True)
-    wanted = EXPORT_INLINE + (["modelsource"] if call.registry.model_source is not None else [])
-    return json_response(await registry_body(call, flags, call.inline(wanted), call.filters("")))
+    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+
+
+def discovery(call: Call) -> dict[str, Any]:
+    """Registry-based discovery (core/http.md "xRegistry Discovery", ``GET /.xregistry``): this
+    registry and the public URLs of the remote xRegistry servers the gateway federates (their
+    ``base_url``; the ``url`` it calls them at may be an internal address and is not shown)."""
+    urls = [call.registry.base_url]
+    for entry in call.settings.registries:
+        if entry.kind == "xregistry" and entry.base_url and entry.base_url not in urls:
+            urls.append(entry.base_url)
+    return {"registries": urls}
 
 
 async def _refuse_doc_of_xref(call: Call) -> None:

@@ -1,8 +1,9 @@
 """HTTP responses of the API: JSON bodies and RFC 9457-style problem documents.
 
 Every response carries ``Link: <registry root>;rel=xregistry-root`` (core/http.md, "xRegistry
-Root HTTP Header"), ``X-Request-Id`` and ``xRegistry-instanceid`` (the registry instance, see
-``Store.instance_id``); problems name the request id as their ``instance``.
+Root HTTP Header"), ``X-Request-Id`` and ``X-Registry-Instance`` (the registry instance, see
+``Store.instance_id``; not an ``xRegistry-*`` header, which would name an attribute of the
+entity); problems name the request id as their ``instance``.
 """
 
 from __future__ import annotations

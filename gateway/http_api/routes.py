@@ -37,7 +37,9 @@ log = logging.getLogger("xreg.http")
 
 Handler = Callable[[Call], Awaitable[Response]]
 #: The header naming the registry instance every response comes from (its revisions are its own).
-INSTANCE_HEADER = "xRegistry-instanceid"
+#: Not an ``xRegistry-*`` header: core/http.md maps those to the attributes of the entity a
+#: response describes, and the instance id is none of them.
+INSTANCE_HEADER = "X-Registry-Instance"
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,

@@ -1,12 +1,14 @@
 """What a request path of the xRegistry HTTP API addresses (core/http.md, "HTTP API Patterns").
 
 Paths are relative to the API prefix: ``/``, the root APIs (``/model``, ``/capabilities``,
-``/export``, ``/openapi.json``), the ``/modelsource`` entity, then ``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details]
-[/meta | /versions[/<VID>[$details]]]]]]``. Group and resource types come from the model;
-IDs must be valid IDs (``malformed_id``); ``$details`` is allowed on resources and versions only
-(``bad_details``). A first segment that is neither a root API nor a group type is an API this
-server does not have (``api_not_found``); any other unknown path below a group type names an
-entity or collection that does not exist (``not_found``).
+``/export``, ``/openapi.json``, ``/.xregistry``), the ``/modelsource`` entity, then
+``/<GROUPS>[/<GID>[/<RESOURCES>[/<RID>[$details] [/meta | /versions[/<VID>[$details]]]]]]``.
+Group and resource types come from the model; IDs must be valid IDs (``malformed_id``);
+``$details`` is allowed on resources and versions only (``bad_details``). A path below a root API
+is an API this server does not have (``api_not_found``); a collection name the model does not
+define (``/widgets``, ``/dirs/d1/widgets``) names a collection that does not exist, as does any
+other unknown path below a group type (``not_found``, core/spec.md: ``api_not_found`` is for the
+optional APIs of core/http.md a server does not offer).
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from gateway.xid import Xid
 
 DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.
-ROOT_APIS = ("capabilities", "model", "export", "openapi.json")
+ROOT_APIS = ("capabilities", "model", "export", "openapi.json", ".xregistry")
+
+#: Optional root APIs of core/http.md this server does not offer (``api_not_found``).
+UNOFFERED_APIS = ("capabilitiesoffered",)
 
 #: The stand-alone ``modelsource`` entity (core/http.md "GET /modelsource", "PUT /modelsource").
 MODEL_SOURCE = "modelsource"
@@ -141,7 +146,7 @@ def _part(value: T | None, what: str, target: Target) -> T:
 
 def parse_target(path: str, model: RegistryModel) -> Target:
     """The target of ``path`` (relative to the API prefix); raises ``api_not_found``,
-    ``bad_details`` or ``malformed_id``."""
+    ``not_found``, ``bad_details`` or ``malformed_id``."""
     path = "/" + path.strip("/")
     segs = [] if path == "/" else path[1:].split("/")
     if not segs:
@@ -150,13 +155,15 @@ def parse_target(path: str, model: RegistryModel) -> Target:
         return Target("modelsource", path, api=MODEL_SOURCE)
     if len(segs) == 1 and segs[0] in ROOT_APIS:
         return Target("api", path, api=segs[0])
+    if segs[0] in ROOT_APIS or segs[0] in UNOFFERED_APIS or segs[0] == MODEL_SOURCE:
+        raise XRegistryError("api_not_found", path)  # nothing is served below a root API
     details = _check_details(segs, path)
     if details:
         segs[-1] = segs[-1][: -len(DETAILS)]
     gtype = segs[0]
     gdef = model.group(gtype)
     if gdef is None:
-        raise XRegistryError("api_not_found", path)
+        raise XRegistryError("not_found", "/" + gtype, detail=f"the model has no group type {gtype!r}")
     if len(segs) == 1:
         return Target("groups", path, gtype=gtype)
     gid = check_id(segs[1], subject=path, attribute=gdef.id_attribute)
@@ -165,7 +172,8 @@ def parse_target(path: str, model: RegistryModel) -> Target:
     rtype = segs[2]
     rdef = gdef.resources.get(rtype)
     if rdef is None:
-        raise _not_found(path)
+        raise XRegistryError("not_found", f"/{gtype}/{gid}/{rtype}",
+                             detail=f"the model has no resource type {rtype!r} in {gtype!r}")
     if len(segs) == 3:
         return Target("resources", path, gtype=gtype, gid=gid, rtype=rtype, rdef=rdef)
     rid = check_id(segs[3], subject=path, attribute=rdef.id_attribute)

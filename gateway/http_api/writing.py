@@ -10,11 +10,12 @@ unit is built, so a rejected request never leaves a trace.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from starlette.responses import Response
 
-from gateway.errors import XRegistryError
+from gateway.errors import ValidationErrors, XRegistryError
 from gateway.http_api.body import json_object, parse_json, read_body
 from gateway.http_api.capabilities import capabilities
 from gateway.http_api.context import Call
@@ -111,10 +112,15 @@ async def apply_group(call: Call, cs: Changeset, gtype: str, gid: str, body: dic
 async def apply_resource(
     call: Call, cs: Changeset, gtype: str, gid: str, rtype: str, rid: str, body: dict[str, Any], *, patch: bool,
 ) -> None:
-    """Write a resource (with its ``meta`` and ``versions``)."""
+    """Write a resource (with its ``meta`` and ``versions``); its errors name it (see
+    :func:`name_the_resource`)."""
     if isinstance(body.get("meta"), dict):
         body = {**body, "meta": _meta_ignores(call, body["meta"])}
-    await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
+    try:
+        await cs.put_resource(gtype, gid, rtype, rid, body, patch=patch)
+    except XRegistryError as err:
+        named = body["versions"] if isinstance(body.get("versions"), dict) else {}
+        raise name_the_resource(err, f"/{gtype}/{gid}/{rtype}/{rid}", named) from None
 
 
 async def apply_default_version(call: Call, cs: Changeset, created: str | None = None) -> None:
@@ -136,6 +142,20 @@ async def _views(call: Call, ctype: str, xids: list[str], inline: Inline) -> dic
     records = [found[x.lower()] for x in xids if x.lower() in found]
     views = await Renderer(call.registry, call.flags).entities(records, ctype, inline)
     return {rec.id: view for rec, view in zip(records, views, strict=False)}
+
+
+def name_the_resource(err: XRegistryError, rxid: str, named: Iterable[str] = ()) -> XRegistryError:
+    """``err`` of a write addressed to resource ``rxid``, naming the resource where it names a
+    version the request did not name itself (core/spec.md "Error Processing": the subject "MUST
+    be a reference to the entity being processed"; the version that a resource's own attributes
+    land on — its default or new version — is not what the request addressed). Versions of the
+    body's ``versions`` map (``named``) keep their own subject."""
+    prefix = rxid + "/versions/"
+    keep = {prefix + vid for vid in named}
+    for e in [err, *(err.errors if isinstance(err, ValidationErrors) else [])]:
+        if e.subject.startswith(prefix) and e.subject not in keep:
+            e.subject = rxid
+    return err
 
 
 def _created(outcome: Outcome, xid: str) -> bool:
@@ -161,10 +181,10 @@ def _check_registry_body(call: Call, body: dict[str, Any]) -> None:
 
 
 async def write_root(call: Call) -> Response:
-    inline = call.inline()
     body = json_object(await json_body(call), "/")
     groups = call.model.groups
     if call.request.method == "POST":
+        inline = call.inline()
         extra = next((k for k in body if k not in groups), None)
         if extra is not None:
             raise XRegistryError("groups_only", "/", name=extra)
@@ -184,10 +204,14 @@ async def write_root(call: Call) -> Response:
     patch = call.request.method == "PATCH"
     _check_registry_body(call, body)
     # modelsource, when present, is processed first: the groups of the request are the new model's
+    # (and the response's flags name the new model's collections: checked before anything is written)
     source = None
+    model = call.model
     if "modelsource" in body and "modelsource" not in call.flags.ignore:
         source = check_model_source(body["modelsource"], call.registry.model_limits)
-        groups = model_of_source(source).groups
+        model = model_of_source(source)
+        groups = model.groups
+    inline = call.inline(model=model)
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
 
@@ -389,7 +413,10 @@ async def write_resource(call: Call) -> Response:
             await apply_default_version(call, cs, vid)
             return vid
 
-        vid, outcome = await run(call, build_post)
+        try:
+            vid, outcome = await run(call, build_post)
+        except XRegistryError as err:
+            raise name_the_resource(err, t.xid) from None
         return await _entity_response(call, f"{t.xid}/versions/{vid}", inline, outcome)
     body = drop_ids(call, body, t.resource_def.id_attribute)
     patch = call.request.method == "PATCH"
@@ -398,7 +425,11 @@ async def write_resource(call: Call) -> Response:
         await apply_resource(call, cs, t.group_type, t.group_id, t.resource_type, t.resource_id, body, patch=patch)
         await apply_default_version(call, cs)
 
-    _, outcome = await run(call, build)
+    named = body["versions"] if isinstance(body.get("versions"), dict) else {}
+    try:
+        _, outcome = await run(call, build)
+    except XRegistryError as err:
+        raise name_the_resource(err, t.xid, named) from None
     created = _new_version(outcome, t.xid)
     headers = {"Content-Location": version_url(call, created)} if created else {}
     return await _entity_response(call, t.xid, inline, outcome, headers)
@@ -458,7 +489,12 @@ async def write_document(call: Call) -> Response:
         await apply_default_version(call, cs, vid)
         return vid
 
-    vid, outcome = await run(call, build)
+    try:
+        vid, outcome = await run(call, build)
+    except XRegistryError as err:
+        if t.kind == "resource":
+            raise name_the_resource(err, t.xid) from None
+        raise
     xid = f"{t.resource_xid}/versions/{vid}" if new_version else t.xid
     rec = await call.record(xid)
     headers: dict[str, str] = {}

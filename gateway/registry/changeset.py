@@ -443,7 +443,8 @@ class Changeset:
         _check_version_id(body, vxid)
         _check_same_id(body, "versionid", vid, vxid)
         if body.get(rdef.id_attribute) not in (None, rid):
-            raise XRegistryError("mismatched_id", vxid, expected_id=rid, invalid_id=body.get(rdef.id_attribute))
+            raise XRegistryError("mismatched_id", vxid, singular=rdef.singular, expected_id=rid,
+                                 invalid_id=body.get(rdef.id_attribute))
         state = await self._state(vxid)
         _check_case(state, vxid)
         self._check_epoch(vxid, body.get("epoch"), state.doc)
@@ -954,8 +955,8 @@ def _ts_changed(request: dict[str, Any], existing: dict[str, Any]) -> bool:
 def _check_same_id(attrs: dict[str, Any], id_attr: str, expected: str, subject: str) -> None:
     given = attrs.get(id_attr)
     if given is not None and given != expected:
-        raise XRegistryError("mismatched_id", subject, expected_id=expected, invalid_id=given,
-                             detail=f"{id_attr} {given!r} does not match {expected!r}")
+        raise XRegistryError("mismatched_id", subject, singular=id_attr.removesuffix("id"), expected_id=expected,
+                             invalid_id=given, detail=f"{id_attr} {given!r} does not match {expected!r}")
 
 
 def _check_version_id(body: dict[str, Any], subject: str) -> None:

@@ -159,17 +159,18 @@ async def _branch_keys(store: Store, sel: Selection, branch: FilterExpression) -
     for term in branch.terms:
         if term.collections:
             by_collection.setdefault(term.collections, []).append(term.condition)
-    allowed: set[str] | None = None
+    allowed: set[str] | None = None  # None: no nested term restricts this branch
     for collections, conds in by_collection.items():
         ctype = "/".join([sel.ctype, *collections]) if sel.ctype else "/".join(collections)
         page = await store.list(Query(ctype=ctype, parent=sel.parent, as_of=sel.as_of,
                                       any_of=(tuple(store_condition(ctype, c, sel.materialised) for c in conds),)))
         owners = {_owner_key(rec.key, depth) for rec in page.items}
         allowed = owners if allowed is None else allowed & owners
-    if not allowed:
+    if allowed is not None and not allowed:
         return set()
     own = tuple(store_condition(sel.ctype, c, sel.materialised) for c in branch.conditions)
-    page = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of, keys=tuple(sorted(allowed)),
+    page = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of,
+                                  keys=tuple(sorted(allowed)) if allowed is not None else None,
                                   any_of=(own,) if own else ()))
     return {rec.key for rec in page.items}
 

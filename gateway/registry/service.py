@@ -228,7 +228,8 @@ class LocalRegistry:
         """Add every entity of a document to ``cs`` (see :meth:`apply_document`)."""
         if not isinstance(doc, dict):
             raise XRegistryError("parsing_data", "/", detail="a registry document must be a JSON object")
-        if "modelsource" in doc:  # the document's model first: its entities are checked against it
+        if doc.get("modelsource"):  # the document's model first: its entities are checked against it
+            # (an export of a registry on the built-in model carries `{}`: no model given)
             await cs.put_model_source(check_model_source(doc["modelsource"], self.model_limits))
         model = cs.model
         unknown = [k for k, v in doc.items() if k not in DOCUMENT_SCALARS and k not in model.groups

@@ -384,7 +384,7 @@ def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awa
                 histogram.observe(time.perf_counter() - started)
                 _in_call.reset(token)
         if call == "commit":  # what health probes answer while the store is busy (Store.probe_revision)
-            self._seen_revision, self._seen_at = result, time.monotonic()
+            self._seen_revision, self._seen_at = result, self.monotonic()
         return result
 
     observed.__observed__ = True  # type: ignore[attr-defined]
@@ -424,7 +424,9 @@ class Store(abc.ABC):
 
     stats: StoreStats
     _instance: str | None = None
-    #: The last revision this process read, when (``time.monotonic()``), and the probe's read under way.
+    #: The monotonic clock the probe measures a revision's age with (tests set their own).
+    monotonic: Callable[[], float] = time.monotonic
+    #: The last revision this process read, when (:attr:`monotonic`), and the probe's read under way.
     _seen_revision: int | None = None
     _seen_at: float = 0.0
     _probe_read: asyncio.Future[int] | None = None
@@ -501,7 +503,7 @@ class Store(abc.ABC):
         self.stats.hit("current_revision")
         async with self._reading():
             revision = await self._current()
-            self._seen_revision, self._seen_at = revision, time.monotonic()
+            self._seen_revision, self._seen_at = revision, self.monotonic()
         return revision
 
     async def probe_revision(self, *, busy: bool = False) -> int:
@@ -513,7 +515,7 @@ class Store(abc.ABC):
         Once no read has come back for :data:`PROBE_STALE_SECONDS`, it waits for the store (its
         error, if it fails), so a store that stopped answering still fails the liveness probe."""
         seen = self._seen_revision
-        age = time.monotonic() - self._seen_at if seen is not None else math.inf
+        age = self.monotonic() - self._seen_at if seen is not None else math.inf
         read = self._probe_read
         if read is None or read.done():
             read = self._probe_read = asyncio.ensure_future(self.current_revision())

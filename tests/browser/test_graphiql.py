@@ -11,13 +11,17 @@ except in CI (``CI`` set), where it must run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import csv
+import io
 import json
 import os
 import re
 import shutil
-import time
+from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -100,50 +104,83 @@ def test_graphiql_html_and_assets_over_http(gateway: LiveGateway):
     assert all(f'integrity="{entry["integrity"]}"' in browser_get.text for entry in MANIFEST.values())
 
 
-def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_path: Path):
+@contextlib.contextmanager
+def chromium(gateway: LiveGateway, tmp_path: Path) -> Iterator[Browser]:
+    """Debian's headless Chromium on a fresh profile (skipped, or failed in CI, without it)."""
     if not Path(CHROMIUM).exists():
         skip_or_fail(f"Debian's chromium is not installed ({CHROMIUM}): `make system-deps` as root installs it")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         skip_or_fail("playwright is not installed: `make install` installs the test extras")
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1400, "height": 900}, service_workers="block", accept_downloads=True,
+        )
+        try:
+            yield Browser(gateway, context)
+        finally:
+            context.close()
 
+
+class Browser:
+    """One Chromium profile on the gateway: every request it makes, every console error."""
+
+    def __init__(self, gateway: LiveGateway, context: Any) -> None:
+        self.gateway = gateway
+        self.context = context
+        self.requests: list[str] = []
+        self.problems: list[str] = []
+        context.on("request", lambda request: self.requests.append(request.url))
+
+    def open(self, path: str = "/graphiql") -> Any:
+        """A new tab on ``path`` of the gateway, once GraphiQL's query editor shows."""
+        page = self.context.new_page()
+        page.on("console", lambda msg: self.problems.append(f"console {msg.type}: {msg.text}")
+                if msg.type == "error" else None)
+        page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        page.goto(f"{self.gateway.origin}{path}", wait_until="load")
+        page.locator(".graphiql-query-editor .CodeMirror").wait_for(state="visible", timeout=20_000)
+        return page
+
+    def outside(self) -> list[str]:
+        """Requests that went anywhere but the gateway."""
+        return [url for url in self.requests if urlsplit(url).netloc != f"127.0.0.1:{self.gateway.port}"]
+
+
+def editor_text(page: Any, editor: str) -> str:
+    """The text of one of GraphiQL's editors: query, variables or result."""
+    selector = {"query": ".graphiql-query-editor", "variables": ".graphiql-editor-tool .graphiql-editor",
+                "result": ".result-window"}[editor]
+    return page.evaluate("s => document.querySelector(s + ' .CodeMirror').CodeMirror.getValue()", selector)
+
+
+def run_and_wait(page: Any) -> dict:
+    """Runs the active tab's query with the run button; the result pane's JSON."""
+    page.evaluate("document.querySelector('.result-window .CodeMirror').CodeMirror.setValue('')")
+    page.locator(".graphiql-execute-button").click()
+    page.wait_for_function(
+        "() => { const cm = document.querySelector('.result-window .CodeMirror');"
+        " return cm && /\"(data|errors)\"/.test(cm.CodeMirror.getValue()); }", timeout=20_000,
+    )
+    return json.loads(editor_text(page, "result"))
+
+
+def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_path: Path):
     from gateway.graphiql import DEFAULT_QUERY
 
     expected = graphql(gateway, DEFAULT_QUERY)
     assert "errors" not in expected, expected
-    requests: list[str] = []
-    problems: list[str] = []
-    started = time.monotonic()
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1400, "height": 900}, service_workers="block",
-        )
-        try:
-            context.on("request", lambda request: requests.append(request.url))
-            page = context.new_page()
-            page.on("console", lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-                    if msg.type == "error" else None)
-            page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-            page.goto(f"{gateway.origin}/graphiql", wait_until="load")
-            page.locator(".graphiql-query-editor .CodeMirror").wait_for(state="visible", timeout=20_000)
-            # The default tab holds the example query; run it with the run button.
-            editor_text = page.evaluate("document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.getValue()")
-            assert editor_text == DEFAULT_QUERY
-            page.locator(".graphiql-execute-button").click()
-            page.wait_for_function(
-                "() => { const cm = document.querySelector('.result-window .CodeMirror');"
-                " return cm && cm.CodeMirror.getValue().includes('\"data\"'); }", timeout=20_000,
-            )
-            visible = page.locator(".result-window").inner_text()
-            result_text = page.evaluate("document.querySelector('.result-window .CodeMirror').CodeMirror.getValue()")
-            page.screenshot(path=str(tmp_path / "graphiql.png"))
-        finally:
-            context.close()
-    elapsed = time.monotonic() - started
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open()
+        # The first tab holds the first example query; run it with the run button.
+        assert editor_text(page, "query") == DEFAULT_QUERY
+        result = run_and_wait(page)
+        visible = page.locator(".result-window").inner_text()
+        page.screenshot(path=str(tmp_path / "graphiql.png"))
+    requests, problems, outside = browser.requests, browser.problems, browser.outside()
 
-    result = json.loads(result_text)
     assert result == expected  # what the page shows is what the gateway answers
     endpoints = result["data"]["registry"]["endpoints"]
     assert endpoints["totalCount"] == len(sample_endpoint_ids())
@@ -153,9 +190,154 @@ def test_graphiql_runs_the_default_query_in_chromium(gateway: LiveGateway, tmp_p
     assert any(group["messages"]["edges"] for edge in edges for group in edge["node"]["messagegroups"])
     assert edges[0]["node"]["endpointid"] in visible  # rendered in the result pane, not only held by the editor
 
-    outside = [url for url in requests if urlsplit(url).netloc != f"127.0.0.1:{gateway.port}"]
     assert outside == [], f"requests that left 127.0.0.1:{gateway.port}: {outside}"
     assert f"{gateway.origin}/graphql" in requests
     assert problems == []
     assert (tmp_path / "graphiql.png").stat().st_size > 10_000
-    assert elapsed < 60, f"the browser run took {elapsed:.1f}s"
+
+
+def compact(value: object) -> str:
+    """JSON as the page writes a list into a table cell (JSON.stringify)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def share_link(**values: str) -> str:
+    return "/graphiql?" + urlencode(values)
+
+
+def test_the_examples_are_the_first_tabs_and_open_from_the_examples_pane(gateway: LiveGateway, tmp_path: Path):
+    from gateway.graphiql_examples import CHANGES_SINCE, EXAMPLES
+
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open()
+        tabs = [title.strip() for title in page.locator(".graphiql-tab").all_inner_texts()]
+        page.get_by_role("button", name="Show Examples").click()
+        page.locator(f"a[data-example='{CHANGES_SINCE.name}']").click()
+        page.wait_for_url(re.compile(r".*[?&]query=.*"))
+        page.locator(".graphiql-query-editor .CodeMirror").wait_for(state="visible", timeout=20_000)
+        page.wait_for_function(f"() => document.querySelector('.graphiql-tab-active')?.innerText.trim() === "
+                               f"{json.dumps(CHANGES_SINCE.name)}", timeout=20_000)
+        opened = editor_text(page, "query"), editor_text(page, "variables")
+        result = run_and_wait(page)
+    assert tabs == [example.name for example in EXAMPLES]
+    assert opened == (CHANGES_SINCE.query, CHANGES_SINCE.variables_json())
+    assert "errors" not in result and result["data"]["registry"]["changes"]["nodes"]
+    assert browser.outside() == [] and browser.problems == []
+
+
+def test_the_explorer_builds_a_query_by_clicking_fields(gateway: LiveGateway, tmp_path: Path):
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query=""))
+        assert editor_text(page, "query") == ""
+        page.get_by_role("button", name="Show GraphiQL Explorer").click()
+        explorer = page.locator(".graphiql-explorer-root")
+        explorer.locator(".graphiql-explorer-registry > [data-field-name='registry']").click()
+        registry = explorer.locator(".graphiql-explorer-registry").first
+        registry.locator(".graphiql-explorer-revision > [data-field-name='revision']").first.click()
+        registry.locator(".graphiql-explorer-kind > [data-field-name='kind']").first.click()
+        page.wait_for_function(
+            "() => /revision[\\s\\S]*kind|kind[\\s\\S]*revision/.test("
+            "document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.getValue())", timeout=20_000)
+        built = editor_text(page, "query")
+        result = run_and_wait(page)
+        shared_url = page.url
+    assert re.search(r"registry\s*{\s*revision\s+kind\s*}", built), built
+    assert result == graphql(gateway, built)
+    assert result["data"]["registry"]["kind"] == "local" and result["data"]["registry"]["revision"] >= 1
+    assert parse_qs(urlsplit(shared_url).query)["query"] == [built]  # the address bar follows the editor
+    assert browser.outside() == [] and browser.problems == []
+
+
+def test_a_share_link_opens_its_query_and_variables(gateway: LiveGateway, tmp_path: Path):
+    query = "query Endpoint($first: Int!) {\n  registry {\n    endpoints(first: $first) { totalCount nodes { endpointid } }\n  }\n}\n"
+    variables = '{"first": 2}'
+    expected = httpx.post(f"{gateway.origin}/graphql", json={"query": query, "variables": {"first": 2}}, timeout=30).json()
+    assert "errors" not in expected and len(expected["data"]["registry"]["endpoints"]["nodes"]) == 2
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query=query, variables=variables))
+        assert editor_text(page, "query") == query
+        assert editor_text(page, "variables") == variables
+        assert page.locator(".graphiql-tab-active").inner_text().strip() == "Endpoint"
+        result = run_and_wait(page)
+        # Editing the query changes the address bar, so that copying it shares the edit.
+        page.evaluate("document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror"
+                      ".replaceRange('# edited\\n', {line: 0, ch: 0})")
+        page.wait_for_function("() => new URLSearchParams(location.search).get('query').startsWith('# edited')")
+        followed = parse_qs(urlsplit(page.url).query)
+    assert result == expected
+    assert followed["query"] == ["# edited\n" + query] and followed["variables"] == [variables]
+    assert browser.outside() == [] and browser.problems == []
+
+
+def test_a_share_link_cannot_inject_script(gateway: LiveGateway, tmp_path: Path):
+    attack = ('</script><script>window.__injected = 1</script><img src=x onerror="window.__injected = 2">'
+              '"><svg onload="window.__injected = 3">')
+    page_html = httpx.get(f"{gateway.origin}{share_link(query=attack, variables=attack, operationName=attack)}",
+                          timeout=10).text
+    assert "__injected" not in page_html  # the server never writes the parameters into the page
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query=attack, variables=attack, operationName=attack))
+        shown = editor_text(page, "query")
+        injected = page.evaluate("window.__injected")
+        elements = page.evaluate("document.querySelectorAll('img[src=x], svg[onload]').length")
+    assert shown == attack  # the text is in the editor, as text
+    assert injected is None and elements == 0
+
+
+def test_a_list_result_shows_as_a_table_and_downloads_as_csv(gateway: LiveGateway, tmp_path: Path):
+    query = ("query EndpointList {\n  registry {\n    endpoints(first: 10) {\n      totalCount\n"
+             "      edges { node { endpointid protocol usage envelope } }\n    }\n  }\n}\n")
+    expected = graphql(gateway, query)
+    nodes = [edge["node"] for edge in expected["data"]["registry"]["endpoints"]["edges"]]
+    assert len(nodes) >= 2
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query=query))
+        assert run_and_wait(page) == expected
+        page.get_by_role("button", name="Show Table").click()
+        table = page.locator(".xreg-table table")
+        headers = table.locator("thead th").all_inner_texts()
+        first_row = table.locator("tbody tr").first.locator("td").all_inner_texts()
+        shown_rows = table.locator("tbody tr").count()
+        list_path = page.locator(".xreg-table select").input_value()
+        with page.expect_download() as download_info:
+            page.get_by_role("button", name="Download CSV").click()
+        download = download_info.value
+        csv_text = Path(download.path()).read_bytes().decode("utf-8-sig")
+        filename = download.suggested_filename
+    assert list_path == "0"
+    assert headers == ["endpointid", "protocol", "usage", "envelope"]
+    assert shown_rows == len(nodes)
+    assert first_row == [nodes[0]["endpointid"], nodes[0]["protocol"] or "", compact(nodes[0]["usage"]),
+                         nodes[0]["envelope"] or ""]
+    assert filename == "registry.endpoints.edges_.node.csv"
+    rows = list(csv.reader(io.StringIO(csv_text, newline="")))
+    assert rows[0] == headers
+    assert rows[1:] == [[n["endpointid"], n["protocol"] or "", compact(n["usage"]), n["envelope"] or ""]
+                        for n in nodes]
+    assert csv_text.endswith("\r\n")
+    assert browser.outside() == [] and browser.problems == []
+
+
+def test_a_hostile_answer_stays_text_in_the_table_and_inert_in_the_csv(gateway: LiveGateway, tmp_path: Path):
+    """Registry content is untrusted: in the table it is text, never HTML; in the CSV a cell a
+    spreadsheet would run as a formula starts with a quote."""
+    answer = {"data": {"registry": {"messages": {"nodes": [
+        {"name": '=HYPERLINK("http://example.invalid","x")', "description": '<img src=x onerror="window.__injected=1">',
+         "epoch": -1, "label": "-2", "doc": 'a "quoted", multi\nline'},
+    ]}}}}
+    with chromium(gateway, tmp_path) as browser:
+        page = browser.open(share_link(query="{ __typename }"))
+        page.get_by_role("button", name="Show Table").click()
+        page.evaluate("a => document.querySelector('.result-window .CodeMirror').CodeMirror.setValue(a)",
+                      json.dumps(answer))
+        cells = page.locator(".xreg-table tbody tr").first.locator("td").all_text_contents()
+        with page.expect_download() as download_info:
+            page.get_by_role("button", name="Download CSV").click()
+        rows = list(csv.reader(io.StringIO(Path(download_info.value.path()).read_text(encoding="utf-8-sig"), newline="")))
+        injected = page.evaluate("window.__injected")
+        images = page.evaluate("document.querySelectorAll('.xreg-table img').length")
+    node = answer["data"]["registry"]["messages"]["nodes"][0]
+    assert cells == [node["name"], node["description"], "-1", "-2", node["doc"]]
+    assert injected is None and images == 0
+    assert rows == [["name", "description", "epoch", "label", "doc"],
+                    ["'" + node["name"], node["description"], "-1", "'-2", node["doc"]]]

@@ -120,7 +120,7 @@ async def test_commits_without_transactions_are_serialised(store):
     insert_many = store.states.insert_many
 
     async def slow_insert(*args, **kw):  # let other commits run in the middle of this one
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(0)
         return await insert_many(*args, **kw)
 
     store.states.insert_many = slow_insert

@@ -36,12 +36,9 @@ async def test_pages_of_100k_messages_use_the_live_index(tmp_path):
             query = Query(MESSAGES, parent=parent, limit=50, after=cursor)
             plan = await store.explain(query)
             assert uses_live_index(plan), plan
-            started = time.perf_counter()
             page = await store.list(query)
-            elapsed = time.perf_counter() - started
             assert len(page.items) == 50 and page.items[0].key == first
             assert page.has_next and page.has_prev
-            assert elapsed < 1.0, f"a page took {elapsed:.3f}s"
             assert uses_live_index(await store.explain(Query(MESSAGES, parent=parent, limit=50, before=cursor)))
 
         # A parent range bounds the index search, with or without a cursor.

@@ -38,19 +38,19 @@ class Served(LiveServer):
 
 
 class Instrumented:
-    """ASGI wrapper of a remote: counts requests by path, adds a delay, can hide capabilities,
-    keeps the ``traceparent`` headers it receives and when each request was served (wall-clock
-    start and end, comparable across the processes of one machine); controlled over HTTP at ``/_test/state``
-    (GET) and ``/_test/configure`` (POST)."""
+    """ASGI wrapper of a remote: counts requests by path, can hold every request until released
+    (``held`` counts those waiting), can hide capabilities, keeps the ``traceparent`` headers it
+    receives; controlled over HTTP at ``/_test/state`` (GET) and ``/_test/configure`` (POST)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
-        self.delay = 0.0
         self.hits: Counter[str] = Counter()
         self.log: list[str] = []
         self.traceparents: list[str] = []
-        self.spans: list[tuple[float, float]] = []
         self.hide_flags: set[str] = set()
+        self.held = 0
+        #: set: requests go through; cleared: each waits for it (created in the server's loop)
+        self._released: asyncio.Event | None = None
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -65,15 +65,22 @@ class Instrumented:
         query = scope.get("query_string", b"").decode()
         self.log.append(path + ("?" + query if query else ""))
         self.traceparents += [v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"traceparent"]
-        started = time.time()
-        try:
-            await self._serve(scope, receive, send, path, query)
-        finally:
-            self.spans.append((started, time.time()))
+        released = self._gate()
+        if not released.is_set():
+            self.held += 1
+            try:
+                await released.wait()
+            finally:
+                self.held -= 1
+        await self._serve(scope, receive, send, path, query)
+
+    def _gate(self) -> asyncio.Event:
+        if self._released is None:
+            self._released = asyncio.Event()
+            self._released.set()
+        return self._released
 
     async def _serve(self, scope: Any, receive: Any, send: Any, path: str, query: str) -> None:
-        if self.delay:
-            await asyncio.sleep(self.delay)
         if self.hide_flags and any(f"{flag}=" in query for flag in self.hide_flags):
             await JSONResponse({"title": "unsupported flag"}, 400)(scope, receive, send)
             return
@@ -93,19 +100,18 @@ class Instrumented:
                 self.hits.clear()
                 self.log.clear()
                 self.traceparents.clear()
-                self.spans.clear()
-                self.delay, self.hide_flags = 0.0, set()
-            if "delay" in body:
-                self.delay = float(body["delay"])
+                self.hide_flags = set()
+                self._gate().set()
+            if "hold" in body:
+                (self._gate().clear if body["hold"] else self._gate().set)()
             if "hide_flags" in body:
                 self.hide_flags = set(body["hide_flags"])
             if body.get("clear"):
                 self.hits.clear()
                 self.log.clear()
                 self.traceparents.clear()
-                self.spans.clear()
-        return JSONResponse({"hits": dict(self.hits), "log": self.log, "delay": self.delay,
-                             "traceparents": self.traceparents, "spans": self.spans})
+        return JSONResponse({"hits": dict(self.hits), "log": self.log, "held": self.held,
+                             "traceparents": self.traceparents})
 
 
 class RemoteControl:
@@ -122,20 +128,25 @@ class RemoteControl:
         return httpx.get(self.origin + "/_test/state", timeout=10, trust_env=False).json()
 
     def reset(self) -> None:
-        """Zero the counters, no delay, every capability."""
+        """Zero the counters, nothing held, every capability."""
         self._call(reset=True)
 
     def clear(self) -> None:
         """Zero the counters only."""
         self._call(clear=True)
 
-    @property
-    def delay(self) -> float:
-        return self._call()["delay"]
+    def hold(self) -> None:
+        """Hold every request from now on until :meth:`release`."""
+        self._call(hold=True)
 
-    @delay.setter
-    def delay(self, seconds: float) -> None:
-        self._call(delay=seconds)
+    def release(self) -> None:
+        """Let the held requests, and all later ones, through."""
+        self._call(hold=False)
+
+    @property
+    def held(self) -> int:
+        """How many requests wait to be released."""
+        return self._call()["held"]
 
     @property
     def hide_flags(self) -> set[str]:
@@ -159,13 +170,18 @@ class RemoteControl:
         return self._call()["traceparents"]
 
     @property
-    def spans(self) -> list[tuple[float, float]]:
-        """``(start, end)`` wall-clock seconds of each request served since the last clear."""
-        return [(start, end) for start, end in self._call()["spans"]]
-
-    @property
     def requests(self) -> int:
         return sum(self.hits.values())
+
+
+async def all_held(controls: list[RemoteControl], seconds: float = 60.0) -> None:
+    """Wait until each remote holds a request at once (what asking them one after another could
+    never give); the bound only ends a wait that would otherwise never end."""
+    for _ in range(int(seconds / 0.05)):
+        if all(c.held for c in controls):
+            return
+        await asyncio.sleep(0.05)  # the test's event loop sends the requests meanwhile
+    raise AssertionError(f"never all held at once: {[c.held for c in controls]}")
 
 
 class GatewayServer:
@@ -384,21 +400,28 @@ class RedisServer:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> RedisServer:
+        """Start it and wait until it answers (a port another process took meanwhile ends this
+        one at once: then on another free port)."""
         assert self.binary
-        self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
-             "--appendonly", "no", "--protected-mode", "yes"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as c:
-                    c.sendall(b"PING\r\n")
-                    if c.recv(16).startswith(b"+PONG"):
-                        return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
+        for _ in range(3):
+            os.makedirs(self.dir, exist_ok=True)
+            self.process = subprocess.Popen(
+                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir, "--save", "",
+                 "--appendonly", "no", "--protected-mode", "yes"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and self.process.poll() is None:
+                try:
+                    with socket.create_connection(("127.0.0.1", self.port), timeout=1) as c:
+                        c.sendall(b"PING\r\n")
+                        if c.recv(16).startswith(b"+PONG") and self.process.poll() is None:
+                            return self
+                except OSError:
+                    time.sleep(0.05)
+            self.stop()
+            with bound_socket() as sock:
+                self.port = sock.getsockname()[1]
+            self.url = f"redis://127.0.0.1:{self.port}/0"
         raise RuntimeError("redis-server did not start")
 
     def stop(self) -> None:

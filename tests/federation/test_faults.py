@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -39,12 +38,10 @@ async def test_garbage_is_an_error_naming_the_registry(faulty, open_remote, mode
 async def test_a_slow_remote_times_out(faulty, open_remote):
     config = remote_config("slow", faulty_url(faulty, "slow"), retries=0,
                            timeouts={"connect": 0.5, "read": 0.3, "total": 0.5})
-    started = time.monotonic()
     source = await open_remote(config)
-    with pytest.raises(SourceUnavailable) as exc:
+    with pytest.raises(SourceUnavailable) as exc:  # the remote would answer after 3 s: given up before
         await source.get_many([GROUP])
     assert "timed out" in exc.value.reason or "within" in exc.value.reason
-    assert time.monotonic() - started < 2.0
 
 
 async def test_connection_resets_are_retried_then_reported(resetting, open_remote):
@@ -64,20 +61,20 @@ async def test_5xx_with_retry_after_zero_is_retried(faulty, open_remote):
 
 
 async def test_429_honours_retry_after(faulty, open_remote):
-    source = await open_remote(remote_config("limited", faulty_url(faulty, "ratelimit"), retries=1))
-    started = time.monotonic()
+    clock = ManualClock()
+    source = await open_remote(remote_config("limited", faulty_url(faulty, "ratelimit"), retries=1), clock=clock.clock)
     page = await source.list(Listing(ctypes=("messagegroups",)))
-    assert [g.id for g in page.items] == ["g1"] and time.monotonic() - started >= 0.9
+    assert [g.id for g in page.items] == ["g1"] and clock.slept == [1.0]  # Retry-After: 1
 
 
 async def test_a_retry_after_beyond_the_cap_is_not_waited_for(faulty, open_remote):
     # a fresh path of the rate-limited registry: its first answer is a 429 asking for 1 s
+    clock = ManualClock()
     source = await open_remote(remote_config("impatient", faulty_url(faulty, "ratelimit"), retries=3,
-                                             max_backoff_seconds=0.5))
-    started = time.monotonic()
+                                             max_backoff_seconds=0.5), clock=clock.clock)
     with pytest.raises(SourceUnavailable) as exc:
         await source.get_many(["/messagegroups/g1/messages/m-never-asked"])
-    assert "HTTP 429" in exc.value.reason and time.monotonic() - started < 0.9
+    assert "HTTP 429" in exc.value.reason and clock.slept == []
 
 
 async def test_the_circuit_opens_and_lets_one_trial_through(faulty, open_remote):

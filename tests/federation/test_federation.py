@@ -164,23 +164,30 @@ async def test_invalid_settings_file_is_refused_and_the_running_set_stays(regist
         cfg.write_text(f"registry_id: test\nregistries:\n"
                        f"  - {{id: erp, kind: xregistry, url: '{remotes['erp'].base_url}'}}\n"
                        f"  - {{id: iot, kind: xregistry, url: '{remotes['iot'].base_url}', priority: 1}}\n")
-        for _ in range(40):
-            await asyncio.sleep(0.05)
-            if fed.reloads:
-                break
+        await _reloaded(fed)
         assert list(fed.sources) == ["iot", "test", "erp"]  # priority 1 first, then as listed
     finally:
         await fed.close()
 
 
+async def _until(done, what: str) -> None:
+    """Wait until ``done()`` (the watcher runs on its own timer); the bound only ends a wait that
+    would otherwise never end."""
+    for _ in range(3000):
+        if done():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(what)
+
+
 async def _polled(fed: Federation, times: int) -> None:
     """Wait until the settings watcher has checked the file ``times`` more times."""
     start = fed.polls
-    for _ in range(500):
-        if fed.polls >= start + times:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the settings watcher stopped polling")
+    await _until(lambda: fed.polls >= start + times, "the settings watcher stopped polling")
+
+
+async def _reloaded(fed: Federation) -> None:
+    await _until(lambda: fed.reloads, "the settings were never reloaded")
 
 
 async def test_sighup_reloads(registry, remotes, tmp_path):
@@ -192,10 +199,7 @@ async def test_sighup_reloads(registry, remotes, tmp_path):
     try:
         cfg.write_text(f"registry_id: test\nregistries:\n  - {{id: erp, kind: xregistry, url: '{remotes['erp'].base_url}'}}\n")
         os.kill(os.getpid(), signal.SIGHUP)
-        for _ in range(100):
-            await asyncio.sleep(0.02)
-            if fed.reloads:
-                break
+        await _reloaded(fed)
         assert list(fed.sources) == ["test", "erp"]
     finally:
         await fed.close()

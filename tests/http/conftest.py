@@ -1,16 +1,22 @@
 """Fixtures of the HTTP API tests: the gateway app on a fresh SQLite file, httpx clients
-through ASGI, and a real uvicorn server (see ``support.py``)."""
+through ASGI, and a real uvicorn server (see ``support.py``); ``wire``: a client of a real
+uvicorn server once per store (SQLite, and MongoDB through ``mongomock_motor``, as
+tests/contract/ runs its contract)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
+from mongomock_motor import AsyncMongoMockClient
 
 from gateway.app import create_app
 from gateway.config import Settings
-from tests.http.support import SEED, asgi_client, make_settings, running
+from gateway.registry.service import LocalRegistry
+from gateway.storage.mongo import MongoStore
+from tests.http.support import SEED, WRITE_KEY, asgi_client, bearer, make_settings, running
 from tests.support.live import LiveServer
 
 
@@ -52,3 +58,19 @@ def live(settings: Settings) -> Iterator[LiveServer]:
     """A real uvicorn server of a fresh gateway (writer key as for ``client``)."""
     with LiveServer(create_app(settings)) as server:
         yield server
+
+
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def wire(request, settings: Settings):
+    """A client (writer key) of a fresh gateway served by uvicorn on 127.0.0.1, once on each
+    store: the SQLite file of ``settings`` and a ``MongoStore`` on an in-memory
+    ``mongomock_motor`` client."""
+    if request.param == "sqlite":
+        registry = LocalRegistry.from_settings(settings)
+    else:
+        registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database="xreg_http"),
+                                 registry_id=settings.registry_id, name=settings.registry_name,
+                                 base_url=settings.base_url)
+    async with LiveServer(create_app(settings, registry=registry)) as server, \
+            httpx.AsyncClient(base_url=server.url, headers=bearer(WRITE_KEY), timeout=30, trust_env=False) as c:
+        yield c

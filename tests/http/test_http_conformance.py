@@ -181,9 +181,11 @@ async def test_not_found_versus_api_not_found(seeded):
     """core/http.md: "If an OPTIONAL HTTP path is not supported by an implementation, then any use
     of that API MUST generate an error ([api_not_found](#api_not_found))." — while core/spec.md,
     "not_found": "this SHOULD only be used when the request was directed to an entity that does not
-    exist": a path inside the model that names nothing is `not_found`."""
+    exist": a path that names nothing, a collection the model does not define included, is
+    `not_found`; an optional API not offered is `api_not_found`."""
     client = seeded
-    assert_problem(await client.get("/registry/nosuchapi"), 404, "api_not_found")
+    assert_problem(await client.get("/registry/capabilitiesoffered"), 404, "api_not_found")
+    assert assert_problem(await client.get("/registry/nosuchapi"), 404, "not_found")["subject"] == "/nosuchapi"
     for path in ("/messagegroups/nope", "/messagegroups/orders/messages/nope",
                  "/messagegroups/orders/nosuchcollection", "/messagegroups/orders/messages/created/versions/9",
                  "/messagegroups/orders/messages/created/nosuch", "/messagegroups/nope/messages"):

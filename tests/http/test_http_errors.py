@@ -46,7 +46,7 @@ CASES = [
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=bad%20id", {"json": {}}, 400, "bad_defaultversionid"),
     ("PATCH", f"{S}/s1/meta?setdefaultversionid=request", {"json": {}}, 400, "bad_flag"),
     # paths and methods
-    ("GET", "/registry/widgets", {}, 404, "api_not_found"),
+    ("GET", "/registry/widgets", {}, 404, "not_found"),
     ("GET", "/registry/capabilitiesoffered", {}, 404, "api_not_found"),
     ("GET", f"{M}/orders/widgets", {}, 404, "not_found"),
     ("GET", f"{S}/s1/versions/1.0/more", {}, 404, "not_found"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -68,7 +67,7 @@ def test_paging_while_another_client_inserts_and_deletes(live):
         stable = [f"s{i:03d}" for i in range(40)]
         doomed = [f"t{i:03d}" for i in range(40)]
         assert c.post("/registry/messagegroups", json={g: {} for g in stable + doomed}).status_code == 200
-        stop = threading.Event()
+        stop, wrote = threading.Event(), threading.Event()
         writes = []
 
         def churn() -> None:
@@ -79,6 +78,7 @@ def test_paging_while_another_client_inserts_and_deletes(live):
                     if n < len(doomed):
                         w.delete(f"/registry/messagegroups/{doomed[n]}")
                     writes.append(n)
+                    wrote.set()
                     n += 1
 
         writer = threading.Thread(target=churn)
@@ -86,7 +86,8 @@ def test_paging_while_another_client_inserts_and_deletes(live):
         try:
             seen, url = [], "/registry/messagegroups?limit=9"
             while url:
-                time.sleep(0.02)  # let the writer in between pages
+                assert wrote.wait(60), "the writer stopped"  # it wrote since the last page (the bound ends a hang)
+                wrote.clear()
                 response = c.get(url)
                 assert response.status_code == 200
                 seen += list(response.json())

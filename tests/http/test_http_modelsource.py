@@ -63,7 +63,7 @@ async def test_custom_model_over_http(client, app):
     assert model["groups"]["dirs"]["resources"]["files"]["maxversions"] == 2
     root = (await client.get("/registry")).json()
     assert root["dirscount"] == 0 and "messagegroupsurl" not in root and "modelsource" not in root
-    assert_problem(await client.get("/registry/messagegroups"), 404, "api_not_found")
+    assert_problem(await client.get("/registry/messagegroups"), 404, "not_found")
 
     # a file: its document and attributes in headers
     r = await client.put("/registry/dirs/d1/files/readme", content=b"hello", headers={

@@ -82,18 +82,18 @@ async def test_cursors_stay_correct_while_another_task_writes(client):
     stable = [f"s{i:03d}" for i in range(60)]
     doomed = [f"t{i:03d}" for i in range(0, 60, 2)]
     await make_groups(client, stable + doomed)
-    stop = asyncio.Event()
+    stop, wrote = asyncio.Event(), asyncio.Event()
     writes = []
 
     async def churn() -> None:
         n = 0
         while not stop.is_set():
-            writes.append(n)
             await client.post("/registry/messagegroups", json={f"n{n:03d}": {}, f"a{n:03d}": {}})
             if n < len(doomed):
                 await client.delete(f"/registry/messagegroups/{doomed[n]}")
+            writes.append(n)
+            wrote.set()
             n += 1
-            await asyncio.sleep(0)
 
     writer = asyncio.create_task(churn())
     try:
@@ -103,7 +103,8 @@ async def test_cursors_stay_correct_while_another_task_writes(client):
             response = await client.get(url)
             seen += list(response.json())
             url = links(response).get("next", (None,))[0]
-            await asyncio.sleep(0.001)
+            await wrote.wait()  # the writer wrote between these pages
+            wrote.clear()
     finally:
         stop.set()
         await writer

@@ -13,7 +13,7 @@ import pytest
 from mongomock_motor import AsyncMongoMockClient
 from pymongo import AsyncMongoClient
 
-from gateway import readiness
+from gateway import metrics, readiness
 from gateway.app import create_app
 from gateway.config import Settings
 from gateway.logs import redact
@@ -27,10 +27,17 @@ from tests.support.observing import captured_logs, scrape, value
 IMPORT = "mutation Load($doc: JSON!) { importDocument(document: $doc) { revision } }"
 
 
+@pytest.fixture
+def operation_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh budget of operation names (the process's is shared: other tests may have spent it)."""
+    monkeypatch.setattr(metrics, "_operations", set())
+
+
 def gql(c: httpx.Client, query: str, name: str | None = None, **variables) -> httpx.Response:
     return c.post("/graphql", json={"query": query, "operationName": name, "variables": variables or None})
 
 
+@pytest.mark.usefixtures("operation_names")
 def test_metrics_move_with_traffic_by_route_template_operation_and_store_call(settings: Settings) -> None:
     with LiveServer(create_app(settings)) as live, \
             httpx.Client(base_url=live.url, headers=bearer(WRITE_KEY), timeout=30, trust_env=False) as c:
@@ -75,9 +82,8 @@ def test_metrics_move_with_traffic_by_route_template_operation_and_store_call(se
     assert value(after, "xreg_registry_revision") == revision
 
 
+@pytest.mark.usefixtures("operation_names")
 def test_graphql_operation_names_are_bounded_labels() -> None:
-    from gateway import metrics
-
     assert metrics.operation_label(None) == "anonymous"
     assert metrics.operation_label("x" * 65) == "other"
     assert metrics.operation_label("not a name") == "other"

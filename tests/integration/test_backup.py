@@ -131,7 +131,7 @@ def test_a_restored_backup_continues_the_registry(tmp_path: Path) -> None:
         instance = before["instance"]
         assert uuid.UUID(instance)
         header = gw.http.get("/registry").headers
-        assert header["xRegistry-instanceid"] == instance
+        assert header["X-Registry-Instance"] == instance
         # what the history reads show (so the comparison below compares something)
         assert before[f"asof {revs[1]}"]["registry"]["endpoints"]["nodes"][0]["name"] == "first"
         assert sorted(n["xid"] for n in before[f"asof {revs[2]}"]["registry"]["quakes"]["nodes"]) == [G + "leaf",
@@ -157,7 +157,7 @@ def test_a_restored_backup_continues_the_registry(tmp_path: Path) -> None:
 
     with Gateway(fresh) as gw:
         assert gw.data(STATE)["registry"] == {"instanceId": instance, "revision": revs[-1]}
-        assert gw.http.get("/registry/endpoints").headers["xRegistry-instanceid"] == instance
+        assert gw.http.get("/registry/endpoints").headers["X-Registry-Instance"] == instance
         for k in revs:  # every revision reads as before; every checkpoint gives the same changes
             assert gw.data(AS_OF, rev=k) == before[f"asof {k}"], k
             assert gw.data(CHANGES, since=k, instance=instance) == before[f"since {k}"], k

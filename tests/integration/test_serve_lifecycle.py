@@ -37,7 +37,7 @@ def _serve(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Popen, st
         proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port), *args],
                                 env=environ, cwd=REPO, stdout=subprocess.DEVNULL, stderr=log)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while True:
         try:
             if httpx.get(url + "/healthz", timeout=1, trust_env=False).status_code == 200:
@@ -69,22 +69,23 @@ def test_sigterm_finishes_requests_in_flight_refuses_new_ones_and_closes_the_sto
         proc, url = _serve(tmp_path, "--config", str(tmp_path / "gateway.yaml"), XREG_SHUTDOWN_GRACE_SECONDS="30")
         try:
             remote.wrapper.clear()
-            remote.wrapper.delay = 4.0
+            remote.wrapper.hold()  # the request stays in flight until released
             answer: dict[str, httpx.Response] = {}
             query = '{ registry(id: "slow") { messagegroups(first: 1) { nodes { xid } } } }'
             worker = threading.Thread(target=lambda: answer.setdefault("r", httpx.post(
                 url + "/graphql", json={"query": query}, timeout=60, trust_env=False)))
             worker.start()
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + 60
             while not remote.wrapper.log:  # the request is in flight: the gateway waits for the remote
                 assert time.monotonic() < deadline, "the request never reached the remote"
                 time.sleep(0.05)
             proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 3
+            deadline = time.monotonic() + 30
             while not _refused(url):
                 assert time.monotonic() < deadline, "still accepting connections after SIGTERM"
                 time.sleep(0.1)
-            assert worker.is_alive(), "the slow request ended before new connections were refused"
+            assert worker.is_alive() and remote.wrapper.held == 1, "the request ended before new connections were refused"
+            remote.wrapper.release()
             worker.join(60)
             response = answer["r"]
             assert response.status_code == 200, response.text
@@ -136,7 +137,7 @@ def test_workers_serve_together_and_metrics_add_up_across_them(tmp_path: Path) -
     try:
         directory = _metrics_dir(proc.pid)
         assert directory is not None and directory.is_dir()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while len(_pids_in(directory, "gauge_live")) < 2:  # both workers started (each writes its gauges)
             assert time.monotonic() < deadline, "the second worker did not start"
             time.sleep(0.2)
@@ -151,7 +152,7 @@ def test_workers_serve_together_and_metrics_add_up_across_them(tmp_path: Path) -
         assert counts == {20.0}, "each scrape sees every worker's requests"
         victim = min(workers)
         os.kill(victim, signal.SIGKILL)  # uvicorn starts another worker; the dead one's gauges must go
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while True:
             try:
                 samples = parse_metrics(httpx.get(url + "/metrics", trust_env=False, timeout=5).text)

@@ -32,7 +32,7 @@ def _serve_and_stop(tmp_path: Path, **env: str) -> str:
     proc = subprocess.Popen([sys.executable, "-m", "gateway.cli", "serve", "--port", str(port)],
                             env=environ, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             try:
                 if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

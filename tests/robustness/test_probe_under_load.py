@@ -5,7 +5,9 @@ freed when it ends instead of by a full garbage collection. Real SQLite stores, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,19 +16,43 @@ from gateway.storage import base
 from gateway.storage.base import Write
 from gateway.storage.sqlite import SQLiteStore
 from tests.http.support import SEED, asgi_client, make_settings, running
+from tests.support.clock import ManualClock
 
-#: A query that keeps SQLite (and the store's connection thread) busy for a good while.
-SLOW_SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 3000000) "
-            "SELECT count(*) FROM c")
+#: Event-loop turns a probe gets to answer a read that cannot come (it waits, or gives up at once).
+TURNS = 20
+
+
+@contextlib.asynccontextmanager
+async def busy_store(store: SQLiteStore) -> AsyncIterator[None]:
+    """The store busy with another read until the block ends: the store's lock taken, as every
+    statement the connection's thread runs takes it (no read of the revision gets in meanwhile)."""
+    taken, done = asyncio.Event(), asyncio.Event()
+
+    async def read() -> None:
+        async with store._reading():
+            taken.set()
+            await done.wait()
+
+    reader = asyncio.ensure_future(read())
+    await taken.wait()
+    try:
+        yield
+    finally:
+        done.set()
+        await reader
+
+
+async def turns(n: int = TURNS) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
 
 
 async def eventually_current(store: SQLiteStore, revision: int) -> bool:
-    """Whether probes come to answer ``revision`` (the read started while the store was busy
-    lands a moment later)."""
-    for _ in range(500):
-        if await store.probe_revision() == revision:
+    """Whether probes come to answer ``revision``: the read a probe starts lands for a later one."""
+    for _ in range(TURNS):
+        if await store.probe_revision(busy=True) == revision:
             return True
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)
     return False
 
 
@@ -42,11 +68,8 @@ async def test_probe_answers_the_last_revision_while_the_store_is_busy(tmp_path:
         assert await served.commit([group("a")]) == 1
         assert await served.probe_revision() == 1
         assert await other.commit([group("b")]) == 2  # another process writes
-        busy = asyncio.ensure_future(served.db.execute(SLOW_SQL))  # the connection's thread is taken
-        await asyncio.sleep(0.05)
-        assert not busy.done()
-        assert await served.probe_revision() == 1  # not waiting for the store: the last one known
-        await (await busy).close()
+        async with busy_store(served):
+            assert await served.probe_revision() == 1  # not waiting for the store: the last one known
         assert await eventually_current(served, 2)  # free again: the current revision
     finally:
         await other.close()
@@ -56,18 +79,25 @@ async def test_probe_answers_the_last_revision_while_the_store_is_busy(tmp_path:
 async def test_probe_waits_for_a_store_silent_for_too_long(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The liveness probe still needs the store to answer: once the last revision read is older
     than ``PROBE_STALE_SECONDS`` the probe waits for a fresh one."""
+    clock = ManualClock()
     served, other = SQLiteStore(tmp_path / "r.db"), SQLiteStore(tmp_path / "r.db")
+    served.monotonic = clock.clock.monotonic
     await served.open()
     await other.open()
     try:
         await served.commit([group("a")])
         await other.commit([group("b")])
-        monkeypatch.setattr(base, "PROBE_STALE_SECONDS", 0.0)
-        busy = asyncio.ensure_future(served.db.execute(SLOW_SQL))
-        await asyncio.sleep(0.05)
-        assert await served.probe_revision() == 2  # waited until the store answered
-        assert busy.done()
-        await (await busy).close()
+        monkeypatch.setattr(base, "PROBE_WAIT_SECONDS", 0.0)  # a probe that does not wait gives up at once
+        async with busy_store(served):
+            clock.advance(base.PROBE_STALE_SECONDS)
+            fresh = asyncio.ensure_future(served.probe_revision())
+            await turns()
+            assert fresh.done() and fresh.result() == 1  # as old as allowed: answered at once
+            clock.advance(0.001)
+            stale = asyncio.ensure_future(served.probe_revision())
+            await turns()
+            assert not stale.done()  # too old: waits for the store
+        assert await stale == 2  # and answers what the store answered
     finally:
         await other.close()
         await served.close()
@@ -95,10 +125,8 @@ async def test_probe_knows_what_this_process_committed(tmp_path: Path) -> None:
     try:
         await served.probe_revision()
         assert await served.commit([group("a")]) == 1
-        busy = asyncio.ensure_future(served.db.execute(SLOW_SQL))
-        await asyncio.sleep(0.05)
-        assert await served.probe_revision() == 1  # the commit, not the revision read before it
-        await (await busy).close()
+        async with busy_store(served):
+            assert await served.probe_revision() == 1  # the commit, not the revision read before it
     finally:
         await served.close()
 

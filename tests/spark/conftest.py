@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,16 +39,20 @@ CORPUS_COUNTS = {"endpoints": 415, "messagegroups": 545, "messages": 1538, "sche
 
 class RequestLog:
     """ASGI middleware that records every ``/graphql`` request body and response body, and
-    the rows the bulk read (``/bulk/rows``) returned."""
+    the rows the bulk read (``/bulk/rows``) returned; ``before_bulk``, when set, runs (in a
+    thread of its own) before each bulk read is answered."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.entries: list[tuple[dict[str, Any], dict[str, Any]]] = []
         #: ``(query string, rows returned)`` of every bulk read answered with rows.
         self.bulk: list[tuple[str, int]] = []
+        self.before_bulk: Callable[[], None] | None = None
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["path"] == "/bulk/rows":
+            if self.before_bulk is not None:
+                await asyncio.to_thread(self.before_bulk)
             await self._bulk(scope, receive, send)
             return
         if scope["type"] != "http" or scope["path"] != "/graphql":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 
 import pytest
 from starlette.applications import Starlette
@@ -36,18 +37,23 @@ def test_reads_need_the_bearer_token(gateway):
 @pytest.fixture
 def flaky():
     """A real HTTP server that answers 503 (with ``Retry-After: 0``) to the first ``fail`` requests
-    and is slow when told to."""
-    state = {"fail": 0, "seen": 0, "delay": 0.0}
+    and, when told to ``hold``, answers only once the test is over."""
+    over = threading.Event()
+    state = {"fail": 0, "seen": 0, "hold": False}
 
     async def graphql(request: Request) -> JSONResponse:
         state["seen"] += 1
-        await asyncio.sleep(state["delay"])
+        if state["hold"]:
+            await asyncio.to_thread(over.wait)
         if state["seen"] <= state["fail"]:
             return JSONResponse({"errors": [{"message": "busy"}]}, 503, headers={"retry-after": "0"})
         return JSONResponse({"data": {"registries": [{"registryid": "r", "revision": 7}]}})
 
     with serve(Starlette(routes=[Route("/graphql", graphql, methods=["POST"])])) as base:
-        yield f"{base}/graphql", state
+        try:
+            yield f"{base}/graphql", state
+        finally:
+            over.set()
 
 
 def test_retries_ride_out_transient_failures(flaky):
@@ -65,7 +71,7 @@ def test_retries_ride_out_transient_failures(flaky):
 
 def test_a_request_slower_than_the_timeout_fails_after_its_retries(flaky):
     url, state = flaky
-    state["delay"] = 1.0
+    state["hold"] = True
     with GatewayClient(ClientConfig(url=url, timeout=0.2, retries=1, backoff=0.01)) as client:
         with pytest.raises(GatewayError, match="unreachable"):
             client.registries()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from datetime import datetime
 
 from pyspark.sql import functions as F
@@ -117,35 +116,27 @@ def _marker_document(tick: int) -> dict:
 
 
 def test_a_snapshot_stays_consistent_while_another_task_writes(read, gateway):
-    commits: list[tuple[float, int]] = []
-    stop = threading.Event()
+    commits: list[int] = []
+    lock = threading.Lock()
 
-    def writer() -> None:
-        tick = 0
-        while not stop.is_set() and tick < 2000:
-            commits.append((time.monotonic(), gateway.import_document(_marker_document(tick))))
-            tick += 1
-            time.sleep(0.02)
+    def write() -> None:
+        with lock:
+            commits.append(gateway.import_document(_marker_document(len(commits))))
 
-    thread = threading.Thread(target=writer, name="writer")
-    thread.start()
+    for _ in range(3):
+        write()
+    before_read = len(commits)
+    gateway.log.before_bulk = write  # another write lands before each of the read's bulk reads
     try:
-        deadline = time.monotonic() + 30
-        while len(commits) < 3:
-            assert thread.is_alive() and time.monotonic() < deadline, "the writer failed"
-            time.sleep(0.05)
-        started = time.monotonic()
         rows = read("messages", numPartitions=4, pageSize=100).select(
             "xid", "group", "description", "revision", F.spark_partition_id().alias("part")).collect()
-        finished = time.monotonic()
     finally:
-        stop.set()
-        thread.join()
+        gateway.log.before_bulk = None
 
     # each row carries the revision that wrote it; the last write before the pin wrote the markers
     pinned = max(r.revision for r in rows)
     assert {r.revision for r in rows if r.xid.endswith("/messages/marker")} == {pinned}
-    assert any(started < t < finished and rev > pinned for t, rev in commits), "no write landed during the read"
+    assert any(rev > pinned for rev in commits[before_read:]), "no write landed during the read"
     assert len(rows) == len({r.xid for r in rows}) == gateway.total("messages", pinned)
     first = [r for r in rows if r.group == "0000.spark.first"]
     last = [r for r in rows if r.group == "zzzz.spark.last"]

@@ -281,8 +281,7 @@ class JwksServer:
             return JSONResponse({"error": "unavailable"}, 503) if self.failing else JSONResponse({"keys": self.keys})
 
         async def slow(request: Request) -> JSONResponse:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.release.wait(), 10)
+            await self.release.wait()
             return JSONResponse({"keys": self.keys})
 
         return Starlette(routes=[Route("/jwks.json", jwks), Route("/slow", slow)])
@@ -374,10 +373,8 @@ async def test_jwks_fetch_timeout_and_failure(jwks_server: JwksServer, rsa_keys,
     jwks_server.keys = [jwk_of("k1", rsa_keys["k1"])]
     for url in (f"{jwks_server.url}/slow", f"{jwks_server.url}/missing"):
         auth = Authenticator(settings(jwt_jwks_url=url))
-        try:
-            started = time.monotonic()
+        try:  # /slow answers (with the key) only when released, at the end: rejected, so not waited for
             await rejected(auth, f"Bearer {signed(rsa_keys['k1'], 'k1')}")
-            assert time.monotonic() - started < 3
         finally:
             await auth.aclose()
 

@@ -57,12 +57,12 @@ async def test_the_first_exception_is_raised_and_the_others_are_closed():
 
     async def waits(name):
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()  # for ever
         finally:
             closed.append(name)
 
     async def fails():
-        await asyncio.sleep(0.001)
+        await asyncio.sleep(0)
         raise ValueError("boom")
 
     with pytest.raises(ValueError, match="boom"):
@@ -130,12 +130,20 @@ async def test_one_plain_future_is_waited_for_as_await_would_a_loop_turn_sooner(
     assert isinstance(failed[0], OSError)  # its outcome reaches its reader, not the wait
 
     # a task may be awaited by others: it takes the waiter and survives the wait's cancellation
-    common = asyncio.ensure_future(asyncio.sleep(0.05, "common"))
+    release = asyncio.Event()
+
+    async def released():
+        await release.wait()
+        return "common"
+
+    common = asyncio.ensure_future(released())
     waiting = asyncio.ensure_future(gather(reads(common)))
-    await asyncio.sleep(0.01)
+    for _ in range(5):
+        await asyncio.sleep(0)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+    release.set()
     assert await common == "common"
     # a future of its own is cancelled with the wait, as with await
     own = loop.create_future()
@@ -154,7 +162,7 @@ async def test_cancelling_the_awaiting_task_cancels_every_waiting_coroutine():
     async def waits(name):
         started.set()
         try:
-            await asyncio.sleep(10)
+            await asyncio.Event().wait()  # for ever
         except asyncio.CancelledError:
             seen.append(name)
             raise
