@@ -190,3 +190,20 @@ def test_only_in_registry_references_to_groups_of_the_type_name_a_group():
                       "http://evil.test/messagegroups/g", "/schemagroups/g", "/messagegroups/g/messages/m",
                       "#/messagegroups", "/messagegroups/g?x=1", "/messagegroups/" + "g" * 10_000):
         assert _group_key(reference, "messagegroups") is None, reference
+
+
+def test_the_graphiql_examples_pass_the_default_cost_limit_with_a_wide_margin():
+    from graphql import parse
+
+    from gateway.config import Settings
+    from gateway.graphiql_examples import EXAMPLES
+    from resolvers.cost import operation_cost
+    from resolvers.schema import build_schema
+
+    settings = Settings()
+    schema = build_schema(settings)._schema
+    for example in EXAMPLES:
+        cost = operation_cost(schema, parse(example.query), None, example.variables or None,
+                              default_page_size=settings.page_size_default,
+                              max_page_size=settings.graphql_max_page_size)
+        assert 0 < cost <= settings.graphql_max_cost // 10, (example.name, cost)
