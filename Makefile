@@ -5,9 +5,9 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install assets system-deps run test lint bench lock clean
+.PHONY: install assets codegen-tools system-deps run test lint bench lock clean
 
-install: assets $(VENV)/.installed
+install: assets codegen-tools $(VENV)/.installed
 
 ## GraphiQL's browser assets: the npm packages pinned by web/package-lock.json, copied into
 ## gateway/static/graphiql/ and checked against gateway/static/graphiql.manifest.json (sha384);
@@ -16,6 +16,14 @@ assets:
 	@if $(PYTHON) web/copy_assets.py --check 2>/dev/null; then echo "GraphiQL assets: verified against the manifest"; \
 	else command -v npm >/dev/null || { echo "assets: npm (Node.js) is needed to fetch GraphiQL's assets" >&2; exit 1; }; \
 	  (cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && $(PYTHON) web/copy_assets.py; fi
+
+## GraphQL Code Generator and TypeScript for the client-types test (tests/codegen/, pinned by its
+## package-lock.json); installed again when the lock changes, left out (the test skips) without npm.
+CODEGEN_TOOLS := tests/codegen/node_modules/.package-lock.json
+codegen-tools: $(CODEGEN_TOOLS)
+$(CODEGEN_TOOLS): tests/codegen/package-lock.json
+	@if command -v npm >/dev/null; then (cd tests/codegen && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error); \
+	else echo "codegen-tools: npm not found, the Code Generator test will be skipped" >&2; fi
 
 ## The gateway with its test tools, and the Spark connector (spark/, a distribution of its own).
 $(VENV)/.installed: pyproject.toml spark/pyproject.toml requirements.lock

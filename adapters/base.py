@@ -338,10 +338,11 @@ class RegistrySource(abc.ABC):
     @abc.abstractmethod
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int = 100, after: str | None = None,
+        limit: int = 100, after: str | None = None, by_revision: bool = False,
     ) -> tuple[builtins.list[ChangeItem], bool]:
-        """Entities written after revision ``since`` (as of ``until``), in XID order, one page;
-        and whether more follow."""
+        """Entities written after revision ``since`` (as of ``until``), in XID order (``by_revision``:
+        in the order of the revisions that wrote them, then XID), one page; and whether more follow.
+        ``after`` is a cursor of a page read in the same order."""
 
     async def count_changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None) -> int:
         """How many entities :meth:`changes` lists in all its pages."""

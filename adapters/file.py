@@ -169,9 +169,10 @@ class FileSource(RegistrySource):
 
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int = 100, after: str | None = None,
+        limit: int = 100, after: str | None = None, by_revision: bool = False,
     ) -> tuple[builtins.list[ChangeItem], bool]:
-        return await self._copy().changes(since, until=until, ctypes=ctypes, limit=limit, after=after)
+        return await self._copy().changes(since, until=until, ctypes=ctypes, limit=limit, after=after,
+                                          by_revision=by_revision)
 
 
 async def _dispose(registry: LocalRegistry | None, directory: str | None) -> None:

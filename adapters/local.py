@@ -19,6 +19,7 @@ from typing import Any
 from adapters.base import (
     ChangeItem,
     Entity,
+    InvalidCursor,
     LazyCursors,
     Listing,
     Materialisation,
@@ -313,7 +314,7 @@ class LocalSource(RegistrySource):
 
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int = 100, after: str | None = None,
+        limit: int = 100, after: str | None = None, by_revision: bool = False,
     ) -> tuple[builtins.list[ChangeItem], bool]:
         if since < 0:
             raise XRegistryError("bad_request", "/", detail="since must be a revision (0 or more)")
@@ -322,8 +323,12 @@ class LocalSource(RegistrySource):
         await self.check_revision(until)
         position = decode_cursor(after)
         after_key = position.key if position is not None else None
+        after_revision = position.value if position is not None else None
+        if position is not None and by_revision != (type(after_revision) is int):
+            raise InvalidCursor(f"cursor {after!r} is of the change feed read in the other order")
         try:
-            found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key)
+            found = await self.store.changes(since, until=until, ctypes=ctypes, limit=limit + 1, after=after_key,
+                                             by_revision=by_revision, after_revision=after_revision)
         except RevisionGone as exc:
             raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
         except RevisionAhead as exc:
@@ -335,7 +340,8 @@ class LocalSource(RegistrySource):
         live = iter(await self._entities([c.record for c in found if not c.record.deleted], until))
         items = [
             ChangeItem(c.record.xid, c.record.kind, c.record.ctype, c.record.revision, c.record.deleted,
-                       None if c.record.deleted else next(live), Cursor(c.record.key).encode())
+                       None if c.record.deleted else next(live),
+                       Cursor(c.record.key, c.record.revision if by_revision else None).encode())
             for c in found
         ]
         return items, more

@@ -439,6 +439,10 @@ class RemoteSource(RegistrySource):
         return len(await self._entities_of(listing, parent))
 
     async def _entities_of(self, listing: Listing, parent: str | None) -> builtins.list[Entity]:
+        if listing.filters is not None and listing.filters.reachable_over is not None:
+            raise XRegistryError("action_not_supported", "/" + listing.ctypes[0], registry=self.id,
+                                 action="reachableOver", detail=f"registry {self.id!r} is a remote registry: "
+                                 "which endpoints reach its messages is answered by the gateway's own store only")
         snap = await self._snapshot(listing.as_of)
         await self._ready()
         if snap is not None:
@@ -694,7 +698,8 @@ class RemoteSource(RegistrySource):
             raise SourceUnavailable(self.id, str(exc)) from exc
 
     async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-                      limit: int = 100, after: str | None = None) -> tuple[builtins.list[ChangeItem], bool]:
+                      limit: int = 100, after: str | None = None,
+                      by_revision: bool = False) -> tuple[builtins.list[ChangeItem], bool]:
         raise XRegistryError("action_not_supported", "/", action="changes",
                              detail=f"registry {self.id!r} is a remote xRegistry API; it has no change feed")
 

@@ -301,7 +301,9 @@ class Settings(BaseSettings):
     graphql_introspection: bool = Field(True, description="Allow schema introspection.")
     graphql_max_page_size: int = Field(500, ge=1, description="Largest first/last a connection accepts.")
     graphql_max_cost: int = Field(
-        50_000, ge=1, description="Highest estimated cost of one operation (fields × page sizes, resolvers/cost.py).")
+        500_000, ge=1, description="Highest estimated cost of one operation (fields × page sizes, resolvers/cost.py): "
+                                   "about twice a UI's page of 100 endpoints with their groups' first 50 messages "
+                                   "and schema documents (about 228,000).")
     graphql_pacing_slice_ms: float = Field(
         4.0, ge=0, description="Longest stretch (ms) a GraphQL list completion holds the event loop before it lets "
                                "other work run (resolvers/pacing.py; 0: lists complete in one stretch).")

@@ -254,8 +254,8 @@ SCHEMA_VALIDATION = Example(
                 "and how many passed.",
     query="""\
 # Schema versions whose format check (`formatvalidated`) or
-# compatibility check (`compatibilityvalidated`) did not pass;
-# `attributes` holds the reasons. `validated` counts those that passed.
+# compatibility check (`compatibilityvalidated`) did not pass,
+# with the reasons. `validated` counts those that passed.
 query SchemaValidation {
   registry {
     validated: versions(resourceType: "schemas", first: 0,
@@ -271,8 +271,11 @@ query SchemaValidation {
           versionid
           ... on SchemaVersion {
             format
+            formatvalidated
+            formatvalidatedreason
+            compatibilityvalidated
+            compatibilityvalidatedreason
           }
-          attributes
         }
       }
     }

@@ -102,6 +102,10 @@ def chosen(info: Info, registries: list[str] | None) -> list[RegistrySource]:
     return [s for rid, s in sources.items() if wanted is None or rid in wanted]
 
 
+#: The kind of source that is a remote xRegistry API (no store of the gateway's holds it).
+REMOTE = "xregistry"
+
+
 def unsearchable(registry: str, subject: str) -> XRegistryError:
     """The error reported for a registry left out of a search."""
     return XRegistryError("action_not_supported", subject, registry=registry, action="search",
@@ -122,6 +126,13 @@ async def across(
         for source in [s for s in sources if not s.searchable]:
             info.context.report(unsearchable(source.id, subject), info)
         sources = [s for s in sources if s.searchable]
+    if getattr(filter, "reachable_over", None) is not None:  # answered by the engine's store only
+        for source in [s for s in sources if s.kind == REMOTE]:
+            info.context.report(XRegistryError(
+                "action_not_supported", subject, registry=source.id, action="reachableOver",
+                detail=f"registry {source.id!r} is a remote registry: which endpoints reach its messages is "
+                       "answered by the gateway's own store only"), info)
+        sources = [s for s in sources if s.kind != REMOTE]
     for source in sources:
         ctypes = ctypes_of(source.model, group_type, resource_type)
         if ctypes:

@@ -62,6 +62,14 @@ class MessageFilter(Filter):
     declared: bool = strawberry.field(
         default=False, description="Match (and sort by) what each message declares itself, not its materialised "
                                    "attributes.")
+    reachable_over: str | None = strawberry.field(
+        default=None, description="Messages reachable over this protocol (e.g. `KAFKA`; `*` wildcards, case "
+                                  "ignored): those of the message groups that an endpoint with this `protocol` "
+                                  "references in its `messagegroups` (XIDs and `#/` pointers into the same "
+                                  "registry), and an endpoint's own messages. It asks about the endpoints, not "
+                                  "the messages: a message that declares no `protocol` of its own is reachable "
+                                  "over its endpoints' protocol. AND'd with the other fields; a remote registry "
+                                  "that cannot answer it is left out and reported.")
 
 
 @strawberry.input(description="Filters of schema groups, schemas and schema versions.")
@@ -110,11 +118,16 @@ def to_filters(given: Filter | None, model: RegistryModel, ctype: str, subject: 
     raw = parse_filters(given.raw, subject=subject, collections=collection_tree(model, ctype)) if given.raw else None
     if raw is not None:
         _refuse_plain_words(raw, given.raw or [], model, ctype, subject)
+    over = getattr(given, "reachable_over", None)
+    reachable = _term(("protocol",), over).condition if over is not None else None
     if raw is not None and raw.exclude_all:
         return raw
+    branches: tuple[FilterExpression, ...]
     if raw is None:
-        return Filters((FilterExpression(tuple(typed)),)) if typed else None
-    return Filters(tuple(FilterExpression((*typed, *branch.terms)) for branch in raw.branches))
+        branches = (FilterExpression(tuple(typed)),) if typed else ()
+    else:
+        branches = tuple(FilterExpression((*typed, *branch.terms)) for branch in raw.branches)
+    return Filters(branches, reachable_over=reachable) if branches or reachable is not None else None
 
 
 #: Attributes every entity may have (core/spec.md), beside those its model defines.

@@ -32,6 +32,7 @@ from resolvers.types import (
     Resource,
     Schema,
     SchemaGroup,
+    bare_registry,
     batched,
     to_node,
 )
@@ -50,11 +51,6 @@ def _navigates_only(info: Info) -> bool:
             if not isinstance(selection, FieldNode) or selection.name.value not in _NAVIGATION:
                 return False
     return True
-
-
-def _bare_registry(rid: str) -> Registry:
-    """The registry ``rid`` without its record read: its id alone."""
-    return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}))
 
 
 async def _nodes_at_once(infos: Sequence[Info], wanted: list[tuple[str, str, int | None] | Exception | None],
@@ -138,22 +134,29 @@ class Query(Checks):
                 return await _entity(info, rid, "/", None)
             except SourceUnavailable as exc:
                 info.context.report(exc, info)
-                return _bare_registry(rid)
+                return bare_registry(rid)
 
         found = await gather(*(one(rid) for rid in info.context.sources))
         return [r for r in found if r is not None]
 
     @strawberry.field(description="One registry (default: the gateway's own), optionally as it was at "
-                                  "revision `asOf`; everything read through it stays at that revision.")
-    async def registry(self, info: Info, id: str | None = None, as_of: int | None = None) -> Registry | None:
+                                  "revision `asOf`; everything read through it stays at that revision. Never null: "
+                                  "an `id` the gateway does not serve is an error (`BAD_USER_INPUT`), and a "
+                                  "registry that cannot be read now gives its ids alone, with the error reported.")
+    async def registry(self, info: Info, id: str | None = None, as_of: int | None = None) -> Registry:
         source = info.context.sources.get(id or info.context.default_registry)
         if source is None:
-            return None
+            raise UserInputError(f"unknown registry: {id} (known: {', '.join(info.context.sources)})")
         await source.check_revision(as_of)
         if as_of is None and source.kind == "local" and _navigates_only(info):
             # the gateway's store always holds its registry: nothing of the root record is asked for
-            return _bare_registry(source.id)
-        return await _entity(info, source.id, "/", as_of)
+            return bare_registry(source.id)
+        try:
+            found = await _entity(info, source.id, "/", as_of)
+        except SourceUnavailable as exc:
+            info.context.report(exc, info)
+            found = None
+        return found if found is not None else bare_registry(source.id, as_of)
 
     @strawberry.field(description="The object with this global id (Relay).")
     @batched(node_lookups_of, each=True)

@@ -263,6 +263,11 @@ async def _count(info: Info, source: Any, listing: Any) -> int:
         return 0
 
 
+def bare_registry(rid: str, as_of: int | None = None) -> Registry:
+    """The registry ``rid`` without its record read: its ids alone."""
+    return Registry(entity=SourceEntity(rid, "/", "registry", "", {"registryid": rid, "xid": "/"}, as_of=as_of))
+
+
 async def _load(info: Info, owner: SourceEntity, xid: str) -> Any:
     entity = await info.context.loaders.entity(owner.registry, xid, owner.as_of)
     return to_node(entity) if entity is not None else None
@@ -342,9 +347,15 @@ class Node:
         # synchronous unless the collection counts are still to be read
         return JSON(info.context.loaders.views.load(self.entity) if self.entity.partial else self.entity.view)
 
-    @strawberry.field(description="The registry the entity belongs to (at the same revision).")
-    async def registry(self, info: Info) -> Registry | None:
-        return await _load(info, self.entity, "/")
+    @strawberry.field(description="The registry the entity belongs to (at the same revision); never null — a "
+                                  "registry that cannot be read now gives its ids alone, with the error reported.")
+    async def registry(self, info: Info) -> Registry:
+        try:
+            found = await _load(info, self.entity, "/")
+        except SourceUnavailable as exc:
+            info.context.report(exc, info)
+            found = None
+        return found if found is not None else bare_registry(self.entity.registry, self.entity.as_of)
 
 
 @strawberry.interface(description="Attributes of every registry, group, resource and version (core/spec.md).")
@@ -830,6 +841,14 @@ class SchemaDefinition:
     schemauri: str | None = attr()
     schemaurl: str | None = attr()
     schemabase64: str | None = attr()
+    formatvalidated: bool | None = attr("Whether the document was checked against its `format` and found valid "
+                                        "(false: not valid, or not checked — `formatvalidatedreason` says which).")
+    formatvalidatedreason: str | None = attr("Why `formatvalidated` is false: the violations found, or why the "
+                                             "document was not checked.")
+    compatibilityvalidated: bool | None = attr("Whether the version was checked against the schema's "
+                                               "`compatibility` rule and keeps it.")
+    compatibilityvalidatedreason: str | None = attr("Why `compatibilityvalidated` is false: what breaks the rule, "
+                                                    "or why it was not checked.")
 
 
 @strawberry.type(description="A schema: its default version's document, and its versions.")
@@ -1007,6 +1026,13 @@ class ChangeType(Enum):
     DELETED = "deleted"
 
 
+@strawberry.enum(description="The order of a change feed.")
+class ChangeOrder(Enum):
+    REVISION = strawberry.enum_value("revision", description="By the revision that wrote each entity's state, "
+                                                             "then by XID (the default): the order things happened.")
+    XID = strawberry.enum_value("xid", description="By XID: each entity's state next to its parent's.")
+
+
 @strawberry.type(description="An entity written after a revision: its current state, or its deletion.")
 class Change:
     item: Private[ChangeItem]
@@ -1036,7 +1062,8 @@ class Change:
         return to_node(self.item.entity) if self.item.entity is not None else None
 
 
-@strawberry.type(description="A page of changes in XID order; follow `pageInfo.endCursor` with `after`.")
+@strawberry.type(description="A page of changes, in revision order unless `order` said otherwise; follow "
+                              "`pageInfo.endCursor` with `after` (and the same `order`).")
 class ChangeFeed:
     nodes: list[Change]
     page_info: PageInfo
@@ -1157,19 +1184,23 @@ class Registry(Entity):
         return await _load(info, self.entity, xid)
 
     @strawberry.field(description="Entities written after revision `since` (up to `until`, default: this "
-                                  "view's revision), in XID order; `collections` limits the collection types. A "
+                                  "view's revision), each once with its latest state (or its deletion), in "
+                                  "revision order (the revision that wrote the state, ties by XID; `order: XID` for "
+                                  "XID order, null the default); `collections` limits the collection types. A "
                                   "checkpoint is `since` with the `instanceId` it was read with: one of another "
                                   "registry instance, or a `since` beyond the current revision, fails with "
                                   "`instance_mismatch` (read again from 0).")
     async def changes(
         self, info: Info, since: int, instance_id: str | None = None, until: int | None = None,
         collections: list[str] | None = None, first: int | None = None, after: str | None = None,
+        order: ChangeOrder | None = ChangeOrder.REVISION,
     ) -> ChangeFeed | None:
         limit, _ = page_size(info.context, first, None)
         source = info.context.sources[self.entity.registry]
         source.check_instance(instance_id)
         until = until if until is not None else self.entity.as_of
-        items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after)
+        items, more = await source.changes(since, until=until, ctypes=collections, limit=limit, after=after,
+                                           by_revision=order is not ChangeOrder.XID)
         settled = iter(await info.context.loaders.settle([i.entity for i in items if i.entity is not None]))
         items = [replace(i, entity=next(settled)) if i.entity is not None else i for i in items]
         return ChangeFeed(nodes=[Change(item=i) for i in items], counter=lambda: source.count_changes(

@@ -117,9 +117,16 @@ class FilterExpression:
 
 @dataclass(frozen=True)
 class Filters:
-    """All ``filter`` values of a request: the OR of their expressions (``()``: no filter)."""
+    """All ``filter`` values of a request: the OR of their expressions (``()``: no filter).
+
+    ``reachable_over`` (messages only) is AND'd with the branches: it keeps the messages an
+    endpoint matching that condition reaches — the messages of the groups its ``messagegroups``
+    references name, and its own messages. It is not part of the xRegistry grammar (the HTTP
+    API has no such flag); the GraphQL ``reachableOver`` filter sets it.
+    """
 
     branches: tuple[FilterExpression, ...] = ()
+    reachable_over: Condition | None = None
 
     @property
     def exclude_all(self) -> bool:

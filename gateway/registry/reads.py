@@ -22,6 +22,7 @@ from gateway.errors import XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry import xrefs
 from gateway.registry.filters import FilterExpression, Filters
+from gateway.registry.ids import id_problem
 from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
@@ -138,6 +139,11 @@ async def _query(store: Store, sel: Selection) -> Query | None:
     m = sel.materialised
     base = Query(ctype=sel.ctype, parent=sel.parent, sort=store_sort(sel.ctype, sel.sort, m), limit=sel.limit,
                  after=sel.after, before=sel.before, as_of=sel.as_of, search=sel.search)
+    if filters.reachable_over is not None:
+        parents = await _reaching(store, sel, filters.reachable_over)
+        if not parents:
+            return None
+        base = _replace(base, parents=parents)
     if not filters.nested:
         any_of = tuple(tuple(store_condition(sel.ctype, c, m) for c in group) for group in filters.any_of)
         return _replace(base, any_of=any_of)
@@ -168,6 +174,51 @@ async def _branch_keys(store: Store, sel: Selection, branch: FilterExpression) -
                                   keys=tuple(sorted(allowed)) if allowed is not None else None,
                                   any_of=(own,) if own else ()))
     return {rec.key for rec in page.items}
+
+
+#: The group type whose entities reach messages, and the attribute listing the groups they reach.
+ENDPOINTS = "endpoints"
+REACHED_GROUPS = "messagegroups"
+
+
+async def _reaching(store: Store, sel: Selection, over: Condition) -> tuple[str, ...]:
+    """The keys of the entities whose messages an endpoint matching ``over`` reaches (see
+    ``Filters.reachable_over``): for ``endpoints/…`` messages the matching endpoints, for the
+    messages of another group type the groups their ``messagegroups`` references name (XIDs and
+    ``#/`` pointers into this registry; URLs and references elsewhere reach nothing here). One
+    store call: the matching endpoints, read with their conditions pushed down."""
+    group_type = sel.ctype.split("/")[0]
+    found = await store.list(Query(ctype=ENDPOINTS, as_of=sel.as_of, any_of=((store_condition(ENDPOINTS, over),),)))
+    if group_type == ENDPOINTS:
+        keys = {rec.key for rec in found.items}
+    else:
+        keys = set()
+        for rec in found.items:
+            listed = rec.doc.get(REACHED_GROUPS)
+            for ref in listed if isinstance(listed, list) else ():
+                key = _group_key(ref, group_type)
+                if key is not None:
+                    keys.add(key)
+    if sel.parent not in (None, "/"):
+        inside = sel.parent.lower()
+        keys = {k for k in keys if k == inside or k.startswith(inside + "/") or inside.startswith(k + "/")}
+    return tuple(sorted(keys))
+
+
+def _group_key(reference: Any, group_type: str) -> str | None:
+    """The key of the group of ``group_type`` an in-registry reference (``/g/x``, ``#/g/x``) names."""
+    if not isinstance(reference, str):
+        return None
+    text = reference[1:] if reference.startswith("#/") else reference
+    if not text.startswith("/"):
+        return None
+    try:
+        xid = Xid.parse(text.rstrip("/"))
+    except XRegistryError:
+        return None
+    if xid.depth != 1 or xid.group_type != group_type or id_problem(xid.group_id or ""):
+        return None
+    return xid.key
 
 
 def _replace(q: Query, **changes: Any) -> Query:

@@ -102,9 +102,10 @@ class Query:
 
     ``any_of`` is an OR of AND-groups of conditions (the xRegistry filter semantics: repeated
     ``filter`` parameters OR, expressions within one parameter AND). ``parent`` restricts to
-    the descendants of one XID (``None``: across the whole registry). ``keys`` restricts to a
-    set of entity keys. ``after`` / ``before`` are keyset cursors: the page starts after, or
-    ends before, the cursor's row. ``as_of`` reads the registry as it was at that revision.
+    the descendants of one XID (``None``: across the whole registry); ``parents`` to the
+    descendants of any of a set of keys. ``keys`` restricts to a set of entity keys.
+    ``after`` / ``before`` are keyset cursors: the page starts after, or ends before, the
+    cursor's row. ``as_of`` reads the registry as it was at that revision.
     ``search`` keeps the entities whose :attr:`Write.text` holds every one of its words (case
     and accents folded; English stemming); each record found carries its :attr:`EntityRecord.rank`,
     and sorting by :data:`~gateway.storage.semantics.RANK` orders by relevance.
@@ -120,6 +121,7 @@ class Query:
     keys: tuple[str, ...] | None = None
     as_of: int | None = None
     search: tuple[str, ...] | None = None
+    parents: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -558,19 +560,26 @@ class Store(abc.ABC):
 
     async def changes(
         self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
-        limit: int | None = None, after: str | None = None,
+        limit: int | None = None, after: str | None = None, by_revision: bool = False,
+        after_revision: int | None = None,
     ) -> builtins.list[Change]:
         """Entities whose latest state (as of ``until``) was written after revision ``since``,
-        tombstones included, ordered by entity key; ``after`` is the last key already seen.
-        Raises :class:`RevisionGone` when history older than the feed needs was pruned."""
+        tombstones included, ordered by entity key — or, ``by_revision``, by the revision that
+        wrote them, then key. ``after`` is the last key already seen (``by_revision``: with its
+        revision, ``after_revision``). Raises :class:`RevisionGone` when history older than the
+        feed needs was pruned."""
         self.stats.hit("changes")
+        if by_revision and after is not None and after_revision is None:
+            raise ValueError("a feed in revision order continues after a key and its revision")
         async with self._reading():
             await self._check_feed(since, until)
-            return await self._changes(since, until, ctypes, limit, after)
+            return await self._changes(since, until, ctypes, limit, after,
+                                       after_revision if by_revision else None, by_revision)
 
     @abc.abstractmethod
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
+        after_revision: int | None, by_revision: bool,
     ) -> builtins.list[Change]:
         """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
 

@@ -382,6 +382,9 @@ class MongoStore(Store):
             xkey["$in"] = [k.lower() for k in query.keys]
         if xkey:
             flt["xkey"] = xkey
+        if query.parents is not None:  # each parent is a key range, as ``parent`` is
+            clauses.append({"$or": [{"xkey": {"$gt": k.lower() + "/", "$lt": k.lower() + "0"}}
+                                    for k in query.parents]} if query.parents else {"xkey": {"$in": []}})
         return flt, clauses
 
     @staticmethod
@@ -611,6 +614,7 @@ class MongoStore(Store):
 
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
+        after_revision: int | None, by_revision: bool,
     ) -> builtins.list[Change]:
         flt: dict[str, Any] = {"rev_from": {"$gt": since}}
         if until is None:
@@ -620,11 +624,15 @@ class MongoStore(Store):
             flt["$or"] = [{"rev_to": None}, {"rev_to": {"$gt": until}}]
         if ctypes is not None:
             flt["ctype"] = {"$in": list(ctypes)}
-        if after is not None:
+        if after is not None and by_revision:
+            flt["$and"] = [{"$or": [{"rev_from": {"$gt": after_revision}},
+                                    {"rev_from": after_revision, "xkey": {"$gt": after.lower()}}]}]
+        elif after is not None:
             flt["xkey"] = {"$gt": after.lower()}
         if limit == 0:  # MongoDB would read limit(0) as "no limit"
             return []
-        cursor = self._find(flt, [("xkey", ASCENDING)], None if limit is None or limit < 0 else limit)
+        order = [("rev_from", ASCENDING), ("xkey", ASCENDING)] if by_revision else [("xkey", ASCENDING)]
+        cursor = self._find(flt, order, None if limit is None or limit < 0 else limit)
         return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
 
     async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:

@@ -476,6 +476,10 @@ class SQLiteStore(Store):
         if query.keys is not None:
             keys = json.dumps([k.lower() for k in query.keys])
             where.append(f"xkey IN (SELECT value FROM json_each({sql.p(keys)}))")
+        if query.parents is not None:  # each parent is a key range, as ``parent`` is
+            parents = json.dumps([k.lower() for k in query.parents])
+            where.append(f"EXISTS (SELECT 1 FROM json_each({sql.p(parents)}) AS p "
+                         "WHERE xkey > p.value || '/' AND xkey < p.value || '0')")
         conds = sql.any_of(query.any_of)
         if conds:
             where.append(conds)
@@ -609,6 +613,7 @@ class SQLiteStore(Store):
 
     async def _changes(
         self, since: int, until: int | None, ctypes: Sequence[str] | None, limit: int | None, after: str | None,
+        after_revision: int | None, by_revision: bool,
     ) -> builtins.list[Change]:
         sql = _SQL()
         where = [f"rev_from > {sql.p(since)}"]
@@ -619,9 +624,13 @@ class SQLiteStore(Store):
             where.append(f"rev_from <= {u} AND (rev_to IS NULL OR rev_to > {u})")
         if ctypes is not None:
             where.append(f"ctype IN (SELECT value FROM json_each({sql.p(json.dumps(list(ctypes)))}))")
-        if after is not None:
+        if after is not None and by_revision:
+            r = sql.p(after_revision)
+            where.append(f"(rev_from > {r} OR (rev_from = {r} AND xkey > {sql.p(after.lower())}))")
+        elif after is not None:
             where.append(f"xkey > {sql.p(after.lower())}")
-        text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY xkey"
+        order = "rev_from, xkey" if by_revision else "xkey"
+        text = f"SELECT {_COLUMNS} FROM states WHERE {' AND '.join(where)} ORDER BY {order}"
         if limit is not None:
             text += f" LIMIT {int(limit)}"
         rows = await self._all(text, sql.params)

@@ -509,6 +509,22 @@ async def test_changes_since_a_revision(store):
     assert await store.changes(r2) == []
 
 
+async def test_changes_in_revision_order(store):
+    a, b, c = (f"/messagegroups/g/messages/{m}" for m in "abc")
+    r1 = await store.commit([group("g"), message("g", "c")])
+    r2 = await store.commit([message("g", "b"), message("g", "a")])
+    r3 = await store.commit([gone(c)])
+    feed = [(ch.record.key, ch.record.revision) for ch in await store.changes(0, by_revision=True)]
+    assert feed == [("/messagegroups/g", r1), (a, r2), (b, r2), (c, r3)]  # the same as XID order here; not below
+    assert [ch.record.key for ch in await store.changes(r1 - 1, until=r2, by_revision=True)] == [
+        "/messagegroups/g", c, a, b]
+    paged = [ch.record.key for ch in await store.changes(0, by_revision=True, after=a, after_revision=r2)]
+    assert paged == [b, c]
+    assert [ch.record.key for ch in await store.changes(0, by_revision=True, after=b, after_revision=r2,
+                                                        limit=1)] == [c]
+    assert [ch.record.key for ch in await store.changes(0, by_revision=True, after=c, after_revision=r1)] == [a, b, c]
+
+
 async def test_prune_drops_history(store):
     a, b = "/messagegroups/g/messages/a", "/messagegroups/g/messages/b"
     r1 = await store.commit([group("g"), message("g", "a", {"v": 1}), message("g", "b", {"v": 1})])
@@ -647,3 +663,18 @@ async def test_search_reads_as_of_a_revision(store):
     assert keys(await store.list(Query(MESSAGES, search=("earthquake",), as_of=first))) == ["/messagegroups/g/messages/a"]
     await store.prune(keep_revisions=0)
     assert keys(await store.list(Query(MESSAGES, search=("flood",)))) == ["/messagegroups/g/messages/a"]
+
+
+async def test_parents_restrict_to_the_children_of_any_of_them(store):
+    await store.commit([group("a"), group("ab"), group("b"), group("c"),
+                        message("a", "m1", {"p": "x"}), message("a", "m2"), message("ab", "m1"),
+                        message("b", "m1", {"p": "x"}), message("c", "m1", {"p": "x"})])
+    by = Query(MESSAGES, parents=("/messagegroups/A", "/messagegroups/b"))
+    assert keys(await store.list(by)) == ["/messagegroups/a/messages/m1", "/messagegroups/a/messages/m2",
+                                          "/messagegroups/b/messages/m1"]  # not /ab's: a key range, not a prefix
+    assert await store.count(by) == 3
+    cond = replace(by, any_of=((Condition(("p",), "eq", "x"),),), sort=Sort(("messageid",), descending=True))
+    assert keys(await store.list(cond)) == ["/messagegroups/b/messages/m1", "/messagegroups/a/messages/m1"]
+    assert keys(await store.list(Query(MESSAGES, parents=()))) == []
+    assert keys(await store.list(replace(by, limit=1, after=Cursor("/messagegroups/a/messages/m2")))) == [
+        "/messagegroups/b/messages/m1"]

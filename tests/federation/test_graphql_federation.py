@@ -260,3 +260,16 @@ async def test_instance_ids_per_kind_of_registry(gateway):
     body = await gateway('{ registry(id: "erp") { changes(since: 0, instanceId: "x") { nodes { xid } } } }')
     error = body["errors"][0]
     assert error["extensions"]["code"] == "instance_mismatch" and "has no instance id" in error["extensions"]["detail"]
+
+
+async def test_messages_reachable_over_a_protocol_across_registries(gateway):
+    """The gateway's own store and the document answer; the remotes are left out, each named."""
+    body = await gateway("""{ messages(first: 100, filter: {reachableOver: "mqtt*"}) {
+        nodes { xid registryid } } }""")
+    found = {(n["registryid"], n["xid"]) for n in body["data"]["messages"]["nodes"]}
+    assert {x for r, x in found if r == "test"} == {f"/messagegroups/local/messages/{m}" for m in (
+        "vehicle", "external-schema", "loop-a", "loop-b", "alias")}  # `#/messagegroups/local` of the MQTT endpoint
+    assert {r for r, _ in found} <= {"test", "spec"}
+    left_out = {e["extensions"]["args"]["registry"] for e in body["errors"]
+                if e["extensions"]["code"] == "action_not_supported"}
+    assert left_out == {"erp", "iot", "transit", "exotic"}
