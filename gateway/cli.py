@@ -27,7 +27,7 @@ from gateway.logs import logging_config, redact_url
 from gateway.metrics import MULTIPROC_ENV
 from gateway.registry.service import LocalRegistry
 from gateway.storage import create_store
-from gateway.storage.backup import BackupError, BackupInfo, backup, check_backup, restore
+from gateway.storage.backup import BackupError, BackupInfo, ReadLimits, backup, check_backup, restore
 from gateway.storage.base import HistoryChanged, Store
 from gateway.storage.sqlite import SQLiteStore
 from gateway.xid import Xid
@@ -241,9 +241,10 @@ def restore_cmd(
     The registry keeps its instance id and revisions: the next write continues the sequence. A defective
     backup is refused and nothing is written."""
     settings = _settings(config)
+    limits = ReadLimits(max_line_bytes=settings.restore_max_line_bytes, max_bytes=settings.restore_max_bytes)
     if check:
         try:
-            info = check_backup(file)
+            info = check_backup(file, limits)
         except BackupError as exc:
             err.print(f"[red]invalid backup:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc
@@ -253,7 +254,7 @@ def restore_cmd(
 
     async def run() -> BackupInfo:
         async with store:
-            return await restore(store, file)
+            return await restore(store, file, limits)
 
     try:
         info = asyncio.run(run())

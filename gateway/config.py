@@ -240,6 +240,10 @@ class Settings(BaseSettings):
         30.0, gt=0, description="Keep superseded states and tombstones this many days (unset: no limit by age)."
     )
     config: Path | None = Field(None, description="YAML settings file (XREG_CONFIG).")
+    restore_max_line_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Longest line `restore` reads from a backup (decompressed).")
+    restore_max_bytes: int = Field(
+        8 * 1024 * 1024 * 1024, ge=1024, description="Most bytes `restore` reads from a backup (decompressed).")
 
     # -- HTTP -----------------------------------------------------------------------------------
     registry_prefix: str = Field("/registry", description="Path prefix of the xRegistry HTTP API.")
