@@ -302,13 +302,15 @@ def serve_cmd(
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.forwarded import proxy_options
     from gateway.request_limits import server_options
 
     settings = served_settings(_settings(config), host, port)
     options: dict[str, Any] = dict(
         host=host, port=port, log_config=logging_config(settings.log_level, settings.log_format),
         log_level=settings.log_level, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_seconds,
-        **server_options(settings))  # request-head limits are the gateway's (gateway/request_limits.py)
+        **server_options(settings),  # request-head limits are the gateway's (gateway/request_limits.py)
+        **proxy_options(settings))  # so is whose forwarded headers are believed (gateway/forwarded.py)
     # uvicorn re-raises the SIGTERM it handled once it has shut down: end normally then
     signal.signal(signal.SIGTERM, _exit_normally)
     if workers == 1:
