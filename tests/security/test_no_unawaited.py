@@ -1,0 +1,77 @@
+"""No coroutine is left behind un-awaited: the GraphQL executor's ``gather`` closes what a
+failing field kept from starting (a root field failing first left its siblings' resolvers
+"never awaited", each keeping its frame until collected — one per hostile request), and the
+suite's configuration fails any test after which Python reports "coroutine … was never awaited".
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gateway.app import create_app
+from resolvers.gathering import gather
+from tests.http.support import SEED, WRITE_KEY, bearer, make_settings
+from tests.support.live import LiveServer
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: Queries whose first root field fails (a non-null field: the whole ``data`` is null) while
+#: the others have not started.
+FAILING_FIRST = [
+    '{ validateMessage(xid: "/messagegroups/nope/messages/x", data: {}) { valid } registry { name '
+    'messagegroups { nodes { xid } } } }',
+    '{ nodes(ids: ["x", "y"]) { id } registry { name } again: registry { id } }',
+]
+
+
+async def test_a_failing_gather_closes_the_coroutines_it_did_not_start():
+    async def fails() -> None:
+        raise ValueError("the first fails")
+
+    async def leaf() -> int:
+        return 1
+
+    async def completing(inner) -> int:  # a field's completion awaiting its resolver
+        return await inner
+
+    inner = leaf()
+    later, other = completing(inner), leaf()
+    with pytest.raises(ValueError, match="the first fails"):
+        await gather(fails(), later, other)
+    assert {inspect.getcoroutinestate(c) for c in (later, inner, other)} == {inspect.CORO_CLOSED}
+
+
+def test_graphql_answers_with_a_failed_field_leave_no_coroutine_behind(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    reported: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: reported.append(f"{u.exc_value!r} in {u.object!r}"))
+    settings = make_settings(tmp_path)
+    with LiveServer(create_app(settings)) as live, \
+            httpx.Client(base_url=live.url, headers=bearer(WRITE_KEY), trust_env=False, timeout=30) as client:
+        assert client.post("/registry/", json=SEED).status_code == 200
+        for query in FAILING_FIRST * 3:
+            answer = client.post("/graphql", json={"query": query})
+            assert answer.status_code == 200 and answer.json()["data"] is None and answer.json()["errors"]
+    gc.collect()
+    assert reported == []
+
+
+def test_the_suite_fails_a_test_that_leaves_a_coroutine_unawaited(tmp_path: Path):
+    """The repository's pytest configuration (pyproject.toml) turns the warning into a failure."""
+    (tmp_path / "test_leak.py").write_text(
+        "import gc\n\n\nasync def work():\n    return 1\n\n\n"
+        "def test_leaves_one():\n    work()\n    gc.collect()\n\n\n"
+        "def test_closes_one():\n    work().close()\n    gc.collect()\n", encoding="utf-8")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c",
+                          str(REPO / "pyproject.toml"), "--rootdir", str(tmp_path), str(tmp_path / "test_leak.py")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "1 failed, 1 passed" in run.stdout and "coroutine 'work' was never awaited" in run.stdout
+    assert "FAILED test_leak.py::test_leaves_one" in run.stdout
