@@ -70,15 +70,28 @@ def _scopes(values: Any, extra: frozenset[str] = frozenset()) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class Principal:
-    """Who is calling: ``subject`` is "anonymous", the API key's name or the JWT ``sub``."""
+    """Who is calling: ``subject`` is "anonymous", the API key's name or the JWT ``sub``;
+    ``issuer`` the JWT's ``iss`` (``None`` for the others, and for a JWT without one)."""
 
     subject: str
     scopes: frozenset[str]
     via: str  # "anonymous" | "api-key" | "jwt"
+    issuer: str | None = None
 
     def can(self, scope: str) -> bool:
         """Whether the principal holds ``scope`` ("read" or "write")."""
         return scope in self.scopes
+
+    @property
+    def identity(self) -> str:
+        """The caller in logs and rate-limit buckets, one namespace per kind of credential:
+        ``anonymous``, ``key:<name>`` or ``jwt:<iss>|<sub>`` — a JWT whose ``sub`` is an API
+        key's name (or another issuer's subject) is someone else."""
+        if self.via == "api-key":
+            return f"key:{self.subject}"
+        if self.via == "jwt":
+            return f"jwt:{self.issuer or ''}|{self.subject}"
+        return "anonymous"
 
 
 class AuthError(GatewayError):
@@ -245,7 +258,7 @@ class Authenticator:
             if token.count(".") != 2:
                 raise self._reject("Unknown API key.")
             principal = await self._jwt(token)
-        log.debug("authenticated %s", principal.subject)
+        log.debug("authenticated %s", principal.identity)
         return principal
 
     def _api_key(self, token: str) -> Principal | None:
@@ -303,7 +316,9 @@ class Authenticator:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise self._reject('The bearer token lacks the "sub" claim.')
-        return Principal(subject, _scopes(claims.get(self._scope_claim), self._extra) | self._implied, "jwt")
+        issuer = claims.get("iss")
+        return Principal(subject, _scopes(claims.get(self._scope_claim), self._extra) | self._implied, "jwt",
+                         issuer if isinstance(issuer, str) else None)
 
     def _reject(self, reason: str, error: str | None = "invalid_token") -> AuthError:
         log.info("authentication failed: %s", reason)

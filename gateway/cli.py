@@ -28,7 +28,7 @@ from gateway.metrics import MULTIPROC_ENV
 from gateway.registry.service import LocalRegistry
 from gateway.registry.stored_values import find_invalid, repair_timestamps
 from gateway.storage import create_store
-from gateway.storage.backup import BackupError, BackupInfo, backup, check_backup, restore
+from gateway.storage.backup import BackupError, BackupInfo, ReadLimits, backup, check_backup, restore
 from gateway.storage.base import HistoryChanged, Store
 from gateway.storage.sqlite import SQLiteStore
 from gateway.xid import Xid
@@ -280,9 +280,10 @@ def restore_cmd(
     The registry keeps its instance id and revisions: the next write continues the sequence. A defective
     backup is refused and nothing is written."""
     settings = _settings(config)
+    limits = ReadLimits(max_line_bytes=settings.restore_max_line_bytes, max_bytes=settings.restore_max_bytes)
     if check:
         try:
-            info = check_backup(file)
+            info = check_backup(file, limits)
         except BackupError as exc:
             err.print(f"[red]invalid backup:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from exc
@@ -292,7 +293,7 @@ def restore_cmd(
 
     async def run() -> BackupInfo:
         async with store:
-            return await restore(store, file)
+            return await restore(store, file, limits)
 
     try:
         info = asyncio.run(run())
@@ -340,13 +341,15 @@ def serve_cmd(
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.forwarded import proxy_options
     from gateway.request_limits import server_options
 
     settings = served_settings(_settings(config), host, port)
     options: dict[str, Any] = dict(
         host=host, port=port, log_config=logging_config(settings.log_level, settings.log_format),
         log_level=settings.log_level, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_seconds,
-        **server_options(settings))  # request-head limits are the gateway's (gateway/request_limits.py)
+        **server_options(settings),  # request-head limits are the gateway's (gateway/request_limits.py)
+        **proxy_options(settings))  # so is whose forwarded headers are believed (gateway/forwarded.py)
     # uvicorn re-raises the SIGTERM it handled once it has shut down: end normally then
     signal.signal(signal.SIGTERM, _exit_normally)
     if workers == 1:

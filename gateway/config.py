@@ -7,6 +7,7 @@ on the CLI), then the defaults below. Every field is documented in README.md ("C
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -244,6 +245,10 @@ class Settings(BaseSettings):
         30.0, gt=0, description="Keep superseded states and tombstones this many days (unset: no limit by age)."
     )
     config: Path | None = Field(None, description="YAML settings file (XREG_CONFIG).")
+    restore_max_line_bytes: int = Field(
+        64 * 1024 * 1024, ge=1024, description="Longest line `restore` reads from a backup (decompressed).")
+    restore_max_bytes: int = Field(
+        8 * 1024 * 1024 * 1024, ge=1024, description="Most bytes `restore` reads from a backup (decompressed).")
 
     # -- HTTP -----------------------------------------------------------------------------------
     registry_prefix: str = Field("/registry", description="Path prefix of the xRegistry HTTP API.")
@@ -252,6 +257,10 @@ class Settings(BaseSettings):
     max_header_bytes: int = Field(16384, ge=1024,
                                   description="Largest accepted header section (names and values), in bytes.")
     max_header_count: int = Field(100, ge=16, description="Most header fields a request may carry.")
+    forwarded_allow_ips: list[str] = Field(
+        default_factory=list,
+        description="Proxies whose X-Forwarded-For / X-Forwarded-Proto are believed: addresses or networks "
+                    "('10.0.0.0/8'), '*' for any peer; empty: none (gateway/forwarded.py).")
     page_size_default: int = Field(100, ge=1,
                                    description="Page size when a client asks for pagination without a limit.")
     page_size_max: int = Field(1000, ge=1, description="Largest page a client may ask for.")
@@ -409,6 +418,18 @@ class Settings(BaseSettings):
         if path is not None and not path.is_absolute() and self.config is not None:
             self.trusted_documents = Path(self.config).parent / path  # like registries' paths
         return self
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _check_forwarded_allow_ips(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if entry != "*":
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ValueError(f"forwarded_allow_ips: {entry!r} is not an address or a network "
+                                     "(or '*')") from None
+        return value
 
     @field_validator("rate_limit_url", "cache_url")
     @classmethod

@@ -52,7 +52,7 @@ def caller_key(principal: Principal, credentials: str | None) -> str:
     identity and scopes (never the credentials)."""
     if not credentials:
         return "anonymous"
-    who = f"{principal.via}\n{principal.subject}\n{' '.join(sorted(principal.scopes))}"
+    who = f"{principal.identity}\n{' '.join(sorted(principal.scopes))}"
     return hashlib.sha256(who.encode()).hexdigest()[:32]
 
 

@@ -7,9 +7,10 @@ serves the request under a :class:`~gateway.request_context.RequestRecord` (the 
 names its problems' ``instance`` with that id). When the response has been sent it counts the
 request (``xreg_http_requests_total``, ``xreg_http_request_duration_seconds`` by route
 template, method and status) and writes one line to the ``xreg.access`` logger: request id,
-method, route, path, status, duration, the GraphQL operation name and the caller's name (the
-API key's name or the token's subject; never a credential). With tracing on, the request is a
-server span continuing the caller's ``traceparent``.
+method, route, path, status, duration, the GraphQL operation name and the caller's identity
+(``key:<name>`` of an API key, ``jwt:<iss>|<sub>`` of a token, ``anonymous``; never a
+credential). With tracing on, the request is a server span continuing the caller's
+``traceparent``.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ def route_of(scope: Scope, record: RequestRecord) -> str:
 
 
 def caller_of(scope: Scope) -> str | None:
-    """The name of the authenticated caller (``anonymous`` for none), when the request was
-    authenticated; ``None`` when it was not (or was refused)."""
+    """The identity of the authenticated caller (:attr:`~gateway.auth.Principal.identity`:
+    ``anonymous``, ``key:<name>``, ``jwt:<iss>|<sub>``), when the request was authenticated;
+    ``None`` when it was not (or was refused)."""
     state = scope.get("state")
     principal = state.get("principal") if isinstance(state, dict) else None
-    return getattr(principal, "subject", None)
+    return getattr(principal, "identity", None)
 
 
 class ObserveMiddleware:

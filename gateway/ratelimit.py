@@ -1,11 +1,17 @@
 """Per-caller rate limiting: a token bucket per caller, in memory or in Redis (shared by replicas).
 
-A caller is the API key's name or the JWT's subject, else the client's address (so failed
-authentication attempts are limited too). Its *scope* — ``anonymous``, ``read`` (authenticated,
-read only) or ``write`` (holds the write scope) — picks the bucket's refill rate (points per
-second) and size (burst). A request of the xRegistry HTTP API costs one point; a GraphQL
-operation costs its estimated cost (``resolvers/cost.py``), charged once the document is
-validated through :func:`current_budget` (a request refused before that costs one point).
+A caller is authenticated first: its bucket is keyed by its identity
+(:attr:`~gateway.auth.Principal.identity`: ``key:<name>`` for an API key, ``jwt:<iss>|<sub>``
+for a JWT), else, for an anonymous caller, by the client's address (the peer's, or the one a
+trusted proxy forwarded, see :mod:`gateway.forwarded`). A request whose credentials are refused
+is answered 401 by its handler, never 429, and charged nothing: it has no identity to charge;
+so is a caller holding no scope (anonymous when anonymous reads are off), whose every answer
+is 401 or 403. An answer of 401 or 403 keeps its status even when the caller's bucket is empty. The caller's
+*scope* — ``anonymous``, ``read`` (authenticated, read only) or ``write`` (holds the write
+scope) — picks the bucket's refill rate (points per second) and size (burst). A request of the
+xRegistry HTTP API costs one point; a GraphQL operation costs its estimated cost
+(``resolvers/cost.py``), charged once the document is validated through :func:`current_budget`
+(a request refused before that costs one point).
 
 A bucket serves a request when it holds the request's points — or, for a request dearer than
 the whole bucket, when the bucket is full; the points are taken (the bucket may go below zero:
@@ -222,10 +228,10 @@ class RateLimiter:
             await self._buckets.aclose()
 
 
-def caller_of(principal: Principal | None, scope: Scope) -> tuple[str, str]:
-    """``(caller, scope)`` of a request: the principal's name, else the client's address."""
-    if principal is not None and principal.via != "anonymous":
-        return f"{principal.via}:{principal.subject}", ("write" if principal.can("write") else "read")
+def caller_of(principal: Principal, scope: Scope) -> tuple[str, str]:
+    """``(caller, scope)`` of a request: the principal's identity, else the client's address."""
+    if principal.via != "anonymous":
+        return principal.identity, ("write" if principal.can("write") else "read")
     client = scope.get("client")
     return f"addr:{client[0] if client else 'unknown'}", "anonymous"
 
@@ -287,11 +293,14 @@ class RateLimitMiddleware:
         if kind is None:
             await self.app(scope, receive, send)
             return
-        principal: Principal | None
         try:
             principal = await principal_of(Request(scope, receive))
-        except AuthError:
-            principal = None  # answered 401 by the handler; limited by address meanwhile
+        except AuthError:  # authentication first: the handler answers 401, whatever the rate
+            await self.app(scope, receive, send)
+            return
+        if not principal.scopes:  # (anonymous without anonymous_read) every answer is a 401 or 403
+            await self.app(scope, receive, send)
+            return
         caller, level = caller_of(principal, scope)
         budget = Budget(self.limiter, caller, level)
         if kind == "http":
@@ -311,7 +320,7 @@ class RateLimitMiddleware:
                     headers: list[Any] = [h for h in message.get("headers", ())
                                           if h[0].lower() not in _OURS]
                     message = {**message, "headers": [*headers, *decision.headers()]}
-                    if budget.refused:
+                    if budget.refused and message["status"] not in _AUTH_STATUSES:
                         message["status"] = 429
             await send(message)
 
@@ -322,4 +331,6 @@ class RateLimitMiddleware:
             _budget.reset(token)
 
 
+#: Answers that keep their status when the bucket is empty: who is asking comes before how often.
+_AUTH_STATUSES = frozenset({401, 403})
 _OURS = frozenset({b"ratelimit-limit", b"ratelimit-remaining", b"ratelimit-reset", b"ratelimit-policy"})

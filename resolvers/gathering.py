@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import threading
 import weakref
 from collections.abc import Awaitable, Coroutine, Generator
@@ -79,8 +80,10 @@ def _drive(awaitables: tuple[Awaitable[Any], ...], settle: bool = False) -> Gene
     #: and what it waits for (a future, or a nested gather's :class:`_Blocked`)
     running: dict[int, tuple[Coroutine[Any, Any, Any] | None, contextvars.Context | None, Any]] = {}
     state = _state
+    started = 0  # the awaitables before this index have been started (or taken as they are)
     try:
         for index, awaitable in enumerate(awaitables):
+            started = index + 1
             if awaitable.__class__ is not CoroutineType and asyncio.isfuture(awaitable):
                 if awaitable.done():
                     results[index] = _outcome(awaitable) if settle else awaitable.result()
@@ -118,6 +121,7 @@ def _drive(awaitables: tuple[Awaitable[Any], ...], settle: bool = False) -> Gene
                     _step(index, waiting, context, results, running, state, settle)
     except BaseException:
         _close_all(running)
+        _close_unstarted(awaitables[started:])
         raise
     return results
 
@@ -278,6 +282,20 @@ def _close_all(running: dict[int, Any]) -> None:
         else:
             coro.close()
     running.clear()
+
+
+def _close_unstarted(awaitables: tuple[Awaitable[Any], ...]) -> None:
+    """Close the coroutines an exception kept from starting, and the unstarted coroutines they
+    were given to await (a field's completion holds its resolver's coroutine): a coroutine
+    dropped without being awaited or closed is reported ("coroutine … was never awaited") and
+    keeps its frame until collected. Futures are left alone (others may wait for them)."""
+    stack = [a for a in awaitables if a.__class__ is CoroutineType]
+    while stack:
+        coro: Any = stack.pop()
+        if inspect.getcoroutinestate(coro) != inspect.CORO_CREATED:
+            continue
+        stack.extend(v for v in coro.cr_frame.f_locals.values() if v.__class__ is CoroutineType)
+        coro.close()
 
 
 async def _awaiting(awaitable: Awaitable[T]) -> T:

@@ -35,6 +35,8 @@ SUBJECT = "/modelsource"
 STORED_KEY = "@modelsource"
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: Longest plural of a group or resource type (the name of its collection).
+MAX_PLURAL = 57
 _ATTRIBUTE_NAME = re.compile(r"^([a-z_][a-z0-9_]{0,62}|\*)$")
 
 REGISTRY_KEYS = frozenset({"$schema", "description", "documentation", "labels", "attributes", "groups"})
@@ -166,12 +168,17 @@ def _check_attribute(definition: Any, where: str, *, item: bool = False) -> None
                           nested=item)
 
 
+def is_type_name(value: object) -> bool:
+    """Whether ``value`` can be a group or resource type's plural (the name of its collection)."""
+    return isinstance(value, str) and len(value) <= MAX_PLURAL and bool(_NAME.match(value))
+
+
 def _check_names(kind: str, key: str, doc: dict[str, Any], taken: set[str], where: str) -> None:
     plural = doc.get("plural", key)
     singular = doc.get("singular")
     if plural != key:
         raise _error(f"{where}.plural ({plural!r}) must be the key of its definition ({key!r})")
-    for what, name, limit in (("plural", plural, 57), ("singular", singular, 63)):
+    for what, name, limit in (("plural", plural, MAX_PLURAL), ("singular", singular, 63)):
         if not isinstance(name, str) or not _NAME.match(name) or len(name) > limit:
             raise _error(f"{where}.{what} must be a valid attribute name of at most {limit} characters")
     if plural == singular:

@@ -12,6 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from gateway.errors import XRegistryError
+from gateway.model.modelsource import is_type_name
 from gateway.xid import Xid
 
 if TYPE_CHECKING:
@@ -52,11 +53,12 @@ def check_id(value: object, *, subject: str, attribute: str) -> str:
     return value  # type: ignore[return-value]
 
 
-def parse_xid(xid: object, model: RegistryModel, *, subject: str | None = None) -> Xid:
+def parse_xid(xid: object, model: RegistryModel | None, *, subject: str | None = None) -> Xid:
     """Parse ``xid`` and check it against ``model``; raise ``malformed_xid`` when it is not valid.
 
-    Beyond the shape (:meth:`Xid.parse`), group and resource types must exist in the model and
-    every ID must be a valid ID. ``subject`` (the entity being processed) defaults to the XID itself.
+    Beyond the shape (:meth:`Xid.parse`), group and resource types must exist in the model (without
+    a model: be names a model could give them) and every ID must be a valid ID. ``subject`` (the
+    entity being processed) defaults to the XID itself.
     """
 
     def bad(detail: str | None) -> XRegistryError:
@@ -66,7 +68,11 @@ def parse_xid(xid: object, model: RegistryModel, *, subject: str | None = None) 
         parsed = Xid.parse(xid)
     except XRegistryError as err:
         raise bad(err.detail) from None
-    if parsed.group_type is not None:
+    if model is None:
+        for name in (parsed.group_type, parsed.resource_type):
+            if name is not None and not is_type_name(name):
+                raise bad(f'"{name}" is not the name of a group or resource type')
+    elif parsed.group_type is not None:
         group = model.group(parsed.group_type)
         if group is None:
             raise bad(f'unknown group type "{parsed.group_type}"')

@@ -22,6 +22,13 @@ counts) without writing anything, then to load it into an empty store
 (:meth:`~gateway.storage.base.Store.load`), which keeps the instance id and the revision
 counter: the next commit continues the sequence, as-of reads and ``changes(since:)`` work as
 before.
+
+A backup file is untrusted: it is read within :class:`ReadLimits` (the longest line, the most
+bytes decompressed, counted while streaming, so a small gzip file cannot expand without bound),
+and each state is checked as a write checks an entity: its XID by
+:func:`gateway.registry.ids.parse_xid` (without a model: type names a model could give), its
+kind and collection matching the XID, and each set of attributes it holds within the write
+path's bounds (:func:`gateway.json_limits.check`).
 """
 
 from __future__ import annotations
@@ -38,14 +45,24 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 from gateway import json_limits
+from gateway.errors import XRegistryError
+from gateway.registry.ids import parse_xid
 from gateway.storage.base import RevisionEntry, Store, StoredState, StoreNotEmpty
 
 FORMAT = "xregistry-gateway-backup"
 VERSION = 1
-#: Nesting accepted in a backup line: a stored state wraps the attributes (a resource's default
-#: version, a message's materialised view) a few levels below the bound of what is taken in.
-MAX_DEPTH = json_limits.MAX_DEPTH * 4
+#: Nesting accepted in a backup line: a line holds the state's doc, which holds a resource's
+#: default version, which holds its materialised view, which holds the attributes (each set of
+#: attributes is then checked within the write path's bound, see :func:`_check_doc`).
+MAX_DEPTH = json_limits.MAX_DEPTH + 3
+#: Longest line read (its newline included), unless configured (``XREG_RESTORE_MAX_LINE_BYTES``):
+#: four times the largest request body, as a state holds a version and copies of it.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+#: Most bytes read from a backup, decompressed, unless configured (``XREG_RESTORE_MAX_BYTES``).
+MAX_BYTES = 8 * 1024 * 1024 * 1024
 _KINDS = ("registry", "group", "resource", "version")
+#: Keys of a resource's stored doc that hold sets of attributes: its meta entity, its default version.
+_RESOURCE_PARTS = ("meta", "default")
 _GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -55,6 +72,15 @@ class _Sink(Protocol):
 
 class BackupError(ValueError):
     """A backup that cannot be written or restored; the message says why (and where)."""
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How much of a backup is read: the longest line (newline included) and the most bytes in
+    all, both counted after decompression."""
+
+    max_line_bytes: int = MAX_LINE_BYTES
+    max_bytes: int = MAX_BYTES
 
 
 @dataclass(frozen=True)
@@ -136,11 +162,20 @@ def _open(path: Path) -> Iterator[IO[bytes] | gzip.GzipFile]:
             yield raw
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` of every line of a backup, each parsed within the bounds."""
+def _lines(path: Path, limits: ReadLimits) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of every line of a backup, each read and parsed within the bounds."""
     try:
         with _open(path) as f:
-            for number, raw in enumerate(f, 1):
+            number = total = 0
+            while raw := f.readline(limits.max_line_bytes + 1):
+                number += 1
+                total += len(raw)
+                if len(raw) > limits.max_line_bytes:
+                    raise BackupError(f"{path}: line {number} is longer than {limits.max_line_bytes} bytes "
+                                      "(XREG_RESTORE_MAX_LINE_BYTES)")
+                if total > limits.max_bytes:
+                    raise BackupError(f"{path}: line {number} goes past {limits.max_bytes} bytes read (decompressed; "
+                                      "XREG_RESTORE_MAX_BYTES)")
                 try:
                     value = json_limits.loads(raw, max_depth=MAX_DEPTH)
                 except ValueError as exc:  # JSONDecodeError, JSONLimitError, UnicodeDecodeError
@@ -188,6 +223,44 @@ def _revision(line: dict[str, Any]) -> RevisionEntry:
     return RevisionEntry(rev, float(at), note)
 
 
+def _check_xid(xid: Any, kind: Any, ctype: Any) -> None:
+    """The XID as a write parses it; the kind and collection type it implies."""
+    try:
+        parsed = parse_xid(xid, None)
+    except XRegistryError as err:
+        raise ValueError(f"the xid {xid!r} is not an XID: {err.detail}") from None
+    if parsed.level != kind:
+        raise ValueError(f"the xid {xid!r} names a {parsed.level}, not a {kind}")
+    if ctype != parsed.ctype:
+        raise ValueError(f"the ctype of {xid!r} is {parsed.ctype!r}, not {ctype!r}")
+
+
+def _attribute_sets(kind: str, doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, attributes)`` of every set of attributes a stored doc holds: the entity's own (a
+    resource's meta and default version), and under keys starting with ``@`` (never an attribute
+    name) what is stored beside them: a materialised view, the model source."""
+    sets = [("", doc)]
+    while sets:
+        where, attrs = sets.pop()
+        own = {}
+        for key, value in attrs.items():
+            nested = key.startswith("@") or (kind == "resource" and not where and key in _RESOURCE_PARTS)
+            if nested and isinstance(value, dict):
+                sets.append((f"{where}/{key}", value))
+            else:
+                own[key] = value
+        yield where, own
+
+
+def _check_doc(kind: str, doc: dict[str, Any]) -> None:
+    """Each set of attributes within the bounds a write checks them in (``json_limits.check``)."""
+    for where, attrs in _attribute_sets(kind, doc):
+        try:
+            json_limits.check(attrs)
+        except json_limits.JSONLimitError as exc:
+            raise ValueError(f"the doc's attributes: {exc.detail} (at {where}{exc.path})") from None
+
+
 def _state(line: dict[str, Any]) -> StoredState:
     xid: Any = line.get("xid")
     kind: Any = line.get("kind")
@@ -199,8 +272,11 @@ def _state(line: dict[str, Any]) -> StoredState:
     text: Any = line.get("text")
     if not isinstance(xid, str) or not xid.startswith("/") or kind not in _KINDS or not isinstance(ctype, str):
         raise ValueError("a state needs xid (an XID), kind (registry, group, resource or version) and ctype")
+    _check_xid(xid, kind, ctype)
     if doc is not None and not isinstance(doc, dict):
         raise ValueError("a state's doc is an object (or null for a deletion)")
+    if doc is not None:
+        _check_doc(kind, doc)
     if not _int(rev_from) or rev_from == 0 or (rev_to is not None and (not _int(rev_to) or rev_to <= rev_from)):
         raise ValueError("a state needs from (a revision) and to (a later revision, or null)")
     if not isinstance(links, list) or not all(isinstance(k, str) for k in links):
@@ -210,10 +286,10 @@ def _state(line: dict[str, Any]) -> StoredState:
     return StoredState(xid, kind, ctype, doc, rev_from, rev_to, tuple(links), (text[0], text[1]) if text else None)
 
 
-def _records(path: Path) -> Iterator[BackupInfo | RevisionEntry | StoredState]:
+def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEntry | StoredState]:
     """The header, then every commit and state of a backup, each checked; raises
     :class:`BackupError` at the first defect (the end line is checked when reached)."""
-    lines = _lines(path)
+    lines = _lines(path, limits)
     first = next(lines, None)
     if first is None:
         raise BackupError(f"{path}: the file is empty")
@@ -254,9 +330,9 @@ def _records(path: Path) -> Iterator[BackupInfo | RevisionEntry | StoredState]:
                       f"{counts['state']} states")
 
 
-def check_backup(path: Path) -> BackupInfo:
+def check_backup(path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
     """Read a whole backup and check it (see :func:`restore`); returns what it holds."""
-    records = _records(path)
+    records = _records(path, limits)
     info = next(records)
     assert isinstance(info, BackupInfo)
     revisions = states = 0
@@ -266,12 +342,12 @@ def check_backup(path: Path) -> BackupInfo:
     return BackupInfo(info.instance_id, info.revision, info.oldest, info.store, info.created_at, revisions, states)
 
 
-async def restore(store: Store, path: Path) -> BackupInfo:
+async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
     """Load the backup at ``path`` into the (open, empty) ``store``, keeping its instance id and
-    revisions. The whole file is checked first: a defective backup raises :class:`BackupError`
-    and writes nothing, as does a store that is not empty."""
-    info = check_backup(path)
-    records = _records(path)
+    revisions. The whole file is checked first (within ``limits``): a defective backup raises
+    :class:`BackupError` and writes nothing, as does a store that is not empty."""
+    info = check_backup(path, limits)
+    records = _records(path, limits)
     next(records)  # the header, checked above
     pending: list[StoredState] = []
 

@@ -196,7 +196,7 @@ async def test_no_credential_reaches_any_log_line(tmp_path, remotes) -> None:
             await client.aclose()
             await lifespan.__aexit__(None, None, None)
     callers = {json.loads(line).get("caller") for line in logs.json if '"xreg.access"' in line}
-    assert {"ops-writer", "ci-job"} <= callers  # the log names callers ...
+    assert {"key:ops-writer", "jwt:|ci-job"} <= callers  # the log names callers ...
     assert any("registry erp: answered HTTP 401" in line for line in logs.text)  # ... and the remotes' refusals
     leaked = [s for s in secrets if s in logs.everything]
     assert leaked == [], "credentials in the logs"

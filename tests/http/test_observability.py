@@ -116,12 +116,12 @@ def test_each_request_logs_one_json_line_with_its_request_id(settings: Settings)
     assert put[0] | {"duration_ms": 0, "time": ""} == {
         "time": "", "level": "info", "logger": "xreg.access", "message": put[0]["message"], "request_id": "put-1",
         "method": "PUT", "route": "/registry/messagegroups/{gid}", "path": "/registry/messagegroups/g1",
-        "status": 201, "duration_ms": 0, "caller": "writer"}
+        "status": 201, "duration_ms": 0, "caller": "key:writer"}
     assert put[0]["duration_ms"] > 0
     access = [e for e in lines if e["logger"] == "xreg.access"]
     graphql = [e for e in access if e["route"] == "/graphql"]
     assert len(graphql) == 1 and graphql[0]["operation"] == "Which" and graphql[0]["outcome"] == "ok"
-    assert graphql[0]["request_id"] == graphql_id and graphql[0]["caller"] == "writer"
+    assert graphql[0]["request_id"] == graphql_id and graphql[0]["caller"] == "key:writer"
     assert len(access) == 2
 
 

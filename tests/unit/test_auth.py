@@ -133,7 +133,7 @@ async def test_key_plaintext_never_logged_nor_in_errors(caplog: pytest.LogCaptur
     errors = [await rejected(auth, f"Bearer {wrong}"),
               await rejected(auth, f"Basic {wrong}"),
               await rejected(auth, f"Bearer {hs_token(secret='another-secret-also-32-bytes-long!!')}")]
-    assert "authenticated ci" in caplog.text and "authentication failed" in caplog.text
+    assert "authenticated key:ci" in caplog.text and "authentication failed" in caplog.text
     for err in errors:
         text = " ".join([str(err), repr(err), err.title, str(err.detail), json.dumps(err.to_problem("/x")),
                          json.dumps(err.headers())])
@@ -409,7 +409,7 @@ async def test_principal_of_over_http(caplog: pytest.LogCaptureFixture) -> None:
         assert ro.status_code == 403 and ro.json()["type"].endswith("#forbidden")
     # each request authenticated once, though principal_of was called twice
     outcomes = [r.getMessage() for r in caplog.records if r.name == "xreg.auth"]
-    assert outcomes == ["authenticated ci", "authentication failed: Unknown API key.", "authenticated viewer"]
+    assert outcomes == ["authenticated key:ci", "authentication failed: Unknown API key.", "authenticated key:viewer"]
 
 
 # -- CLI ------------------------------------------------------------------------------------------
