@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from gateway.config import Settings, load_settings
-from gateway.errors import XRegistryError
+from gateway.errors import ValidationErrors, XRegistryError
 from gateway.logs import logging_config, redact_url
 from gateway.metrics import MULTIPROC_ENV
 from gateway.registry.service import LocalRegistry
@@ -48,11 +49,62 @@ def _settings(config: Path | None) -> Settings:
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c", help="YAML settings file (or XREG_CONFIG).")]
 
 
+class OutputFormat(StrEnum):
+    """How a command prints its result: for people (a table) or for programs (one JSON document)."""
+
+    text = "text"
+    json = "json"
+
+
+FormatOption = Annotated[OutputFormat, typer.Option(
+    "--format", help="text (a table for people) or json (one JSON document on stdout, for programs).")]
+
+#: Most violations of one rejected file an import lists; the rest are counted ("and N more").
+MAX_VIOLATIONS = 1000
+
+
+def _stdout() -> Console:
+    """The console of a command's result: as wide as the terminal, or, when stdout is not one (a
+    pipe, a file, a CI log), wide enough that no XID or path is cut."""
+    out = Console()
+    return out if out.is_terminal else Console(width=100_000)
+
+
+def _emit_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def _violation_line(exc: XRegistryError) -> str:
+    where = f" at {exc.subject}" if exc.subject and exc.subject != "/" else ""
+    return f"{exc.type}{where}: {exc.title}"
+
+
+@dataclass
+class Violations:
+    """Why a file was rejected: its first :data:`MAX_VIOLATIONS` violations, and how many more."""
+
+    listed: list[XRegistryError]
+    more: int = 0
+
+    @classmethod
+    def of(cls, exc: XRegistryError) -> Violations:
+        every = exc.errors if isinstance(exc, ValidationErrors) else [exc]
+        return cls(every[:MAX_VIOLATIONS], max(0, len(every) - MAX_VIOLATIONS))
+
+    @property
+    def count(self) -> int:
+        return len(self.listed) + self.more
+
+
 @dataclass
 class ImportReport:
     """What an import did, file by file."""
 
+    #: ``(file, outcome counts, reason)``; the reason (a rejected file's first violation) is empty
+    #: for a file that went in.
     rows: list[tuple[str, dict[str, int], str]] = field(default_factory=list)
+    #: Every violation of each rejected file (bounded, see :class:`Violations`), by file.
+    violations: dict[str, Violations] = field(default_factory=dict)
     rules: Counter = field(default_factory=Counter)
     changes: list[str] = field(default_factory=list)
     #: Messages whose base message is not in the registry (permitted; they stay as declared).
@@ -85,8 +137,9 @@ async def run_import(settings: Settings, paths: list[Path], *, strict: bool, val
                     note = f"import {path.name}" + ("" if validate else " (schema validation switched off)")
                     outcome = await registry.apply_document(normalised, note=note, validate=validate)
                 except XRegistryError as exc:
-                    where = f" at {exc.subject}" if exc.subject and exc.subject != "/" else ""
-                    report.rows.append((str(path), {}, f"{exc.type}{where}: {exc.title}"))
+                    found = Violations.of(exc)
+                    report.rows.append((str(path), {}, _violation_line(found.listed[0])))
+                    report.violations[str(path)] = found
                 else:
                     counts = _kind_counts(registry, outcome)
                     report.rows.append((str(path), counts, ""))
@@ -127,34 +180,63 @@ def import_cmd(
         "--no-validate", help="Do not check schema documents against their format and compatibility rule (for "
                               "migrating legacy data); each version records that it was not validated.")] = False,
     config: ConfigOption = None,
+    output: FormatOption = OutputFormat.text,
 ) -> None:
-    """Load xRegistry documents (JSON or YAML) into the local registry, each file all-or-nothing."""
+    """Load xRegistry documents (JSON or YAML) into the local registry, each file all-or-nothing. A
+    rejected file is reported with every violation found in it (up to 1,000)."""
     settings = _settings(config)
     report = asyncio.run(run_import(settings, paths, strict=strict, validate=not no_validate, console=err))
-    out = Console()
+    if output is OutputFormat.json:
+        _emit_json(_import_json(report))
+    else:
+        _print_import(report, verbose=verbose)
+    if report.rejected:
+        err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; "
+                  "nothing was written from them.[/red]")
+        raise typer.Exit(1)
+
+
+def _import_json(report: ImportReport) -> dict[str, Any]:
+    """The import's result for programs: per file its outcome counts or every violation (the
+    problem documents of the HTTP binding), and the normalisations and dangling references."""
+    files = []
+    for path, counts, reason in report.rows:
+        entry: dict[str, Any] = {"file": path, "rejected": bool(reason), **counts}
+        if reason:
+            found = report.violations[path]
+            entry |= {"violations": [e.to_problem() for e in found.listed], "more_violations": found.more}
+        files.append(entry)
+    return {"files": files, "normalised": dict(sorted(report.rules.items())), "changes": report.changes,
+            "dangling": report.dangling}
+
+
+def _print_import(report: ImportReport, *, verbose: bool) -> None:
+    out = _stdout()
     table = Table(title="import summary")
     for col in ("file", "created", "updated", "unchanged", "rejected"):
         table.add_column(col, justify="left" if col in ("file", "rejected") else "right")
     for path, counts, reason in report.rows:
-        table.add_row(Path(path).name, *(str(counts.get(k, 0)) if not reason else "-" for k in ("created", "updated",
-                                                                                                "unchanged")),
-                      reason)
+        cells = [str(counts.get(k, 0)) if not reason else "-" for k in ("created", "updated", "unchanged")]
+        found = report.violations.get(path)
+        table.add_row(escape(Path(path).name), *cells, f"{found.count} violation(s)" if found else "")
     out.print(table)
+    for path, found in report.violations.items():
+        out.print(f"{path}: rejected, {found.count} violation(s):", markup=False, highlight=False, soft_wrap=True)
+        for exc in found.listed:
+            out.print("  " + _violation_line(exc), markup=False, highlight=False, soft_wrap=True)
+        if found.more:
+            out.print(f"  and {found.more} more", markup=False, highlight=False)
     if report.rules:
         out.print("normalised: " + ", ".join(f"{rule} x{n}" for rule, n in sorted(report.rules.items())))
         if verbose:
             for line in report.changes:
-                out.print("  " + line, markup=False, highlight=False)
+                out.print("  " + line, markup=False, highlight=False, soft_wrap=True)
     if report.dangling:
         out.print(f"{len(report.dangling)} message(s) name a base message that is not in the registry; they show "
                   "what they declare until it is imported" + ("" if verbose else " (--verbose lists them)"))
         if verbose:
             for line in report.dangling:
-                out.print("  " + line, markup=False, highlight=False)
-    if report.rejected:
-        err.print(f"[red]{report.rejected} of {len(report.rows)} file(s) rejected; "
-                  "nothing was written from them.[/red]")
-        raise typer.Exit(1)
+                out.print("  " + line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("export")
@@ -197,6 +279,7 @@ def check_cmd(
         "--repair", help="Repair invalid createdat / modifiedat values through the write path (each entity in one "
                          "write; a bad createdat becomes the entity's modifiedat when valid, else now).")] = False,
     config: ConfigOption = None,
+    output: FormatOption = OutputFormat.text,
 ) -> None:
     """List the stored values the write path now refuses (an older gateway may have stored them); exit
     status 1 while any is left. With --repair, invalid timestamps are repaired first."""
@@ -212,7 +295,14 @@ def check_cmd(
             await registry.close()
 
     repairs, findings = asyncio.run(run())
-    out = Console()
+    if output is OutputFormat.json:
+        _emit_json({"repairs": [{"xid": d.xid, "values": d.values, "refused": d.refused} for d in repairs],
+                    "invalid": [{"xid": f.xid, "attribute": f.path, "problem": f.detail, "repairable": f.repairable}
+                                for f in findings]})
+        if findings:
+            raise typer.Exit(1)
+        return
+    out = _stdout()
     for done in repairs:
         values = ", ".join(f"{k}={v}" for k, v in done.values.items())
         line = f"not repaired {done.xid}: {done.refused}" if done.refused else f"repaired {done.xid}: {values}"

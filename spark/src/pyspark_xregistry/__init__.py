@@ -12,30 +12,22 @@ that pushdown needs, ``spark.sql.python.filterPushdown.enabled``::
 
     import pyspark_xregistry
     pyspark_xregistry.register(session)
+
+Importing the package lets the Python workers of a session not yet started run this interpreter
+(see :mod:`pyspark_xregistry.session`), so a job run as ``venv/bin/python job.py`` needs no
+activated environment; :func:`build_session` builds a session for reading the gateway.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from pyspark_xregistry.session import PUSHDOWN_CONF, build_session, default_worker_python, register
 from pyspark_xregistry.source import FilteringDataSource, XRegistryDataSource
 
 #: What PySpark registers automatically under the name ``xregistry``.
 DefaultSource = XRegistryDataSource
 
-#: The Spark setting that lets Python data sources take pushed filters (off by default).
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-
-__all__ = ["PUSHDOWN_CONF", "DefaultSource", "FilteringDataSource", "XRegistryDataSource", "register"]
+__all__ = ["PUSHDOWN_CONF", "DefaultSource", "FilteringDataSource", "XRegistryDataSource", "build_session",
+           "register"]
 
 
-def register(session: Any = None) -> None:
-    """Register the ``xregistry`` format with filter pushdown in ``session`` (default: the active
-    SparkSession) and switch pushdown for Python data sources on."""
-    from pyspark.sql import SparkSession
-
-    session = session or SparkSession.getActiveSession()
-    if session is None:
-        raise RuntimeError("no active SparkSession to register the xregistry data source with")
-    session.conf.set(PUSHDOWN_CONF, "true")
-    session.dataSource.register(FilteringDataSource)
+default_worker_python()

@@ -37,32 +37,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from pyspark_xregistry import register
 from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient
 from pyspark_xregistry.schemas import ENTITIES
+from pyspark_xregistry.session import build_session
 from pyspark_xregistry.source import _revisions, check_instance
 
 #: Environment variable holding the bearer token (keeps it off the command line).
 TOKEN_ENV = "XREG_GATEWAY_TOKEN"
 MANIFEST = "manifest.json"
-
-
-def build_session(master: str = "local[2]", driver_memory: str = "1g") -> Any:
-    """A SparkSession for the job (or the active one), with the data source registered. A local
-    master stays on the loopback interface; Python workers run this interpreter."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    builder = (SparkSession.builder.master(master).appName("xregistry-snapshot")
-               .config("spark.driver.memory", driver_memory).config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false").config("spark.sql.shuffle.partitions", "4")
-               .config("spark.pyspark.python", sys.executable))
-    if master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-    session = builder.getOrCreate()
-    register(session)
-    return session
 
 
 def _pairs(revisions: dict[str, int]) -> str:
