@@ -22,8 +22,6 @@ from typing import Any
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError
-from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
-from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
 from gateway.registry.timestamps import utc_now
@@ -71,8 +69,15 @@ def _too_deep(subject: str, attrs: dict[str, Any]) -> list[Finding]:
     return []
 
 
+def _attributes(doc: dict[str, Any]) -> dict[str, Any]:
+    """A stored state's attributes: without what the gateway keeps beside them under names no
+    attribute can have (``@materialised``, ``@modelsource``, ``@capabilities``)."""
+    return {k: v for k, v in doc.items() if not k.startswith("@")}
+
+
 def _check(level: str, attrs: dict[str, Any], registry: LocalRegistry, gtype: str, rtype: str | None,
            subject: str, group_attrs: dict[str, Any] | None = None) -> list[Finding]:
+    attrs = _attributes(attrs)
     found = _too_deep(subject, attrs)
     try:
         validate_entity(level, attrs, model=registry.model, group_type=gtype, resource_type=rtype, subject=subject,
@@ -89,7 +94,7 @@ async def _entities(registry: LocalRegistry) -> AsyncIterator[tuple[str, dict[st
     attributes as stored and the violations found in them."""
     root = await registry.store.get("/")
     if root is not None:
-        attrs = {k: v for k, v in root.doc.items() if k not in (MODEL_SOURCE_KEY, CAPABILITIES_KEY)}
+        attrs = _attributes(root.doc)
         yield "/", attrs, _too_deep("/", attrs) + _findings("/", validate_attributes(
             attrs, registry_definitions(registry.model), subject="/", extensible=True, model=registry.model))
     for gtype, gdef in registry.model.groups.items():

@@ -20,6 +20,7 @@ from gateway.registry.changeset import Changeset
 from gateway.registry.service import LocalRegistry
 from gateway.registry.stored_values import find_invalid, repair_timestamps
 from gateway.storage.base import Write
+from tests.corpus import REPO
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
 
 S = "/registry/schemagroups/g/schemas/s"
@@ -203,3 +204,14 @@ async def test_the_engine_refuses_a_bad_meta_and_check_repairs_stored_ones_on_ev
     assert await find_invalid(local) == []
     rec = await local.store.get("/schemagroups/g/schemas/s")
     assert rec is not None and rec.doc["meta"]["createdat"] == repairs[0].values["createdat"]
+
+
+def test_check_finds_nothing_in_a_registry_the_write_path_filled(tmp_path):
+    """What the gateway keeps beside an entity's attributes (a message's ``@materialised`` view of
+    its base message, the registry's ``@modelsource`` and ``@capabilities``) is not an attribute:
+    ``check`` after a plain import of the samples (base messages among them) reports nothing."""
+    imported = cli("import", str(REPO / "samples"), data_dir=tmp_path)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    found = cli("check", data_dir=tmp_path)
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert "@materialised" not in found.stdout
