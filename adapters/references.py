@@ -31,7 +31,7 @@ from urllib.parse import unquote, urlsplit
 
 from adapters.base import Entity, RegistrySource, SourceUnavailable
 from gateway.errors import XRegistryError
-from gateway.registry.ids import id_problem
+from gateway.ids import id_problem
 from gateway.xid import Xid
 
 #: Loads one entity (``None``: it does not exist); raises :class:`SourceUnavailable`.

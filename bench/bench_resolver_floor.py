@@ -46,9 +46,9 @@ from graphql import parse  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
-from resolvers.queries import _bare_registry, lookups_of  # noqa: E402
+from resolvers.queries import lookups_of  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
-from resolvers.types import _messagegroups_of, _messages_of, collection, dataschemas_of  # noqa: E402
+from resolvers.types import _messagegroups_of, _messages_of, bare_registry, collection, dataschemas_of  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
 
 
@@ -59,7 +59,7 @@ async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[st
     try:
         source = ctx.sources[bench_graphql.REGISTRY_ID]
         await source.check_revision(None)
-        root = _bare_registry(source.id).entity  # as ``Query.registry``: the root record is not read
+        root = bare_registry(source.id).entity  # as ``Query.registry``: the root record is not read
         page = await collection(info, root, ("endpoints",), None, None, Paging(first=50))
         endpoints = page.nodes
         infos = [info] * len(endpoints)

@@ -66,6 +66,9 @@ def main() -> int:
         print(f"  failed {n:>5} × {detail}")
     for crash in crashes[:5]:
         print(crash)
+    answered = counts["answers"] / counts["evaluations"] if counts["evaluations"] else 0.0
+    print(f"summary: {counts['cases']} cases, answered / evaluated {answered:.2f}×, {refusals} refusals, "
+          f"{len(crashes)} crashes, {evaluator.kills} workers cut off")
     return 1 if crashes else 0
 
 

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, YamlConfigSettingsSource
 
+from gateway.ids import id_problem
 from gateway.model.modelsource import ModelLimits
-from gateway.registry.ids import id_problem
 
 #: Methods a browser may use cross-origin by default (the HTTP API's and GraphQL's).
 CORS_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")

@@ -10,7 +10,7 @@ An XID is the registry-relative path of an entity::
 
 :meth:`Xid.parse` checks this shape only: every segment non-empty, ``meta`` and ``versions``
 spelled in lower case. Whether the types exist in a model and the ids are valid ids is
-``gateway.registry.ids.parse_xid``'s business. Text that is not an XID raises
+``gateway.ids.parse_xid``'s business. Text that is not an XID raises
 ``XRegistryError("malformed_xid")``; asking an :class:`Xid` for a part it does not have (the
 parent of the registry, the version of a group) is a programming error and raises ``ValueError``.
 """

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from gateway.errors import XRegistryError
 from gateway.http_api.targets import Target
-from gateway.registry.ids import id_problem
+from gateway.ids import id_problem
 from gateway.registry.views import SPEC_VERSION
 
 #: The flags this API supports (the ``flags`` capability).

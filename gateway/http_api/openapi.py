@@ -20,6 +20,7 @@ from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.http_api.flags import IGNORES, SPEC_VERSIONS
 from gateway.http_api.inline import Level, inlineable
+from gateway.ids import MAX_ID_LENGTH
 from gateway.json_encoding import dumps
 from gateway.model.modelsource import REGISTRY_KEYS
 from gateway.model.registry_model import (
@@ -30,7 +31,6 @@ from gateway.model.registry_model import (
     RegistryModel,
     ResourceDef,
 )
-from gateway.registry.ids import MAX_ID_LENGTH
 from gateway.registry.validation import NAME_OPT_VERSION, NAME_VERSION, NON_EMPTY, USAGE_VALUES
 
 ID_PATTERN = rf"^[A-Za-z0-9_][A-Za-z0-9\-._~:@]{{0,{MAX_ID_LENGTH - 1}}}$"

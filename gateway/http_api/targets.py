@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gateway.errors import XRegistryError
+from gateway.ids import check_id
 from gateway.model.registry_model import RegistryModel, ResourceDef
-from gateway.registry.ids import check_id
 from gateway.xid import Xid
 
 DETAILS = "$details"

@@ -25,10 +25,10 @@ from gateway.http_api.inline import NOTHING, Inline
 from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body, version_url
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
+from gateway.ids import check_id
 from gateway.model.modelsource import check_model_source, model_of_source
 from gateway.registry.capabilities import update as update_capabilities
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.ids import check_id
 from gateway.registry.reads import Selection, select
 from gateway.registry.service import Build, document_xids
 from gateway.registry.views import url_for

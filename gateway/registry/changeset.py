@@ -18,13 +18,13 @@ from typing import Any, cast
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError, invalid
+from gateway.ids import check_id
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
 from gateway.model.registry_model import ANCESTOR_ID, AttributeDef, GroupDef, RegistryModel, ResourceDef
 from gateway.registry import constraints
 from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from gateway.registry.compliance import check_compliance
-from gateway.registry.ids import check_id
 from gateway.registry.materialise import DERIVED, Materialised, materialise
 from gateway.registry.schema_checks import RESULT_ATTRIBUTES, check_resource
 from gateway.registry.search import search_text

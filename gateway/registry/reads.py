@@ -19,10 +19,10 @@ from types import MappingProxyType
 from typing import Any
 
 from gateway.errors import XRegistryError
+from gateway.ids import id_problem
 from gateway.model.registry_model import RegistryModel
 from gateway.registry import xrefs
 from gateway.registry.filters import FilterExpression, Filters
-from gateway.registry.ids import id_problem
 from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store

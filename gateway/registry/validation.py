@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from gateway.errors import ValidationErrors, XRegistryError, invalid, missing
+from gateway.ids import id_problem, parse_xid
 from gateway.model.registry_model import (
     COMMON_ATTRIBUTES,
     META_ATTRIBUTES,
@@ -29,7 +30,6 @@ from gateway.model.registry_model import (
     RegistryModel,
 )
 from gateway.registry import constraints
-from gateway.registry.ids import id_problem, parse_xid
 from gateway.xid import Xid
 
 # core/spec.md, "Attributes": names "MUST be between 1 and 63 characters in length", "MUST only

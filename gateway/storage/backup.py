@@ -26,7 +26,7 @@ before.
 A backup file is untrusted: it is read within :class:`ReadLimits` (the longest line, the most
 bytes decompressed, counted while streaming, so a small gzip file cannot expand without bound),
 and each state is checked as a write checks an entity: its XID by
-:func:`gateway.registry.ids.parse_xid` (without a model: type names a model could give), its
+:func:`gateway.ids.parse_xid` (without a model: type names a model could give), its
 kind and collection matching the XID, and each set of attributes it holds within the write
 path's bounds (:func:`gateway.json_limits.check`).
 """
@@ -46,7 +46,7 @@ from typing import IO, Any, Protocol
 
 from gateway import json_limits
 from gateway.errors import XRegistryError
-from gateway.registry.ids import parse_xid
+from gateway.ids import parse_xid
 from gateway.storage.base import RevisionEntry, Store, StoredState, StoreNotEmpty
 
 FORMAT = "xregistry-gateway-backup"

@@ -184,7 +184,7 @@ async def test_not_found_versus_api_not_found(seeded):
     exist": a path that names nothing, a collection the model does not define included, is
     `not_found`; an optional API not offered is `api_not_found`."""
     client = seeded
-    assert_problem(await client.get("/registry/capabilitiesoffered"), 404, "api_not_found")
+    assert_problem(await client.get("/registry/model/groups"), 404, "api_not_found")
     assert assert_problem(await client.get("/registry/nosuchapi"), 404, "not_found")["subject"] == "/nosuchapi"
     for path in ("/messagegroups/nope", "/messagegroups/orders/messages/nope",
                  "/messagegroups/orders/nosuchcollection", "/messagegroups/orders/messages/created/versions/9",

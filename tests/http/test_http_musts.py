@@ -660,7 +660,7 @@ async def test_header_values_are_decoded(seeded, app):
 
 
 @pytest.mark.parametrize(("method", "path", "body", "status", "type_"), [
-    ("GET", "/registry/capabilitiesoffered", None, 404, "api_not_found"),
+    ("GET", "/registry/model/groups", None, 404, "api_not_found"),
     ("PATCH", S1, {}, 405, "details_required"),
     ("PUT", S1 + "$details", {}, 400, "extra_xregistry_header"),
     ("PUT", S1, None, 400, "header_error"),

@@ -105,7 +105,6 @@ async def test_unknown_collections_are_not_found_and_unoffered_apis_api_not_foun
     check_problem(await c.get(f"{API}/messagegroups/g1/messages"), 404, "not_found", "/messagegroups")
     check_problem(await c.put(f"{API}/widgets/w1", json={}), 404, "not_found", "/widgets")
     check_problem(await c.get(f"{API}/dirs/d1/widgets/w1"), 404, "not_found", "/dirs/d1/widgets")
-    check_problem(await c.get(f"{API}/capabilitiesoffered"), 404, "api_not_found", "/capabilitiesoffered")
     check_problem(await c.get(f"{API}/model/groups"), 404, "api_not_found", "/model/groups")
     check_problem(await c.get(f"{API}/.xregistry/more"), 404, "api_not_found", "/.xregistry/more")
 

@@ -3,8 +3,8 @@
 import pytest
 
 from gateway.errors import XRegistryError
+from gateway.ids import check_id, parse_xid
 from gateway.model.registry_model import RegistryModel
-from gateway.registry.ids import check_id, parse_xid
 from gateway.xid import Xid
 
 MODEL = RegistryModel.default()

@@ -27,6 +27,7 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("gateway.cli", "gateway.documents.normalise"): "only import reads documents",
     ("gateway.cli", "gateway.documents.reader"): "only import reads documents",
     ("gateway.cli", "gateway.request_limits"): "the server's head limits (uvicorn's protocol) only to serve",
+    ("gateway.cli", "gateway.forwarded"): "whose forwarded headers are believed matters only to serve",
 }
 
 

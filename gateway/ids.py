@@ -1,5 +1,6 @@
-"""Entity IDs and XIDs checked against a model (core/spec.md, "``<SINGULAR>id`` Attribute"
-and "``xid`` Attribute").
+"""Entity IDs and XIDs checked against a model (core/spec.md, "``<SINGULAR>id`` Attribute" and
+"``xid`` Attribute"): the engine's ID rules, beside :mod:`gateway.xid`, used by the registry and
+by the store's restore alike.
 
 An ID is one path segment (``myEntity.example.com``); an XID is the registry-relative path of
 an entity: ``/[<GROUPS>/<GID>[/<RESOURCES>/<RID>[/meta | /versions/<VID>]]]``, parsed into a
