@@ -1,6 +1,5 @@
 """Cross-reference Resources read as their target (core/spec.md "Cross Referencing
-Resources") over HTTP, on each embedded store. (GraphQL still shows the source as its ids and
-``meta``: docs/conformance.md R15.)"""
+Resources") over HTTP, on each embedded store (GraphQL: tests/graphql/test_graphql_xrefs.py)."""
 
 from __future__ import annotations
 
@@ -96,3 +95,24 @@ async def test_source_versions_are_the_targets(store_client):
     inline = (await store_client.get(SOURCE + "?inline=versions")).json()
     assert inline["versionscount"] == 2
     assert_problem(await store_client.get(SOURCE + "/versions?doc"), 400, "cannot_doc_xref")
+
+
+async def test_filters_and_sort_read_the_values_the_source_is_served_with(store_client):
+    """"From a consumption (read) perspective, aside from the presence of the xref attribute, the
+    Resource appears to be a normal Resource [...] All of the specification-defined features
+    (e.g. inline, filter request flags) MAY be used when retrieving the Resource": ``?filter``
+    matches the source by its target's attributes (and its own ids), ``?sort`` places it by them."""
+    await setup(store_client)
+    r = await store_client.put("/registry/dirs/d2/files/a", json={"tier": "zinc"})
+    assert r.status_code == 201, r.text
+    target = (await store_client.get("/registry/dirs/d1/files/f1")).json()
+    assert target["tier"] == "x"  # its default Version's
+    found = (await store_client.get("/registry/dirs/d2/files?filter=tier=x")).json()
+    assert list(found) == ["x"] and found["x"]["tier"] == "x"
+    assert list((await store_client.get("/registry/dirs/d2/files?filter=fileid=x")).json()) == ["x"]
+    assert (await store_client.get("/registry/dirs/d2/files?filter=tier=null")).json() == {}
+    assert list((await store_client.get("/registry/dirs/d2/files?sort=tier")).json()) == ["x", "a"]
+    assert list((await store_client.get("/registry/dirs/d2/files?sort=tier=desc")).json()) == ["a", "x"]
+    first = await store_client.get("/registry/dirs/d2/files?sort=tier&limit=1")
+    assert list(first.json()) == ["x"]
+    assert list((await store_client.get(first.links["next"]["url"])).json()) == ["a"]
