@@ -33,6 +33,7 @@ from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry import xrefs
+from gateway.registry.capabilities import is_mutable
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
 from gateway.registry.reads import (
@@ -503,6 +504,8 @@ class LocalSource(RegistrySource):
         return await self._write(xid, "delete", epoch, None, work)
 
     async def import_document(self, document: dict[str, Any], *, strict: bool) -> WriteOutcome:
+        if not is_mutable(self.registry.capability_settings, "entities"):
+            raise XRegistryError("readonly", "/", detail="entities are not mutable (capabilities)")
         doc, rewrites = normalise(document, strict=strict)
         result = _outcome(await self.registry.apply_document(doc, note="graphql import"))
         result.normalisations = [(n.path, n.rule, n.detail) for n in rewrites]
@@ -517,6 +520,8 @@ class LocalSource(RegistrySource):
         if epoch is not None and epoch < 0:
             raise XRegistryError("invalid_attribute", xid, path="epoch", name="epoch",
                                  detail="epoch must be an unsigned integer")
+        if not is_mutable(self.registry.capability_settings, "entities"):  # turned off through /capabilities
+            raise XRegistryError("readonly", xid, detail="entities are not mutable (capabilities)")
 
         async def build(cs: Changeset) -> None:
             if current_epoch is not None:

@@ -62,6 +62,8 @@ class Flags:
     limit: int | None = None
     page: str | None = None
     given: frozenset[str] = frozenset()
+    #: ``ignore`` given without a value, empty or ``*``: every (enabled) value.
+    ignore_all: bool = False
 
 
 def _bad_flag(flag: str, subject: str, detail: str) -> XRegistryError:
@@ -121,6 +123,7 @@ def parse_flags(items: Iterable[tuple[str, str]], subject: str) -> Flags:
             flags.inline = [p for v in values for p in (v.split(",") if v else ["*"])]
         elif name == "ignore":
             flags.ignore = _ignores(values, subject)
+            flags.ignore_all = any(part in ("", "*") for v in values for part in (v.split(",") if v else [""]))
         elif name == "sort":
             flags.sort = value
         elif name == "specversion":

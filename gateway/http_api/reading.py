@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.errors import XRegistryError
-from gateway.http_api.capabilities import capabilities, supported
+from gateway.http_api.capabilities import available, capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
 from gateway.http_api.flags import Flags
@@ -81,7 +81,9 @@ async def get_api(call: Call) -> Response:
     if api == ".xregistry":
         return json_response(discovery(call))
     flags = replace(call.flags, doc=True)
-    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+    caps = capabilities(call.registry.capability_settings)  # what a client made unavailable is left out
+    default = [name for name in EXPORT_INLINE if name == "*" or available(caps, name)]
+    return json_response(await registry_body(call, flags, call.inline(default), call.filters("")))
 
 
 def discovery(call: Call) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.http_api.body import json_object, parse_json, read_body
-from gateway.http_api.capabilities import capabilities, supported
+from gateway.http_api.capabilities import capabilities, check_versionmodes, mutable, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
 from gateway.http_api.flags import _Unset
@@ -213,8 +213,12 @@ async def write_root(call: Call) -> Response:
     source = None
     model = call.model
     if "modelsource" in body and "modelsource" not in call.flags.ignore:
+        caps = capabilities(settings if settings is not None else call.registry.capability_settings)
+        if not mutable(caps, "modelsource"):
+            raise XRegistryError("readonly", "/modelsource", detail="modelsource is not mutable (capabilities)")
         source = check_model_source(body["modelsource"], call.registry.model_limits)
         model = model_of_source(source)
+        check_versionmodes(model, caps, "/modelsource")
         groups = model.groups
     inline = call.inline(model=model)
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
@@ -257,6 +261,7 @@ async def write_modelsource(call: Call) -> Response:
     Registry Model"), checked (``model_error``) and refused when existing entities would not
     comply (``model_compliance_error``); stored with the registry entity in one revision."""
     source = check_model_source(json_object(await json_body(call), "/modelsource"), call.registry.model_limits)
+    check_versionmodes(model_of_source(source), capabilities(call.registry.capability_settings), "/modelsource")
 
     async def build(cs: Changeset) -> None:
         await cs.put_model_source(source)

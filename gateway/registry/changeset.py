@@ -105,7 +105,7 @@ class Changeset:
 
     def __init__(
         self, store: Store, model: RegistryModel, *, touch: bool = True, ignore_epoch: bool = False,
-        now: str | None = None, validate: bool = True,
+        now: str | None = None, validate: bool = True, capability_settings: dict[str, Any] | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -114,6 +114,10 @@ class Changeset:
         #: ``False``: schema documents are not checked against their format and compatibility
         #: rule (their versions record that); see ``gateway.registry.schema_checks``.
         self.skip_validation = not validate
+        #: The ``formats`` / ``compatibilities`` a client narrowed (``None``: all supported ones).
+        settings = capability_settings or {}
+        self.enabled_formats: list[str] | None = settings.get("formats")
+        self.enabled_compatibilities: dict[str, list[str]] | None = settings.get("compatibilities")
         self.now = now or utc_now()
         self._states: dict[str, _State] = {}
         self._versions_loaded: set[str] = set()

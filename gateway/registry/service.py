@@ -189,7 +189,8 @@ class LocalRegistry:
         for attempt in range(policy.attempts):
             async with self._write_lock:
                 await self.sync_model()
-                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate)
+                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate,
+                               capability_settings=self.capability_settings)
                 result = await build(cs)
                 try:
                     outcome = await cs.commit(note=note, dry_run=dry_run)
