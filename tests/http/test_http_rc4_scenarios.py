@@ -185,6 +185,34 @@ async def test_read_flags_apply_to_write_responses(wire):
     assert (await c.get(f"{API}/export")).json() == before
 
 
+async def test_filter_and_sort_apply_to_write_responses(wire):
+    """core/http.md: the write response "MUST be generated applying the semantics of any request
+    flags specified in the request URL" — ``filter`` too (core/spec.md "Filter Flag": only
+    matching entities, the ancestors of matches kept) and ``sort`` where the response is a
+    collection ("When a request is directed to a collection [...] the Sort flag MAY be used";
+    elsewhere ``sort_noncollection``). A processed entity the filter does not select is still
+    the response to its own write, shown with nothing below it. A bad filter changes nothing."""
+    c = wire
+    await install(c)
+    r = await c.post(f"{API}/dirs/d1/files?filter=kind=text&sort=fileid=desc",
+                     json={"a": {"kind": "text"}, "b": {"kind": "binary"}, "c": {"kind": "text"}})
+    assert r.status_code == 200 and list(r.json()) == ["c", "a"], r.text
+    r = await c.patch(f"{API}/dirs/d1/files?sort=kind=desc", json={"a": {"kind": "binary"}, "b": {}, "c": {}})
+    assert r.status_code == 200 and list(r.json()) == ["c", "b", "a"], r.text  # ties: by id, descending too
+    r = await c.put(f"{API}/dirs/d1?inline=files&filter=files.kind=text", json={"owner": "ops"})
+    assert r.status_code == 200 and set(r.json()["files"]) == {"c"} and r.json()["owner"] == "ops", r.text
+    r = await c.put(f"{API}/dirs/d1?inline=files&filter=owner=nobody", json={"owner": "ops"})
+    assert r.status_code == 200 and r.json()["owner"] == "ops" and r.json()["files"] == {}, r.text
+    r = await c.patch(f"{API}?inline=dirs.files&filter=dirs.files.kind=binary", json={})
+    assert r.status_code == 200 and set(r.json()["dirs"]["d1"]["files"]) == {"a", "b"}, r.text
+    r = await c.post(f"{API}/dirs/d1/files/a?filter=kind=text", json={"kind": "text"})
+    assert r.status_code == 201 and r.json()["kind"] == "text", r.text
+    before = (await c.get(f"{API}/export")).json()
+    check_problem(await c.put(f"{API}/dirs/d9?filter=owner<null", json={}), 400, "bad_filter", "/dirs/d9")
+    check_problem(await c.put(f"{API}/dirs/d9?sort=owner", json={}), 400, "sort_noncollection", "/dirs/d9")
+    assert (await c.get(f"{API}/export")).json() == before
+
+
 async def test_filter_with_inline_keeps_matches_and_their_ancestors(wire):
     """core/spec.md "Filter Flag": "Inlining MAY be used at the same time but MUST NOT result in
     additional entities being included in the results unless they are children of a matching
