@@ -30,7 +30,7 @@ from gateway.registry.validation import entity_definitions
 EXPOSED = (
     "ETag", "Cache-Control", "X-Request-Id", "Link", "Location", "Content-Location", "Content-Disposition",
     "Retry-After", "RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
-    "WWW-Authenticate", "Allow", "X-Registry-Instance",
+    "WWW-Authenticate", "Allow", "X-Registry-Instance", "X-Registry-Bulk-Before", "X-Registry-Bulk-Revision",
 )
 #: Attributes of a resource's document view that are not headers (the document itself).
 _NOT_HEADERS = frozenset({"contenttype"})
