@@ -39,7 +39,7 @@ from gateway.registry.validation import (
 )
 from gateway.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
-from gateway.storage.semantics import Cursor
+from gateway.storage.semantics import Condition, Cursor
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -379,6 +379,68 @@ class Changeset:
             for rec in page.items:
                 if rec.key.startswith(key + "/") and rec.key not in self._dirty:
                     self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
+            # and the Versions its cross-references show (core/model.md: xref'd Resources "MUST" adhere)
+            sources = await self.store.list(Query(ctype=f"{gdef.plural}/{rtype}", parent=state.xid,
+                                                  any_of=((Condition(("meta", "xref"), "exists"),),)))
+            for source in sources.items:
+                target = str((source.doc.get("meta") or {}).get("xref") or "").lower()
+                if target.count("/") != 4:
+                    continue
+                versions = await self.store.list(Query(ctype=f"{target.split('/')[1]}/{rtype}/versions", parent=target))
+                for rec in versions.items:
+                    self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
+
+    async def _check_xref_constraints(self) -> None:
+        """core/model.md: "The enum and equals constraints, if specified, MUST be adhered to by
+        the [xref'd] Resource. Note that this includes changes to the Resource in its original
+        location that would then violate any of the Groups' constraints that xref that
+        Resource" (``default`` is not applied: the source is a reference). The Versions written
+        here, of Resources some cross-reference names, against the Groups of those sources;
+        a source written here (its ``xref`` set or changed) against all its target's Versions.
+        One store query per resource collection type involved, none when nothing is involved."""
+        written: dict[str, list[_State]] = {}  # target resource key -> its Versions written here
+        ctypes: set[str] = set()
+        for key, what in self._dirty.items():
+            state = self._states[key]
+            if what == "deleted" or state.doc is None:
+                continue
+            if state.kind == "version":
+                written.setdefault(key.rsplit("/", 2)[0], []).append(state)
+            elif state.kind == "resource" and (state.doc.get("meta") or {}).get("xref"):
+                written.setdefault("", [])
+            else:
+                continue
+            rtype = state.ctype.split("/")[1]
+            ctypes |= {f"{g}/{rtype}" for g, gdef in self.model.groups.items() if rtype in gdef.resources}
+        sources: dict[str, _State] = {}
+        for ctype in sorted(ctypes):
+            page = await self.store.list(Query(ctype=ctype, any_of=((Condition(("meta", "xref"), "exists"),),)))
+            for rec in page.items:
+                sources[rec.key] = self._states.get(rec.key) or _State(rec.xid, rec.kind, rec.ctype, rec.doc,
+                                                                         rec.revision)
+        sources |= {k: st for k, st in self._states.items()
+                    if st.kind == "resource" and k in self._dirty and (st.doc or {}).get("meta", {}).get("xref")}
+        for key, source in sorted(sources.items()):
+            xref = str(((source.doc or {}).get("meta") or {}).get("xref") or "").lower()
+            if not xref:
+                continue
+            if key in self._dirty:  # a new or changed reference: every Version of its target
+                page = await self.store.list(Query(ctype=f"{xref.split('/')[1]}/{xref.split('/')[3]}/versions",
+                                                   parent=xref))
+                versions = [self._states.get(r.key) or _State(r.xid, r.kind, r.ctype, r.doc, r.revision)
+                            for r in page.items]
+                versions += [v for v in written.get(xref, ()) if v.xid.lower() not in {r.key for r in page.items}]
+            else:
+                versions = written.get(xref, [])
+            if not versions:
+                continue
+            parts = Xid.parse(source.xid)
+            group = await self._state(str(parts.group))
+            in_force = [c for c in constraints.in_force(self.group_def(parts.group_type or ""), group.doc,
+                                                        parts.resource_type or "") if c.enum or c.equals]
+            for version in versions:
+                if in_force and version.doc is not None:
+                    self._errors += constraints.violations(version.doc, in_force, group.doc, version.xid)
 
     async def _implicit_group(self, gtype: str, gid: str) -> None:
         state = await self._state(str(Xid(gtype, gid)))
@@ -962,6 +1024,8 @@ class Changeset:
     async def commit(self, note: str = "", *, dry_run: bool = False) -> Outcome:
         """Validate, then write everything in one store revision. Raises on any violation.
         ``dry_run``: everything but the write (the outcome's ``revision`` stays ``None``)."""
+        if not self._errors:
+            await self._check_xref_constraints()
         if self._errors:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
