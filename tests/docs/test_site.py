@@ -13,6 +13,9 @@ import pytest
 
 from tests.corpus import REPO
 
+# one worker builds the site once for all its checks (a build is a few seconds of CPU)
+pytestmark = pytest.mark.xdist_group("docs-site")
+
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
