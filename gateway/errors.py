@@ -196,6 +196,8 @@ class XRegistryError(GatewayError):
             key = m.group(1)
             if key == "subject":
                 return self.subject
+            if key == "path" and self.path is not None:
+                return self.path
             if key in self.args_map:
                 return str(self.args_map[key])
             if key == "error_detail" and self.detail:
