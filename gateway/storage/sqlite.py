@@ -73,14 +73,15 @@ import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
-from gateway.storage import base
+from gateway.storage import base, sqlite_index
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
+from gateway.storage.indexed import Lookup, lookup, parent_key
 from gateway.storage.semantics import (
     ANY_ITEM,
     ANY_KEY,
@@ -289,6 +290,21 @@ class _SQL:
         return rank, num, text
 
 
+#: How many ``attrs`` entries of each indexed condition :meth:`SQLiteStore._drive` counts at most
+#: to pick the one to read a page from.
+ESTIMATE_ROWS = 256
+
+
+@dataclass(frozen=True)
+class _Drive:
+    """The condition (by position in the query's one group) a page is read from, its index
+    lookup, and whether every condition of the group is indexed."""
+
+    index: int
+    lk: Lookup
+    covered: bool
+
+
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
 THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
@@ -328,7 +344,10 @@ class SQLiteStore(Store):
             await db.create_function("xreg_lower", 1, _lower, deterministic=True)
             await db.create_function("xreg_canonical", 1, _canonical, deterministic=True)
             await db.create_function("xreg_member", 2, _member, deterministic=True)
+            await db.create_function("xreg_parent", 1, parent_key, deterministic=True)
             await db.executescript(_SCHEMA)
+            await db.executescript(sqlite_index.SCHEMA)
+            await sqlite_index.migrate(db)
             await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
             async with db.execute("SELECT value FROM meta WHERE key = 'instance'") as cur:
                 row = await cur.fetchone()
@@ -455,21 +474,27 @@ class SQLiteStore(Store):
         return out
 
     @staticmethod
-    def _source(query: Query) -> str:
+    def _source(query: Query, drive: _Drive | None = None) -> str:
         """The table of a query. Current-state pages go through ``states_live`` (without
         statistics SQLite cannot tell it from ``states_asof``); a ``keys`` query is left to the
-        planner, which looks the keys up by index."""
+        planner, which looks the keys up by index; a page driven by an indexed condition reads
+        ``attrs`` first, then its states by ``seq``."""
         if query.search is not None:  # the matches first (one FTS scan), then their states by seq
             return "hits CROSS JOIN states ON states.seq = hits.seq"
+        if drive is not None:
+            return "attrs AS d CROSS JOIN states ON states.seq = d.aseq"
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
-    def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True) -> list[str]:
-        """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors."""
+    def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True, drive: _Drive | None = None,
+               seq: str = "states.seq") -> list[str]:
+        """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors.
+        With ``drive``, the driving condition is the ``attrs`` rows ``d`` (their ctype and parent
+        range too) and the group's other indexed conditions are lookups of ``seq``'s rows."""
         if query.as_of is None and query.keys is not None:
             visible = "rev_to IS NULL AND deleted = 0"
         else:
             visible = self._visible(sql, query.as_of)
-        where = [visible, f"ctype = {sql.p(query.ctype)}"]
+        where = [visible, f"ctype = {sql.p(query.ctype)}"] if seq == "states.seq" else []
         pk = _parent_key(query)
         if pk is not None and parent_range:
             where.append(f"xkey > {sql.p(pk + '/')} AND xkey < {sql.p(pk + '0')}")
@@ -480,10 +505,45 @@ class SQLiteStore(Store):
             parents = json.dumps([k.lower() for k in query.parents])
             where.append(f"EXISTS (SELECT 1 FROM json_each({sql.p(parents)}) AS p "
                          "WHERE xkey > p.value || '/' AND xkey < p.value || '0')")
-        conds = sql.any_of(query.any_of)
-        if conds:
-            where.append(conds)
+        if drive is None:
+            conds = sql.any_of(query.any_of)
+            if conds:
+                where.append(conds)
+            return where
+        where.append(f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}")
+        if pk is not None:
+            where.append(f"d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}")
+        for i, cond in enumerate(query.any_of[0]):
+            lk = lookup(cond)
+            if i == drive.index:
+                continue
+            if lk is None:
+                where.append(sql.condition(cond))
+            else:
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE e{i}.aseq = {seq} AND "
+                             f"{sqlite_index.match(sql, f'e{i}', lk)})")
         return where
+
+    async def _drive(self, query: Query) -> _Drive | None:
+        """The indexed condition to read a current-state query from (``None``: read the states).
+        Of several, the one with the fewest entries, counted up to :data:`ESTIMATE_ROWS` each."""
+        if query.as_of is not None or query.search is not None or query.keys is not None or len(query.any_of) != 1:
+            return None
+        group = query.any_of[0]
+        found = [(i, lk) for i, lk in enumerate(map(lookup, group)) if lk is not None]
+        if not found:
+            return None
+        covered = len(found) == len(group)
+        if len(found) == 1:
+            return _Drive(*found[0], covered)
+        sizes = []
+        for i, lk in found:
+            sql = _SQL()
+            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE {sqlite_index.match(sql, 'd', lk)} "
+                    f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
+            sizes.append((await self._one(text, sql.params), i, lk))
+        _, i, lk = min(sizes, key=lambda t: t[0])
+        return _Drive(i, lk, covered)
 
     @staticmethod
     def _hits(sql: _SQL, query: Query) -> str:
@@ -495,15 +555,17 @@ class SQLiteStore(Store):
                 f"WHERE search MATCH {sql.p(_match(query.search))}) ")
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
-                  limit: int | None, exists: bool = False) -> _SQL:
+                  limit: int | None, exists: bool = False, drive: _Drive | None = None) -> _SQL:
         """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
         query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
         sql = _SQL()
-        where = self._where(sql, query, parent_range=query.sort is not None)
+        where = self._where(sql, query, parent_range=query.sort is not None, drive=drive)
         desc = bool(query.sort and query.sort.descending) != reverse
         if query.sort is None:
-            # Key order: fold the parent range and the cursors into one range of the index.
-            cols: list[str] = ["xkey"]
+            # Key order: fold the parent range and the cursors into one range of the index (of
+            # ``attrs`` when one value of it drives the page).
+            kcol = "d.akey" if drive is not None and drive.lk.single else "xkey"
+            cols: list[str] = [kcol]
             pk = _parent_key(query)
             lows = [(pk + "/", True)] if pk is not None else []
             highs = [(pk + "0", True)] if pk is not None else []
@@ -515,10 +577,10 @@ class SQLiteStore(Store):
                 (lows if bound[0][0] == ">" else highs).append((bound[1].key, bound[0] in "<>"))
             if lows:
                 key, strict = max(lows)
-                where.append(f"xkey {'>' if strict else '>='} {sql.p(key)}")
+                where.append(f"{kcol} {'>' if strict else '>='} {sql.p(key)}")
             if highs:
                 key, strict = min(highs, key=lambda b: (b[0], not b[1]))
-                where.append(f"xkey {'<' if strict else '<='} {sql.p(key)}")
+                where.append(f"{kcol} {'<' if strict else '<='} {sql.p(key)}")
         else:
             sort = query.sort
             rank, num, text = sql.sort_columns(sort)
@@ -539,17 +601,17 @@ class SQLiteStore(Store):
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
         what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
-        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query)} WHERE {' AND '.join(where)} "
-                    f"ORDER BY {order}")
+        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive)} "
+                    f"WHERE {' AND '.join(where)} ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
         return sql
 
-    def _main_sql(self, query: Query, limit: int | None) -> tuple[_SQL, bool]:
+    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None) -> tuple[_SQL, bool]:
         """The page statement of ``query`` and whether it reads backwards (``before`` given:
         the page is the ``limit`` rows just before it, read in reverse and turned around)."""
         backward = query.before is not None
-        return self._page_sql(query, reverse=backward, bound=None, limit=limit), backward
+        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive), backward
 
     async def list(self, query: Query) -> Page:
         self.stats.hit("list")
@@ -557,7 +619,8 @@ class SQLiteStore(Store):
         limit = query.limit
         async with self._lock:
             await self._check(query.as_of)
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1)
+            drive = await self._drive(query)
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive)
             rows = await self._all(sql.text, sql.params)
             more = limit is not None and len(rows) > limit
             rows = rows[:limit] if limit is not None else rows
@@ -567,7 +630,7 @@ class SQLiteStore(Store):
                 # Anything at or after the ``before`` cursor (within the other constraints)?
                 probe = self._page_sql(
                     replace(query, before=None), reverse=False,
-                    bound=(">=", query.before), limit=1, exists=True)
+                    bound=(">=", query.before), limit=1, exists=True, drive=drive)
                 has_next = bool(await self._all(probe.text, probe.params))
             else:
                 has_next = more
@@ -575,7 +638,7 @@ class SQLiteStore(Store):
                 if query.after is not None:
                     probe = self._page_sql(
                         replace(query, after=None), reverse=True,
-                        bound=("<=", query.after), limit=1, exists=True)
+                        bound=("<=", query.after), limit=1, exists=True, drive=drive)
                     has_prev = bool(await self._all(probe.text, probe.params))
         if len(rows) >= THREAD_DECODE_ROWS:  # decoding a large page would hold up the event loop
             items = await asyncio.to_thread(lambda: [self._record(r) for r in rows])
@@ -584,12 +647,30 @@ class SQLiteStore(Store):
         return Page(items=items, has_next=has_next, has_prev=has_prev)
 
     async def count(self, query: Query) -> int:
+        """Exact. Unfiltered: a sum of ``counts`` over the parents in range. Driven by an indexed
+        condition: its ``attrs`` entries, without reading a state when every condition is indexed,
+        else with the rest checked on each of their states. Otherwise every live state of the
+        collection (in range) is checked."""
         self.stats.hit("count")
         async with self._lock:
             await self._check(query.as_of)
             sql = _SQL()
-            where = self._where(sql, query)
-            return await self._one(f"{self._hits(sql, query)}SELECT count(*) FROM {self._source(query)} "
+            if (query.as_of is None and not query.any_of and query.search is None and query.keys is None
+                    and query.parents is None):
+                text = f"SELECT coalesce(sum(n), 0) FROM counts WHERE ctype = {sql.p(query.ctype)}"
+                pk = _parent_key(query)
+                if pk is not None:
+                    text += (f" AND (parent = {sql.p(pk)} OR (parent > {sql.p(pk + '/')} "
+                             f"AND parent < {sql.p(pk + '0')}))")
+                return await self._one(text, sql.params)
+            drive = await self._drive(query)
+            if drive is not None and drive.covered and query.parents is None:  # the index alone answers
+                where = self._where(sql, query, parent_range=False, drive=drive, seq="d.aseq")
+                what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
+                return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
+            where = self._where(sql, query, drive=drive)
+            what = "count(*)" if drive is None or drive.lk.single else "count(DISTINCT states.seq)"
+            return await self._one(f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive)} "
                                    f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
@@ -655,8 +736,8 @@ class SQLiteStore(Store):
         self.stats.hit("explain")
         query = _normal(query)
         limit = query.limit
-        sql, _ = self._main_sql(query, None if limit is None else limit + 1)
         async with self._lock:
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query))
             rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
         return "\n".join(r[3] for r in rows)
 
@@ -689,6 +770,7 @@ class SQLiteStore(Store):
                 "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
                 [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
                   int(n.deleted), int(not n.deleted)) for n in plan.new.values()])
+            await self._index_commit(db, rev, plan, current)
             indexed = [n for n in plan.new.values() if n.links or n.text]
             for i in range(0, len(indexed), _CHUNK):
                 batch = indexed[i:i + _CHUNK]
@@ -701,6 +783,13 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
                                      [(seqs[n.key], *n.text) for n in batch if n.text])
         return rev
+
+    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: base.CommitPlan,
+                            current: dict[str, base.CurrentState]) -> None:
+        """Keep the read indexes (``sqlite_index``) of the states a commit closes and writes."""
+        closed = [(current[k].handle, k, plan.new[k].ctype, not current[k].deleted) for k in plan.closing]
+        seqs = dict(await self._all("SELECT xkey, seq FROM states WHERE rev_from = ?", (rev,)))
+        await sqlite_index.on_commit(db, closed, [(seqs[n.key], n.key, n.ctype, n.doc) for n in plan.new.values()])
 
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -765,6 +854,7 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (oldest,))
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('instance', ?)", (instance_id,))
+            await sqlite_index.rebuild(db)
         self._instance = instance_id
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
