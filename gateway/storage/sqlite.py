@@ -23,6 +23,8 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body. Pruning
         drops the rows of the states it drops.
+    attrs, counts
+        the read indexes (below; their schema in ``sqlite_index``).
 
 Indexes: ``states_current`` unique on ``xkey`` where ``rev_to IS NULL`` (one current row per
 entity; point reads, the commit's lookups), ``states_live`` on ``(ctype, xkey)`` where
@@ -53,12 +55,21 @@ older; neither: ``current``), and the horizon never moves back. ``changes(since)
 ``RevisionGone`` for ``0 < since < oldest_revision()`` (pruned tombstones would be missing).
 Deleting an entity that does not exist writes nothing (the commit still takes a revision).
 
-All statements run on one connection, serialised by an ``asyncio.Lock`` (so a read never sees
-a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transaction.
-Statements run in the connection's thread (``aiosqlite``), except quick reads — point reads of
-fewer than ``QUICK_KEYS`` keys by index, the revision counter, a meta value — which run on the
-event loop: a hop to the thread and back costs several times such a read. The lock holds the
-thread idle while they run.
+Typed attribute values and live counts are kept in ``attrs`` and ``counts``
+(:mod:`gateway.storage.sqlite_index`): a current-state page whose conditions include an equality,
+wildcard or presence test on an indexed path (:mod:`gateway.storage.indexed`) is read from
+``attrs`` (the test with the fewest entries, in key order), its states by ``seq``; counts sum
+``counts`` or read ``attrs`` alone when every condition is indexed. As-of reads, searches and
+other conditions read the states as before.
+
+One writer connection, under an ``asyncio.Lock``: each commit is one ``BEGIN IMMEDIATE``
+transaction on it. Reads run on :data:`READERS` reader connections of their own (WAL: a reader
+never waits for the writer, nor the writer for readers), each read in one read transaction, so
+all of its statements see one snapshot; a store in memory has no readers and reads on the
+writer's connection under its lock. Statements run in the connection's thread (``aiosqlite``),
+except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index, the revision
+counter, a meta value — which run on the event loop: a hop to the thread and back costs several
+times such a read. Holding the connection keeps its thread idle while they run.
 """
 
 from __future__ import annotations
@@ -73,6 +84,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -290,6 +302,10 @@ class _SQL:
         return rank, num, text
 
 
+#: Reader connections of a store in a file: reads run on them, in parallel with the writer (WAL).
+READERS = 2
+_Conn = tuple[aiosqlite.Connection, sqlite3.Connection]
+
 #: How many ``attrs`` entries of each indexed condition :meth:`SQLiteStore._drive` counts at most
 #: to pick the one to read a page from.
 ESTIMATE_ROWS = 256
@@ -315,7 +331,7 @@ QUICK_KEYS = THREAD_DECODE_ROWS
 class SQLiteStore(Store):
     """A :class:`Store` in one SQLite file (WAL mode)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readers: int = READERS) -> None:
         self.path = path if str(path) == ":memory:" else Path(path)
         self.stats = StoreStats()
         self._db: aiosqlite.Connection | None = None
@@ -323,13 +339,15 @@ class SQLiteStore(Store):
         self._lock = asyncio.Lock()
         #: ``(device, inode)`` of the file when it was opened: the file the connection writes.
         self._identity: tuple[int, int] | None = None
+        self._readers = readers if isinstance(self.path, Path) else 0
+        #: The idle reader connections (a read takes one; none: reads share the writer's, under its lock).
+        self._idle: asyncio.Queue[_Conn] = asyncio.Queue()
+        self._all_readers: list[_Conn] = []
+        #: The connection the current task uses (set by :meth:`_reading` and :meth:`_writing`).
+        self._conn: ContextVar[_Conn | None] = ContextVar(f"xreg_sqlite_conn_{id(self)}", default=None)
 
-    # -- lifecycle ----------------------------------------------------------------------------
-    async def open(self) -> None:
-        if self._db is not None:
-            return
-        if isinstance(self.path, Path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+    async def _connect(self, *, reader: bool) -> _Conn:
+        """A connection with the store's functions: the writer, or a reader (``query_only``)."""
         opened: list[sqlite3.Connection] = []
 
         def connect() -> sqlite3.Connection:  # as aiosqlite.connect's, keeping the connection for quick reads
@@ -338,31 +356,58 @@ class SQLiteStore(Store):
 
         db = await aiosqlite.Connection(connect, iter_chunk_size=64)
         try:
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
+            if not reader:
+                await db.execute("PRAGMA journal_mode=WAL")
+                await db.execute("PRAGMA synchronous=NORMAL")
+            else:
+                await db.execute("PRAGMA query_only=1")
             await db.execute("PRAGMA busy_timeout=5000")
             await db.create_function("xreg_lower", 1, _lower, deterministic=True)
             await db.create_function("xreg_canonical", 1, _canonical, deterministic=True)
             await db.create_function("xreg_member", 2, _member, deterministic=True)
             await db.create_function("xreg_parent", 1, parent_key, deterministic=True)
+        except BaseException:
+            await db.close()
+            raise
+        return db, opened[0]
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        if isinstance(self.path, Path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db, raw = await self._connect(reader=False)
+        try:
             await db.executescript(_SCHEMA)
             await db.executescript(sqlite_index.SCHEMA)
             await sqlite_index.migrate(db)
             await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
             async with db.execute("SELECT value FROM meta WHERE key = 'instance'") as cur:
                 row = await cur.fetchone()
+            for _ in range(self._readers):
+                conn = await self._connect(reader=True)
+                self._all_readers.append(conn)
+                self._idle.put_nowait(conn)
         except BaseException:
+            await self._close_readers()
             await db.close()
             raise
-        self._db, self._raw = db, opened[0]
+        self._db, self._raw = db, raw
         self._instance = str(row[0]) if row else None
         if isinstance(self.path, Path):
             st = os.stat(self.path)
             self._identity = (st.st_dev, st.st_ino)
 
+    async def _close_readers(self) -> None:
+        readers, self._all_readers, self._idle = self._all_readers, [], asyncio.Queue()
+        for db, _ in readers:
+            await db.close()
+
     async def close(self) -> None:
         if self._db is not None:
             db, self._db, self._raw = self._db, None, None
+            await self._close_readers()
             await db.close()
 
     async def check_ready(self) -> None:
@@ -379,8 +424,7 @@ class SQLiteStore(Store):
             for where in (self.path, self.path.parent):
                 if not os.access(where, os.W_OK):
                     raise PermissionError(f"{where} is not writable")
-        async with self._lock:
-            db = self.db
+        async with self._writing() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 await db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('readiness', ?)", (time.time(),))
@@ -393,9 +437,18 @@ class SQLiteStore(Store):
             raise RuntimeError("SQLiteStore is not open")
         return self._db
 
+    def _active(self) -> _Conn:
+        """The connection of the current read or write (the writer's outside of both)."""
+        conn = self._conn.get()
+        if conn is not None:
+            return conn
+        if self._db is None or self._raw is None:
+            raise RuntimeError("SQLiteStore is not open")
+        return self._db, self._raw
+
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows of a statement run by the connection's thread (the event loop stays free)."""
-        return list(await self.db.execute_fetchall(sql, params))
+        return list(await self._active()[0].execute_fetchall(sql, params))
 
     def _quick(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows of a quick read — a few keys by index, the revision counter, a meta value —
@@ -404,9 +457,7 @@ class SQLiteStore(Store):
         connection it runs under the store's lock, so the connection's thread is idle meanwhile:
         the connection is never used by two threads at once (``check_same_thread=False`` lets
         either thread use it)."""
-        if self._raw is None:
-            raise RuntimeError("SQLiteStore is not open")
-        return self._raw.execute(sql, params).fetchall()
+        return self._active()[1].execute(sql, params).fetchall()
 
     async def _one(self, sql: str, params: Any = ()) -> Any:
         rows = await self._all(sql, params)
@@ -420,15 +471,43 @@ class SQLiteStore(Store):
         rows = self._quick("SELECT value FROM meta WHERE key = 'oldest'")
         return int(rows[0][0] or 0) if rows else 0
 
-    def _reading(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        return self._lock
+    @contextlib.asynccontextmanager
+    async def _reading(self) -> AsyncIterator[None]:
+        """A read: on an idle reader connection, in one read transaction (its statements see one
+        snapshot, whatever commits meanwhile), never waiting for the writer. A store without
+        readers (``:memory:``) reads on the writer's connection under its lock."""
+        if not self._all_readers:
+            async with self._writing():
+                yield
+            return
+        conn = await self._idle.get()
+        token = self._conn.set(conn)
+        try:
+            conn[1].execute("BEGIN")  # deferred: the snapshot is taken by the first read
+            try:
+                yield
+            finally:
+                conn[1].execute("COMMIT")
+        finally:
+            self._conn.reset(token)
+            self._idle.put_nowait(conn)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer's connection, under the store's lock (one writer at a time)."""
+        async with self._lock:
+            db = self.db
+            token = self._conn.set((db, self._raw))  # type: ignore[arg-type]
+            try:
+                yield db
+            finally:
+                self._conn.reset(token)
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction under the store's lock: committed when the block
-        ends, rolled back when it raises."""
-        async with self._lock:
-            db = self.db
+        """One ``BEGIN IMMEDIATE`` transaction on the writer's connection: committed when the
+        block ends, rolled back when it raises."""
+        async with self._writing() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -455,7 +534,7 @@ class SQLiteStore(Store):
         self.stats.hit("get_many")
         keys = list(dict.fromkeys(x.lower() for x in xids))
         out: dict[str, EntityRecord] = {}
-        async with self._lock:
+        async with self._reading():
             await self._check(as_of)
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
@@ -617,7 +696,7 @@ class SQLiteStore(Store):
         self.stats.hit("list")
         query = _normal(query)
         limit = query.limit
-        async with self._lock:
+        async with self._reading():
             await self._check(query.as_of)
             drive = await self._drive(query)
             sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive)
@@ -652,7 +731,7 @@ class SQLiteStore(Store):
         else with the rest checked on each of their states. Otherwise every live state of the
         collection (in range) is checked."""
         self.stats.hit("count")
-        async with self._lock:
+        async with self._reading():
             await self._check(query.as_of)
             sql = _SQL()
             if (query.as_of is None and not query.any_of and query.search is None and query.keys is None
@@ -677,7 +756,7 @@ class SQLiteStore(Store):
         self.stats.hit("count_children")
         keys = list(dict.fromkeys(p.lower() for p in parents))
         out = {k: 0 for k in keys}
-        async with self._lock:
+        async with self._reading():
             await self._check(as_of)
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
@@ -721,7 +800,7 @@ class SQLiteStore(Store):
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        async with self._lock:
+        async with self._reading():
             for i in range(0, len(targets), _CHUNK):
                 chunk = targets[i:i + _CHUNK]
                 rows = await self._all(
@@ -736,7 +815,7 @@ class SQLiteStore(Store):
         self.stats.hit("explain")
         query = _normal(query)
         limit = query.limit
-        async with self._lock:
+        async with self._reading():
             sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query))
             rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
         return "\n".join(r[3] for r in rows)
@@ -746,7 +825,7 @@ class SQLiteStore(Store):
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
-            async with self._lock:
+            async with self._reading():
                 return await self._current()
         async with self._transaction() as db:
             async with db.execute("INSERT INTO revisions(at, note) VALUES (?, ?)", (time.time(), note)) as cur:
@@ -794,35 +873,31 @@ class SQLiteStore(Store):
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def dump(self) -> AsyncIterator[base.Dump]:
-        """One read transaction under the store's lock: a snapshot, whatever other processes
-        commit meanwhile (WAL); the links of the current states come from ``links``."""
+        """One read transaction (:meth:`_reading`): a snapshot, whatever is committed meanwhile
+        (WAL); the links of the current states come from ``links``."""
         self.stats.hit("dump")
-        async with self._lock:
-            db = self.db
-            await db.execute("BEGIN")
-            try:
-                revision, oldest = await self._current(), await self._oldest()
-                instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
+        async with self._reading():
+            db = self._active()[0]
+            revision, oldest = await self._current(), await self._oldest()
+            instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
 
-                async def revisions() -> AsyncIterator[base.RevisionEntry]:
-                    async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
-                        async for rev, at, note in cur:
-                            yield base.RevisionEntry(rev, at, note)
+            async def revisions() -> AsyncIterator[base.RevisionEntry]:
+                async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
+                    async for rev, at, note in cur:
+                        yield base.RevisionEntry(rev, at, note)
 
-                async def states() -> AsyncIterator[base.StoredState]:
-                    async with db.execute(
-                            "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
-                            "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
-                            "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
-                        async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
-                            yield base.StoredState(
-                                xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
-                                tuple(sorted(json.loads(links))) if links else (),
-                                None if title is None else (title, body))
+            async def states() -> AsyncIterator[base.StoredState]:
+                async with db.execute(
+                        "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
+                        "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
+                        "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
+                    async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
+                        yield base.StoredState(
+                            xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
+                            tuple(sorted(json.loads(links))) if links else (),
+                            None if title is None else (title, body))
 
-                yield base.Dump(instance, revision, oldest, revisions, states)
-            finally:
-                await db.execute("ROLLBACK")
+            yield base.Dump(instance, revision, oldest, revisions, states)
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
                    states: Iterable[base.StoredState]) -> None:
