@@ -552,16 +552,19 @@ class SQLiteStore(Store):
                     out[rec.key] = rec
         return out
 
-    @staticmethod
-    def _source(query: Query, drive: _Drive | None = None) -> str:
+    def _source(self, query: Query, drive: _Drive | None = None, sql: _SQL | None = None) -> str:
         """The table of a query. Current-state pages go through ``states_live`` (without
         statistics SQLite cannot tell it from ``states_asof``); a ``keys`` query is left to the
         planner, which looks the keys up by index; a page driven by an indexed condition reads
         ``attrs`` first, then its states by ``seq``."""
         if query.search is not None:  # the matches first (one FTS scan), then their states by seq
             return "hits CROSS JOIN states ON states.seq = hits.seq"
-        if drive is not None:
+        if drive is not None and drive.lk.single:  # at most one entry per state
             return "attrs AS d CROSS JOIN states ON states.seq = d.aseq"
+        if drive is not None:  # several values, or a wildcard: a state once however many entries match
+            assert sql is not None
+            return (f"(SELECT DISTINCT aseq FROM attrs AS d WHERE {self._drive_where(sql, query, drive)}) AS d "
+                    "CROSS JOIN states ON states.seq = d.aseq")
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
     def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True, drive: _Drive | None = None,
@@ -589,9 +592,8 @@ class SQLiteStore(Store):
             if conds:
                 where.append(conds)
             return where
-        where.append(f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}")
-        if pk is not None:
-            where.append(f"d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}")
+        if drive.lk.single or seq != "states.seq":
+            where.append(self._drive_where(sql, query, drive))
         for i, cond in enumerate(query.any_of[0]):
             lk = lookup(cond)
             if i == drive.index:
@@ -601,6 +603,15 @@ class SQLiteStore(Store):
             else:
                 where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE e{i}.aseq = {seq} AND "
                              f"{sqlite_index.match(sql, f'e{i}', lk)})")
+        return where
+
+    @staticmethod
+    def _drive_where(sql: _SQL, query: Query, drive: _Drive) -> str:
+        """The ``attrs`` rows ``d`` of the driving condition (its collection type and parent range)."""
+        where = f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}"
+        pk = _parent_key(query)
+        if pk is not None:
+            where += f" AND d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}"
         return where
 
     async def _drive(self, query: Query) -> _Drive | None:
@@ -680,7 +691,7 @@ class SQLiteStore(Store):
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
         what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
-        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive)} "
+        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive, sql)} "
                     f"WHERE {' AND '.join(where)} ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
@@ -748,8 +759,7 @@ class SQLiteStore(Store):
                 what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
                 return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
             where = self._where(sql, query, drive=drive)
-            what = "count(*)" if drive is None or drive.lk.single else "count(DISTINCT states.seq)"
-            return await self._one(f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive)} "
+            return await self._one(f"{self._hits(sql, query)}SELECT count(*) FROM {self._source(query, drive, sql)} "
                                    f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
