@@ -10,9 +10,9 @@ read in key order, and a page matching little reads little.
 
 An entry's value is folded the way :func:`~gateway.storage.semantics.matches` compares: strings
 lower-cased, numbers as numbers, booleans as their own type. A list contributes each scalar
-element (``matches`` compares lists element-wise); any value that is not ``None`` also
-contributes a presence entry (:data:`PRESENT`). Key steps enter objects only, never lists, as in
-:func:`~gateway.storage.semantics.resolve`.
+element (``matches`` compares lists element-wise); an object or a list also contributes a
+presence entry (:data:`PRESENT`): a path is present when it has any entry. Key steps enter
+objects only, never lists, as in :func:`~gateway.storage.semantics.resolve`.
 
 :func:`lookup` turns a condition into what to look up; when it answers, the entries it selects
 are *exactly* the documents the condition matches (``eq`` without and with wildcards,
@@ -21,6 +21,7 @@ are *exactly* the documents the condition matches (``eq`` without and with wildc
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -46,8 +47,8 @@ class _Present:
 PRESENT = _Present()
 
 
-def indexed(path: Sequence[str]) -> bool:
-    """Whether values at ``path`` (a tuple of keys) are in the index."""
+@functools.lru_cache(maxsize=4096)
+def _indexed(path: tuple[str, ...]) -> bool:
     if not path or len(path) > MAX_DEPTH:
         return False
     if any(not seg or seg[0] == "[" or seg == "*" for seg in path):
@@ -56,7 +57,13 @@ def indexed(path: Sequence[str]) -> bool:
     return last in NAMES or last.endswith("id") or (len(path) >= 2 and path[-2] == "labels")
 
 
-def path_text(path: Sequence[str]) -> str:
+def indexed(path: Sequence[str]) -> bool:
+    """Whether values at ``path`` (a tuple of keys) are in the index."""
+    return _indexed(tuple(path))
+
+
+@functools.lru_cache(maxsize=4096)
+def path_text(path: tuple[str, ...]) -> str:
     """The stored form of a path (unambiguous whatever its keys hold)."""
     return json.dumps(list(path), ensure_ascii=False, separators=(",", ":"))
 
@@ -84,7 +91,8 @@ def entries(doc: dict[str, Any] | None) -> Iterator[tuple[tuple[str, ...], Any]]
         for key, value in node.items():
             path = (*prefix, key)
             if indexed(path) and value is not None:
-                yield path, PRESENT
+                if isinstance(value, (dict, list)):
+                    yield path, PRESENT
                 seen: set[tuple[type, Any]] = set()
                 for item in (value if isinstance(value, list) else (value,)):
                     if _scalar(item):
@@ -99,8 +107,8 @@ def entries(doc: dict[str, Any] | None) -> Iterator[tuple[tuple[str, ...], Any]]
 
 @dataclass(frozen=True)
 class Lookup:
-    """What to read from the index for one condition: a presence entry (``present``), one of
-    ``values`` (typed scalars), or text entries matching a wildcard (``prefix``: what every
+    """What to read from the index for one condition: any entry of the path (``present``), one
+    of ``values`` (typed scalars), or text entries matching a wildcard (``prefix``: what every
     match starts with, ``parts``: the pattern's literal pieces, lower-cased)."""
 
     path: tuple[str, ...]
@@ -114,8 +122,8 @@ class Lookup:
 
     @property
     def single(self) -> bool:
-        """Whether the entries are one value (an index range in key order)."""
-        return self.present or (self.parts is None and len(self.values) == 1)
+        """Whether the entries are one value (an index range in key order, one per state)."""
+        return self.parts is None and len(self.values) == 1
 
 
 def lookup(cond: Condition) -> Lookup | None:

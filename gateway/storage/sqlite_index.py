@@ -2,10 +2,13 @@
 
 Schema (added to a database of an earlier schema when it is opened, see :func:`migrate`)::
 
+    attr_paths(id INTEGER PRIMARY KEY, path UNIQUE)
+        the indexed paths met so far (:func:`~gateway.storage.indexed.path_text`), by a small id.
     attrs(path, v, actype, akey, aseq) PRIMARY KEY (path, v, actype, akey, aseq), WITHOUT ROWID
         one row per entry of :func:`gateway.storage.indexed.entries` of every *live* state:
-        ``path`` its :func:`~gateway.storage.indexed.path_text`, ``v`` the folded value (text,
-        integer or real; booleans as the blobs ``x'00'`` / ``x'01'``; presence as the empty blob ``x''``), so
+        ``path`` its path's id (a path not in ``attr_paths`` has no entry), ``v`` the folded value (text,
+        integer or real; booleans as the blobs ``x'00'`` / ``x'01'``; the presence of an object or list as the
+        empty blob ``x''``), so
         the storage classes keep types apart as ``matches`` does; ``actype``, ``akey`` and ``aseq``
         are the state's ``ctype``, ``xkey`` and ``seq`` (named apart from them: the two tables
         are joined). An equality is one range of
@@ -21,6 +24,7 @@ an older layout of them) gets them rebuilt from its live states in one transacti
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -31,7 +35,8 @@ from gateway.storage.indexed import PRESENT, Lookup, entries, parent_key, path_t
 VERSION = 1
 
 SCHEMA = """
-CREATE TABLE IF NOT EXISTS attrs (path TEXT NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL,
     aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS attrs_seq ON attrs(aseq, path, v);
 CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n INTEGER NOT NULL,
@@ -41,6 +46,8 @@ CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n 
 _INSERT = "INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES (?, ?, ?, ?, ?)"
 _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
          "ON CONFLICT (ctype, parent) DO UPDATE SET n = n + excluded.n")
+#: Entries built on the event loop at most; more are built in a worker thread.
+LOOP_ROWS = 64
 
 
 class Executor(Protocol):
@@ -65,32 +72,53 @@ def stored(value: Any) -> Any:
 
 
 def rows(seq: int, key: str, ctype: str, doc: dict[str, Any] | None) -> list[tuple]:
-    """The ``attrs`` rows of one live state."""
+    """The ``attrs`` rows of one live state, the path as its text (see :func:`_store_rows`)."""
     return [(path_text(path), stored(v), ctype, key, seq) for path, v in entries(doc)]
+
+
+async def _store_rows(db: Executor, found: list[tuple]) -> None:
+    """Insert ``attrs`` rows given with their paths' texts: the paths get their ids in
+    ``attr_paths`` (new ones added), the rows go in in index order."""
+    texts = sorted({r[0] for r in found})
+    if not texts:
+        return
+    await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
+    ids = dict(await db.execute_fetchall(
+        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+    batch = sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=lambda r: (r[0], r[2], r[3]))
+    await db.executemany(_INSERT, batch)
+
+
+def _rows_of(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> list[tuple]:
+    out: list[tuple] = []
+    for seq, key, ctype, doc in states:
+        if doc is not None:
+            out += rows(seq, key, ctype, doc)
+    return out
 
 
 async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
                     opened: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> None:
     """Keep the indexes of a commit: ``closed`` are the current states it supersedes
     ``(seq, key, ctype, was_live)``, ``opened`` the states it writes ``(seq, key, ctype, doc)``
-    (``doc`` ``None``: a tombstone)."""
+    (``doc`` ``None``: a tombstone). The entries of many states are built in a worker thread."""
     await db.executemany("DELETE FROM attrs WHERE aseq = ?", [(seq,) for seq, _, _, live in closed if live])
     delta: Counter[tuple[str, str]] = Counter()
     for _, key, ctype, live in closed:
         if live:
             delta[(ctype, parent_key(key))] -= 1
-    batch: list[tuple] = []
-    for seq, key, ctype, doc in opened:
+    for _, key, ctype, doc in opened:
         if doc is not None:
             delta[(ctype, parent_key(key))] += 1
-            batch += rows(seq, key, ctype, doc)
-    await db.executemany(_INSERT, batch)
+    found = _rows_of(opened) if len(opened) <= LOOP_ROWS else await asyncio.to_thread(_rows_of, opened)
+    await _store_rows(db, found)
     await db.executemany(_BUMP, [(c, p, n) for (c, p), n in delta.items() if n])
 
 
 async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
     """Fill both tables from the live states (inside the caller's transaction)."""
     await db.execute("DELETE FROM attrs")
+    await db.execute("DELETE FROM attr_paths")
     await db.execute("DELETE FROM counts")
     await db.execute("INSERT INTO counts(ctype, parent, n) SELECT ctype, xreg_parent(xkey), count(*) "
                      "FROM states WHERE live = 1 GROUP BY ctype, xreg_parent(xkey)")
@@ -100,10 +128,8 @@ async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
             "SELECT seq, xkey, ctype, doc FROM states WHERE live = 1 AND seq > ? ORDER BY seq LIMIT ?", (after, chunk)))
         if not found:
             break
-        batch: list[tuple] = []
-        for seq, key, ctype, doc in found:
-            batch += rows(seq, key, ctype, json.loads(doc) if doc else {})
-        await db.executemany(_INSERT, batch)
+        states = [(seq, key, ctype, json.loads(doc) if doc else {}) for seq, key, ctype, doc in found]
+        await _store_rows(db, await asyncio.to_thread(_rows_of, states))
         after = found[-1][0]
     await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('read_index', ?)", (VERSION,))
 
@@ -145,10 +171,10 @@ def glob(part: str) -> str:
 
 def match(sql: Params, alias: str, lk: Lookup) -> str:
     """The constraints on ``attrs`` row ``alias`` that select exactly the entries of ``lk``."""
-    path = f"{alias}.path = {sql.p(path_text(lk.path))}"
+    path = f"{alias}.path = (SELECT id FROM attr_paths WHERE path = {sql.p(path_text(lk.path))})"
     v = f"{alias}.v"
     if lk.present:
-        return f"{path} AND {v} = x''"
+        return path
     if lk.parts is not None:  # text only: after every number, before every blob
         high = _after(lk.prefix)
         upper = f"{v} < {sql.p(high)}" if high is not None else f"{v} < x''"
