@@ -636,12 +636,13 @@ class SQLiteStore(Store):
         return _Drive(i, lk, covered)
 
     @staticmethod
-    def _hits(sql: _SQL, query: Query) -> str:
+    def _hits(sql: _SQL, query: Query, *, ranked: bool = True) -> str:
         """The ``WITH`` clause of a search: its matches (``seq``) with their ``bm25`` rank, the
-        title weighing 4 times the body."""
+        title weighing 4 times the body (not ``ranked``: a count, no rank computed)."""
         if query.search is None:
             return ""
-        return (f"WITH hits(seq, rank) AS (SELECT rowid, bm25(search, 4.0, 1.0) FROM search "
+        rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
+        return (f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search "
                 f"WHERE search MATCH {sql.p(_match(query.search))}) ")
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
@@ -759,7 +760,8 @@ class SQLiteStore(Store):
                 what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
                 return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
             where = self._where(sql, query, drive=drive)
-            return await self._one(f"{self._hits(sql, query)}SELECT count(*) FROM {self._source(query, drive, sql)} "
+            return await self._one(f"{self._hits(sql, query, ranked=False)}SELECT count(*) "
+                                   f"FROM {self._source(query, drive, sql)} "
                                    f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
