@@ -328,6 +328,20 @@ THREAD_DECODE_ROWS = 64
 QUICK_KEYS = THREAD_DECODE_ROWS
 
 
+def _state_rows(plan: base.CommitPlan, rev: int) -> list[tuple]:
+    """The ``states`` rows of a commit's new states (their documents encoded)."""
+    return [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
+             int(n.deleted), int(not n.deleted)) for n in plan.new.values()]
+
+
+async def _off_loop(fn: Any, plan: base.CommitPlan, *args: Any) -> Any:
+    """``fn(plan, *args)``: in a worker thread for a large commit (encoding thousands of
+    documents would hold up the event loop's readers), at once for a small one."""
+    if len(plan.new) <= THREAD_DECODE_ROWS:
+        return fn(plan, *args)
+    return await asyncio.to_thread(fn, plan, *args)
+
+
 class SQLiteStore(Store):
     """A :class:`Store` in one SQLite file (WAL mode)."""
 
@@ -858,9 +872,7 @@ class SQLiteStore(Store):
             await db.executemany("DELETE FROM links WHERE seq = ?", closing)
             await db.executemany(
                 "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
-                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
-                  int(n.deleted), int(not n.deleted)) for n in plan.new.values()])
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev))
             await self._index_commit(db, rev, plan, current)
             indexed = [n for n in plan.new.values() if n.links or n.text]
             for i in range(0, len(indexed), _CHUNK):
