@@ -79,6 +79,7 @@ from gateway.storage import base
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
 from gateway.storage.indexed import PRESENT, Lookup, entries, lookup, parent_key, path_text
 from gateway.storage.semantics import (
+    RANK,
     Condition,
     Cursor,
     Sort,
@@ -611,6 +612,9 @@ class MongoStore(Store):
         limit = query.limit
         async with self._reading():
             await self._check(query.as_of)
+            top = self.top_search(query)
+            if top is not None and self.text_search:  # the best by text score, limited by the server
+                return await self._top_hits(top, limit or 0)
             if not await self._native_order(query):
                 return self._page_in_python(query, await self._matching(query))
             backward = query.before is not None
@@ -628,6 +632,29 @@ class MongoStore(Store):
                     has_prev = bool(await self._scan(replace(query, after=None), reverse=True,
                                                      bound=("<=", query.after), limit=1))
         return Page(items=rows, has_next=has_next, has_prev=has_prev)
+
+    def top_search(self, query: Query) -> dict | None:
+        """The find() of a first page by relevance (no cursor, exact conditions): ``$text`` sorted
+        by its ``textScore`` then key, limited to the page and one more — the server keeps the
+        best, none of the rest is sent. ``None`` for any other search (read whole, paged here)."""
+        if (query.search is None or query.sort != Sort(RANK) or query.after is not None or query.before is not None
+                or query.limit is None):
+            return None
+        conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
+        if not exact:
+            return None
+        flt, clauses = self._base(query)
+        if clauses or conds:
+            flt["$and"] = clauses + ([conds] if conds else [])
+        flt["$text"] = {"$search": " ".join('"' + w.replace('"', " ") + '"' for w in query.search)}
+        score = {"$meta": "textScore"}
+        return {"filter": flt, "projection": {**_PROJECTION, "score": score},
+                "sort": [("score", score), ("xkey", ASCENDING)], "limit": query.limit + 1}
+
+    async def _top_hits(self, plan: dict, limit: int) -> Page:
+        cursor = self.states.find(plan["filter"], plan["projection"]).sort(plan["sort"]).limit(plan["limit"])
+        rows = [replace(self._record(d), rank=-float(d["score"])) for d in await cursor.to_list(length=None)]
+        return Page(rows[:limit], has_next=len(rows) > limit, has_prev=False)
 
     @staticmethod
     def _page_in_python(query: Query, rows: builtins.list[EntityRecord]) -> Page:

@@ -192,3 +192,19 @@ async def test_a_mongo_database_made_before_the_read_index_is_migrated():
     assert await again.count(Query(MESSAGES, parent="/messagegroups/g2")) == 3
     assert [r.key for r in (await again.list(Query(MESSAGES, any_of=((protocol("nats"),),)))).items] == [
         "/messagegroups/g3/messages/m0003"]
+
+
+async def test_mongo_first_page_by_relevance_is_limited_by_the_server():
+    from gateway.storage.semantics import RANK, Sort
+
+    store = await _mongo()
+    plan = store.top_search(Query(MESSAGES, search=("order", "created"), sort=Sort(RANK), limit=20,
+                                  any_of=((protocol("kafka"),),)))
+    assert plan is not None
+    assert plan["filter"]["$text"] == {"$search": '"order" "created"'}
+    assert plan["sort"] == [("score", {"$meta": "textScore"}), ("xkey", 1)] and plan["limit"] == 21
+    assert plan["projection"]["score"] == {"$meta": "textScore"}
+    # Later pages (a cursor) and other orders read every hit, as before.
+    assert store.top_search(Query(MESSAGES, search=("order",), sort=Sort(RANK), limit=20,
+                                  after=Cursor("/x", -1.0))) is None
+    assert store.top_search(Query(MESSAGES, search=("order",), limit=20)) is None
