@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n 
 _INSERT = "INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES (?, ?, ?, ?, ?)"
 _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
          "ON CONFLICT (ctype, parent) DO UPDATE SET n = n + excluded.n")
-#: Entries built on the event loop at most; more are built in a worker thread.
+#: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
 LOOP_ROWS = 64
 
 
@@ -85,8 +85,11 @@ async def _store_rows(db: Executor, found: list[tuple]) -> None:
     await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
     ids = dict(await db.execute_fetchall(
         "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
-    batch = sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=lambda r: (r[0], r[2], r[3]))
-    await db.executemany(_INSERT, batch)
+
+    def ordered() -> list[tuple]:
+        return sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=lambda r: (r[0], r[2], r[3]))
+
+    await db.executemany(_INSERT, ordered() if len(found) <= LOOP_ROWS else await asyncio.to_thread(ordered))
 
 
 def _rows_of(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> list[tuple]:
@@ -110,7 +113,7 @@ async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
     for _, key, ctype, doc in opened:
         if doc is not None:
             delta[(ctype, parent_key(key))] += 1
-    found = _rows_of(opened) if len(opened) <= LOOP_ROWS else await asyncio.to_thread(_rows_of, opened)
+    found = _rows_of(opened) if len(opened) <= LOOP_ROWS // 16 else await asyncio.to_thread(_rows_of, opened)
     await _store_rows(db, found)
     await db.executemany(_BUMP, [(c, p, n) for (c, p), n in delta.items() if n])
 
