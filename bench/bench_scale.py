@@ -16,8 +16,8 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   store's reader connections, and on a store that reads through its one writer connection (as
   before readers existed: the reads wait for the commit).
 
-``--smoke``: 1,000 messages, 3 repetitions. The last line is the summary: each read's ratio to
-its baseline at the largest size.
+``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages. The last line is the
+summary: each read's ratio to its baseline at the largest size.
 
 Usage: python bench/bench_scale.py [--sizes 1000,10000,100000] [--million] [--reps 15] [--smoke]
 """
@@ -107,7 +107,7 @@ def build_plain(path: Path, n: int) -> tuple[sqlite3.Connection, float]:
     return db, time.perf_counter() - started
 
 
-async def run_size(n: int, tmp: Path, reps: int) -> dict[str, tuple[float, float]]:
+async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH) -> dict[str, tuple[float, float]]:
     """``{figure: (ours ms, baseline ms)}`` at ``n`` messages."""
     out: dict[str, tuple[float, float]] = {}
     plain, plain_import = build_plain(tmp / f"plain{n}.db", n)
@@ -170,15 +170,15 @@ async def run_size(n: int, tmp: Path, reps: int) -> dict[str, tuple[float, float
 
         # Health during a large write: probe + page reads completed while one commit runs, on
         # the store's readers, against the same on a store that reads through its writer.
-        out.update(await during_write(store, page_q, "readers"))
+        out.update(await during_write(store, page_q, "readers", write))
     async with SQLiteStore(tmp / f"store{n}.db", readers=0) as shared:
-        out.update(await during_write(shared, page_q, "one connection"))
+        out.update(await during_write(shared, page_q, "one connection", write))
     plain.close()
     return out
 
 
-async def during_write(store: SQLiteStore, page_q: Query, label: str) -> dict[str, tuple[float, float]]:
-    """Median latency of a health probe + a page read while a 10,000-message commit runs (against
+async def during_write(store: SQLiteStore, page_q: Query, label: str, size: int) -> dict[str, tuple[float, float]]:
+    """Median latency of a health probe + a page read while a commit of ``size`` messages runs (against
     the same with no write running), and how many completed during the commit."""
 
     async def probes(stop: asyncio.Event, times: list[float]) -> None:
@@ -201,7 +201,7 @@ async def during_write(store: SQLiteStore, page_q: Query, label: str) -> dict[st
     await asyncio.sleep(0)
     tag = label.replace(" ", "")
     await store.commit([Write(f"/messagegroups/{tag}/messages/m{i:05d}", "resource", MESSAGES, message(i)[1])
-                        for i in range(BATCH)])
+                        for i in range(size)])
     stop.set()
     await task
     return {f"health+page during write ({label}), median": (statistics.median(busy) * 1000,
@@ -221,7 +221,7 @@ async def main() -> None:
     results: dict[int, dict[str, tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            results[n] = await run_size(n, Path(tmp), reps)
+            results[n] = await run_size(n, Path(tmp), reps, 2000 if args.smoke else BATCH)
             print(f"\n{n:,} messages (ms: ours / baseline, ratio)")
             for name, (ours, baseline) in results[n].items():
                 if name.startswith("("):
