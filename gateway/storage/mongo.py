@@ -1,5 +1,8 @@
 """MongoDB implementation of :class:`~gateway.storage.base.Store` (PyMongo's async API).
 
+One module over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
+the state document's layout; which attributes are indexed is :mod:`gateway.storage.indexed`.
+
 Collections::
 
     states    one document per state of an entity: xkey (lower-cased XID), xid, kind, ctype,

@@ -1,5 +1,8 @@
 """SQLite implementation of :class:`~gateway.storage.base.Store` (``aiosqlite``, one file).
 
+One module over 600 lines: reads, commits and backups share the connections and the statement
+builder (``_SQL``); the read indexes' schema and upkeep live in :mod:`gateway.storage.sqlite_index`.
+
 Schema::
 
     revisions(rev INTEGER PRIMARY KEY AUTOINCREMENT, at REAL, note TEXT)
