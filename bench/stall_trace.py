@@ -123,13 +123,14 @@ def install(out: Any) -> None:
 
     async def traced_health(request: Any) -> Any:
         store = request.app.state.registry.store
-        locked = store._reading().locked()
+        # no connection free for the probe's read: every reader taken (or, without readers, the lock)
+        locked = store._idle.empty() if store._all_readers else store._lock.locked()
         started = time.perf_counter()
         response = await health(request)
         done = time.perf_counter()
         since = min(arrived[0] or started, started)
         out.write(f"probe {time.time() - (done - since):.4f} {1000 * (done - since):.1f} "
-                  f"{1000 * (done - started):.1f} store-lock-held={locked}\n")
+                  f"{1000 * (done - started):.1f} store-busy={locked}\n")
         return response
 
     app_module._health = traced_health

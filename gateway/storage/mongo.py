@@ -1,5 +1,8 @@
 """MongoDB implementation of :class:`~gateway.storage.base.Store` (PyMongo's async API).
 
+One module over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
+the state document's layout; which attributes are indexed is :mod:`gateway.storage.indexed`.
+
 Collections::
 
     states    one document per state of an entity: xkey (lower-cased XID), xid, kind, ctype,
@@ -32,6 +35,18 @@ multikey index) for :meth:`MongoStore.referrers` and ``states_search``, a text i
 quoted (all must appear), relevance its ``textScore``. A backend without ``$text`` (mongomock)
 matches the folded ``words`` instead, a word matching its stem (``earthquakes``: ``earthquake``),
 and ranks by weighted counts.
+
+Typed attributes (:mod:`gateway.storage.indexed`): a live state carries ``ix``, one
+``{p: path, v: folded value}`` per entry (``{p}`` alone: an object or list is present), indexed
+by ``states_attrs`` on ``(ix.p, ix.v, ctype, xkey)``, partial on ``live: true`` (a superseded
+state leaves it; its ``ix`` is emptied too). A current-state query whose one AND group holds an
+indexed equality, wildcard or presence test adds that test's ``$elemMatch`` on ``ix`` (path and
+value bound together) and hints ``states_attrs``: an equality is one index range in key order, so
+a page that matches little reads little. The compiled condition stays beside it (exact on
+mongomock too, which compares ``true`` equal to ``1``). ``counts`` holds the live entities per
+``(ctype, parent key)``, bumped with ``$inc`` in the commit (its transaction on a replica set):
+an unfiltered count sums the parents in range. ``meta.read_index`` records the layout; a database
+without it gets ``ix`` and ``counts`` built when opened.
 
 Conditions compile to query operators over ``lc``, mirroring
 :func:`gateway.registry.filters.matches`: ``lc`` is folded with Python's ``str.lower`` (the
@@ -72,7 +87,9 @@ from pymongo.errors import OperationFailure
 from gateway.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from gateway.storage import base
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
+from gateway.storage.indexed import PRESENT, Lookup, entries, lookup, parent_key, path_text
 from gateway.storage.semantics import (
+    RANK,
     Condition,
     Cursor,
     Sort,
@@ -85,7 +102,7 @@ from gateway.storage.semantics import (
 )
 
 DEFAULT_DATABASE = "xregistry"
-_WITH_WORDS = {"_id": 0, "lc": 0, "links": 0, "text": 0}
+_WITH_WORDS = {"_id": 0, "lc": 0, "links": 0, "text": 0, "ix": 0}
 _PROJECTION = {**_WITH_WORDS, "words": 0}
 _MAX_INT = 2**63 - 1
 _CHUNK = 500
@@ -99,6 +116,13 @@ INDEXES = {
     "states_rev": [("rev_from", ASCENDING)],
     "states_links": [("links", ASCENDING)],
 }
+#: The typed-attribute index (``gateway.storage.indexed``): the entries of live states, by path,
+#: value, collection type and key, so an equality is one index range in key order.
+ATTRS_INDEX = "states_attrs"
+ATTRS_KEYS = [("ix.p", ASCENDING), ("ix.v", ASCENDING), ("ctype", ASCENDING), ("xkey", ASCENDING)]
+ATTRS_PARTIAL = {"live": True}
+#: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps.
+READ_INDEX_VERSION = 1
 
 EVENT_INDEXES = {
     "events_position": [("rev", ASCENDING), ("idx", ASCENDING)],
@@ -267,11 +291,41 @@ def _state_document(state: base.NewState | base.StoredState, rev: int, rev_to: i
             "lc": None if state.deleted else _fold(state.doc), "rev_from": rev, "rev_to": rev_to,
             "deleted": state.deleted, "live": rev_to is None and not state.deleted, "links": list(state.links),
             "text": text,
-            "words": {"title": words(state.text[0]), "body": words(state.text[1])} if state.text else None}
+            "words": {"title": words(state.text[0]), "body": words(state.text[1])} if state.text else None,
+            "ix": index_entries(state.doc) if rev_to is None and not state.deleted else []}
+
+
+def index_entries(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The ``ix`` field of a live state: ``{p: path, v: value}`` per entry (presence: no ``v``)."""
+    return [{"p": path_text(path)} if v is PRESENT else {"p": path_text(path), "v": v} for path, v in entries(doc)]
+
+
+def index_clause(lk: Lookup) -> dict[str, Any]:
+    """The ``ix`` clause selecting the entries of a lookup (an ``$elemMatch``: path and value
+    of one entry, so the index bounds both)."""
+    match: dict[str, Any] = {"p": path_text(lk.path)}
+    if lk.parts is not None:
+        pattern = ".*".join(re.escape(p) for p in lk.parts)
+        match["v"] = {"$regex": f"^{pattern}(?![\\s\\S])", "$options": "s"}
+    elif not lk.present:
+        match["v"] = lk.values[0] if len(lk.values) == 1 else {"$in": list(lk.values)}
+    return {"ix": {"$elemMatch": match}}
 
 
 def _native_value(value: Any) -> Any:
     return _number(_fold(value))
+
+
+def _count_delta(plan: base.CommitPlan, current: dict[str, base.CurrentState]) -> dict[tuple[str, str], int]:
+    """How a commit changes the live entities per ``(ctype, parent key)`` (the ``counts`` collection)."""
+    delta: dict[tuple[str, str], int] = {}
+    for key, state in plan.new.items():
+        was = key in current and not current[key].deleted
+        n = int(not state.deleted) - int(was)
+        if n:
+            slot = (state.ctype, parent_key(key))
+            delta[slot] = delta.get(slot, 0) + n
+    return {k: n for k, n in delta.items() if n}
 
 
 class MongoStore(Store):
@@ -292,6 +346,8 @@ class MongoStore(Store):
         self.revisions = self._db["revisions"]
         self.meta = self._db["meta"]
         self.events = self._db["events"]
+        #: ``{ctype, parent, n}``: live entities per collection type and parent key (unfiltered counts).
+        self.counts = self._db["counts"]
         #: Whether commits run in transactions (known after :meth:`open`).
         self.transactions = False
         #: Whether ``states_current`` is a partial index (else unique on ``(xkey, rev_to)``).
@@ -316,6 +372,12 @@ class MongoStore(Store):
                                            name="states_current", unique=True)
         for name, keys in INDEXES.items():
             await self.states.create_index(keys, name=name)
+        try:
+            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX, partialFilterExpression=ATTRS_PARTIAL)
+        except (OperationFailure, NotImplementedError, TypeError):
+            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX)
+        await self.counts.create_index([("ctype", ASCENDING), ("parent", ASCENDING)], name="counts_parent",
+                                       unique=True)
         await self.states.create_index([("text.title", "text"), ("text.body", "text")], name="states_search",
                                        weights={"text.title": 4, "text.body": 1}, default_language="english")
         try:
@@ -335,7 +397,27 @@ class MongoStore(Store):
         await self.meta.delete_one({"_id": "probe"})
         await self.meta.update_one({"_id": "instance"}, {"$setOnInsert": {"value": str(uuid.uuid4())}}, upsert=True)
         self._instance = str((await self.meta.find_one({"_id": "instance"}) or {}).get("value"))
+        await self._migrate()
         self._opened = True
+
+    async def _set_counts(self, live: dict[tuple[str, str], int]) -> None:
+        await self.counts.delete_many({})
+        if live:
+            await self.counts.insert_many([{"ctype": c, "parent": p, "n": n} for (c, p), n in live.items()])
+
+    async def _migrate(self) -> None:
+        """Give a database made before the read index its ``ix`` entries and ``counts``."""
+        found = await self.meta.find_one({"_id": "read_index"})
+        if found and found.get("value") == READ_INDEX_VERSION:
+            return
+        live: dict[tuple[str, str], int] = {}
+        cursor = self.states.find({"live": True}, {"_id": 1, "xkey": 1, "ctype": 1, "doc": 1})
+        async for d in cursor:
+            await self.states.update_one({"_id": d["_id"]}, {"$set": {"ix": index_entries(d.get("doc"))}})
+            slot = (d["ctype"], parent_key(d["xkey"]))
+            live[slot] = live.get(slot, 0) + 1
+        await self._set_counts(live)
+        await self.meta.update_one({"_id": "read_index"}, {"$set": {"value": READ_INDEX_VERSION}}, upsert=True)
 
     async def _supports_transactions(self) -> bool:
         """Transactions need a replica set member or mongos; mongomock has no ``hello``."""
@@ -436,12 +518,25 @@ class MongoStore(Store):
     def _hint(query: Query) -> str:
         return "states_live" if query.as_of is None else "states_asof"
 
+    @staticmethod
+    def _drive(query: Query) -> Lookup | None:
+        """The indexed condition a current-state query is read by (``states_attrs``): the first
+        of its one group the index answers (``None``: none, or not a current-state query)."""
+        if query.as_of is not None or query.search is not None or query.keys is not None or len(query.any_of) != 1:
+            return None
+        return next((lk for lk in map(lookup, query.any_of[0]) if lk is not None), None)
+
     def _plan(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
               limit: int | None) -> dict:
         """The find() of one direction of a page in database order (``sort`` is None or plain):
-        rows past ``bound`` = (op, cursor) and the query's cursors, ``reverse``: opposite order."""
+        rows past ``bound`` = (op, cursor) and the query's cursors, ``reverse``: opposite order.
+        With an indexed condition, its ``ix`` clause too (the compiled condition stays: exact on
+        every backend) and the ``states_attrs`` hint."""
         conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
         flt, clauses = self._base(query)
+        drive = self._drive(query)
+        if drive is not None:
+            clauses.insert(0, index_clause(drive))
         desc = bool(query.sort and query.sort.descending) != reverse
         direction = DESCENDING if desc else ASCENDING
         given: list[tuple[str, Cursor | None]] = [(">", query.after), ("<", query.before), *([bound] if bound else [])]
@@ -474,7 +569,7 @@ class MongoStore(Store):
         if clauses:
             flt["$and"] = clauses
         return {"filter": flt, "sort": sort, "limit": limit if exact else None,
-                "hint": self._hint(query), "exact": exact}
+                "hint": ATTRS_INDEX if drive is not None else self._hint(query), "exact": exact}
 
     @staticmethod
     def _past(f: str, op: str, cursor: Cursor, strict: bool) -> dict:
@@ -565,6 +660,9 @@ class MongoStore(Store):
         limit = query.limit
         async with self._reading():
             await self._check(query.as_of)
+            top = self.top_search(query)
+            if top is not None and self.text_search:  # the best by text score, limited by the server
+                return await self._top_hits(top, limit or 0)
             if not await self._native_order(query):
                 return self._page_in_python(query, await self._matching(query))
             backward = query.before is not None
@@ -582,6 +680,29 @@ class MongoStore(Store):
                     has_prev = bool(await self._scan(replace(query, after=None), reverse=True,
                                                      bound=("<=", query.after), limit=1))
         return Page(items=rows, has_next=has_next, has_prev=has_prev)
+
+    def top_search(self, query: Query) -> dict | None:
+        """The find() of a first page by relevance (no cursor, exact conditions): ``$text`` sorted
+        by its ``textScore`` then key, limited to the page and one more — the server keeps the
+        best, none of the rest is sent. ``None`` for any other search (read whole, paged here)."""
+        if (query.search is None or query.sort != Sort(RANK) or query.after is not None or query.before is not None
+                or query.limit is None):
+            return None
+        conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
+        if not exact:
+            return None
+        flt, clauses = self._base(query)
+        if clauses or conds:
+            flt["$and"] = clauses + ([conds] if conds else [])
+        flt["$text"] = {"$search": " ".join('"' + w.replace('"', " ") + '"' for w in query.search)}
+        score = {"$meta": "textScore"}
+        return {"filter": flt, "projection": {**_PROJECTION, "score": score},
+                "sort": [("score", score), ("xkey", ASCENDING)], "limit": query.limit + 1}
+
+    async def _top_hits(self, plan: dict, limit: int) -> Page:
+        cursor = self.states.find(plan["filter"], plan["projection"]).sort(plan["sort"]).limit(plan["limit"])
+        rows = [replace(self._record(d), rank=-float(d["score"])) for d in await cursor.to_list(length=None)]
+        return Page(rows[:limit], has_next=len(rows) > limit, has_prev=False)
 
     @staticmethod
     def _page_in_python(query: Query, rows: builtins.list[EntityRecord]) -> Page:
@@ -619,10 +740,26 @@ class MongoStore(Store):
             conds, exact = compile_any_of(query.any_of, strict=self.strict_types)
             if not exact or query.search is not None:
                 return len(await self._matching(query))
+            if (query.as_of is None and not query.any_of and query.keys is None and query.parents is None):
+                return await self._count_live(query.ctype, query.parent)
             flt, clauses = self._base(query)
+            drive = self._drive(query)
+            if drive is not None:
+                clauses.insert(0, index_clause(drive))
             if clauses or conds:
                 flt["$and"] = clauses + ([conds] if conds else [])
+            if drive is not None:
+                return await self.states.count_documents(flt, hint=ATTRS_INDEX)
             return await self.states.count_documents(flt)
+
+    async def _count_live(self, ctype: str, parent: str | None) -> int:
+        """The live entities of ``ctype`` under ``parent`` from ``counts`` (a sum over parents)."""
+        flt: dict[str, Any] = {"ctype": ctype}
+        if parent not in (None, "/"):
+            pk = parent.lower()
+            flt["$or"] = [{"parent": pk}, {"parent": {"$gt": pk + "/", "$lt": pk + "0"}}]
+        cursor = self.counts.find(flt, {"n": 1})
+        return sum(int(d["n"]) for d in await cursor.to_list(length=None))
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         self.stats.hit("count_children")
@@ -729,6 +866,7 @@ class MongoStore(Store):
                    for d in await cursor.to_list(length=None)}
         plan = base.plan_commit(writes, current, rev)
         new = [_state_document(n, rev) for n in plan.new.values()]
+        delta = _count_delta(plan, current)
         if not session:
             rev2 = await self._next_revision(None)
             if rev2 != rev:  # another process committed: only possible without transactions
@@ -741,9 +879,12 @@ class MongoStore(Store):
                     ordered=True, session=session)
             if plan.closing:
                 await self.states.update_many({"xkey": {"$in": plan.closing}, "rev_to": None},
-                                              {"$set": {"rev_to": rev, "live": False}}, session=session)
+                                              {"$set": {"rev_to": rev, "live": False, "ix": []}}, session=session)
             if new:
                 await self.states.insert_many(new, ordered=True, session=session)
+            for (ctype, parent), n in delta.items():
+                await self.counts.update_one({"ctype": ctype, "parent": parent}, {"$inc": {"n": n}}, upsert=True,
+                                             session=session)
             await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
         except BaseException:
             if not session and events:  # no transaction to abort: a failed commit leaves no events
@@ -809,8 +950,14 @@ class MongoStore(Store):
             try:
                 for batch in base.batches(revisions):
                     await self.revisions.insert_many([{"_id": r.rev, "at": r.at, "note": r.note} for r in batch])
+                live: dict[tuple[str, str], int] = {}
                 for batch in base.batches(states):
                     await self.states.insert_many([_state_document(st, st.rev_from, st.rev_to) for st in batch])
+                    for st in batch:
+                        if st.live:
+                            slot = (st.ctype, parent_key(st.key))
+                            live[slot] = live.get(slot, 0) + 1
+                await self._set_counts(live)
                 for batch in base.batches(events):
                     await self.events.insert_many([_event_document(e) for e in batch])
                 if events_horizon is not None:
@@ -821,6 +968,7 @@ class MongoStore(Store):
                 await self.counters.update_one({"_id": "revision"}, {"$set": {"value": revision}}, upsert=True)
             except BaseException:  # leave the store as empty as it was
                 await self.states.delete_many({})
+                await self.counts.delete_many({})
                 await self.revisions.delete_many({})
                 await self.events.delete_many({})
                 await self.meta.delete_one({"_id": "oldest"})

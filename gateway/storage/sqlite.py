@@ -1,5 +1,8 @@
 """SQLite implementation of :class:`~gateway.storage.base.Store` (``aiosqlite``, one file).
 
+One module over 600 lines: reads, commits and backups share the connections and the statement
+builder (``_SQL``); the read indexes' schema and upkeep live in :mod:`gateway.storage.sqlite_index`.
+
 Schema::
 
     revisions(rev INTEGER PRIMARY KEY AUTOINCREMENT, at REAL, note TEXT)
@@ -29,6 +32,8 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body. Pruning
         drops the rows of the states it drops.
+    attrs, counts
+        the read indexes (below; their schema in ``sqlite_index``).
 
 Indexes: ``states_current`` unique on ``xkey`` where ``rev_to IS NULL`` (one current row per
 entity; point reads, the commit's lookups), ``states_live`` on ``(ctype, xkey)`` where
@@ -59,12 +64,21 @@ older; neither: ``current``), and the horizon never moves back. ``changes(since)
 ``RevisionGone`` for ``0 < since < oldest_revision()`` (pruned tombstones would be missing).
 Deleting an entity that does not exist writes nothing (the commit still takes a revision).
 
-All statements run on one connection, serialised by an ``asyncio.Lock`` (so a read never sees
-a commit's transaction half done); each commit is one ``BEGIN IMMEDIATE`` transaction.
-Statements run in the connection's thread (``aiosqlite``), except quick reads — point reads of
-fewer than ``QUICK_KEYS`` keys by index, the revision counter, a meta value — which run on the
-event loop: a hop to the thread and back costs several times such a read. The lock holds the
-thread idle while they run.
+Typed attribute values and live counts are kept in ``attrs`` and ``counts``
+(:mod:`gateway.storage.sqlite_index`): a current-state page whose conditions include an equality,
+wildcard or presence test on an indexed path (:mod:`gateway.storage.indexed`) is read from
+``attrs`` (the test with the fewest entries, in key order), its states by ``seq``; counts sum
+``counts`` or read ``attrs`` alone when every condition is indexed. As-of reads, searches and
+other conditions read the states as before.
+
+One writer connection, under an ``asyncio.Lock``: each commit is one ``BEGIN IMMEDIATE``
+transaction on it. Reads run on :data:`READERS` reader connections of their own (WAL: a reader
+never waits for the writer, nor the writer for readers), each read in one read transaction, so
+all of its statements see one snapshot; a store in memory has no readers and reads on the
+writer's connection under its lock. Statements run in the connection's thread (``aiosqlite``),
+except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index, the revision
+counter, a meta value — which run on the event loop: a hop to the thread and back costs several
+times such a read. Holding the connection keeps its thread idle while they run.
 """
 
 from __future__ import annotations
@@ -79,15 +93,17 @@ import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import replace
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from gateway.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
-from gateway.storage import base
+from gateway.storage import base, sqlite_index
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
+from gateway.storage.indexed import Lookup, lookup, parent_key
 from gateway.storage.semantics import (
     ANY_ITEM,
     ANY_KEY,
@@ -341,6 +357,25 @@ class _SQL:
         return rank, num, text
 
 
+#: Reader connections of a store in a file: reads run on them, in parallel with the writer (WAL).
+READERS = 2
+_Conn = tuple[aiosqlite.Connection, sqlite3.Connection]
+
+#: How many ``attrs`` entries of each indexed condition :meth:`SQLiteStore._drive` counts at most
+#: to pick the one to read a page from.
+ESTIMATE_ROWS = 256
+
+
+@dataclass(frozen=True)
+class _Drive:
+    """The condition (by position in the query's one group) a page is read from, its index
+    lookup, and whether every condition of the group is indexed."""
+
+    index: int
+    lk: Lookup
+    covered: bool
+
+
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
 THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
@@ -348,10 +383,24 @@ THREAD_DECODE_ROWS = 64
 QUICK_KEYS = THREAD_DECODE_ROWS
 
 
+def _state_rows(plan: base.CommitPlan, rev: int) -> list[tuple]:
+    """The ``states`` rows of a commit's new states (their documents encoded)."""
+    return [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
+             int(n.deleted), int(not n.deleted)) for n in plan.new.values()]
+
+
+async def _off_loop(fn: Any, plan: base.CommitPlan, *args: Any) -> Any:
+    """``fn(plan, *args)``: in a worker thread for a large commit (encoding thousands of
+    documents would hold up the event loop's readers), at once for a small one."""
+    if len(plan.new) <= THREAD_DECODE_ROWS:
+        return fn(plan, *args)
+    return await asyncio.to_thread(fn, plan, *args)
+
+
 class SQLiteStore(Store):
     """A :class:`Store` in one SQLite file (WAL mode)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readers: int = READERS) -> None:
         self.path = path if str(path) == ":memory:" else Path(path)
         self.stats = StoreStats()
         self._db: aiosqlite.Connection | None = None
@@ -359,13 +408,15 @@ class SQLiteStore(Store):
         self._lock = asyncio.Lock()
         #: ``(device, inode)`` of the file when it was opened: the file the connection writes.
         self._identity: tuple[int, int] | None = None
+        self._readers = readers if isinstance(self.path, Path) else 0
+        #: The idle reader connections (a read takes one; none: reads share the writer's, under its lock).
+        self._idle: asyncio.Queue[_Conn] = asyncio.Queue()
+        self._all_readers: list[_Conn] = []
+        #: The connection the current task uses (set by :meth:`_reading` and :meth:`_writing`).
+        self._conn: ContextVar[_Conn | None] = ContextVar(f"xreg_sqlite_conn_{id(self)}", default=None)
 
-    # -- lifecycle ----------------------------------------------------------------------------
-    async def open(self) -> None:
-        if self._db is not None:
-            return
-        if isinstance(self.path, Path):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+    async def _connect(self, *, reader: bool) -> _Conn:
+        """A connection with the store's functions: the writer, or a reader (``query_only``)."""
         opened: list[sqlite3.Connection] = []
 
         def connect() -> sqlite3.Connection:  # as aiosqlite.connect's, keeping the connection for quick reads
@@ -374,28 +425,58 @@ class SQLiteStore(Store):
 
         db = await aiosqlite.Connection(connect, iter_chunk_size=64)
         try:
-            await db.execute("PRAGMA journal_mode=WAL")
-            await db.execute("PRAGMA synchronous=NORMAL")
+            if not reader:
+                await db.execute("PRAGMA journal_mode=WAL")
+                await db.execute("PRAGMA synchronous=NORMAL")
+            else:
+                await db.execute("PRAGMA query_only=1")
             await db.execute("PRAGMA busy_timeout=5000")
             await db.create_function("xreg_lower", 1, _lower, deterministic=True)
             await db.create_function("xreg_canonical", 1, _canonical, deterministic=True)
             await db.create_function("xreg_member", 2, _member, deterministic=True)
-            await db.executescript(_SCHEMA)
-            await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
-            async with db.execute("SELECT value FROM meta WHERE key = 'instance'") as cur:
-                row = await cur.fetchone()
+            await db.create_function("xreg_parent", 1, parent_key, deterministic=True)
         except BaseException:
             await db.close()
             raise
-        self._db, self._raw = db, opened[0]
+        return db, opened[0]
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    async def open(self) -> None:
+        if self._db is not None:
+            return
+        if isinstance(self.path, Path):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        db, raw = await self._connect(reader=False)
+        try:
+            await db.executescript(_SCHEMA)
+            await db.executescript(sqlite_index.SCHEMA)
+            await sqlite_index.migrate(db)
+            await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
+            async with db.execute("SELECT value FROM meta WHERE key = 'instance'") as cur:
+                row = await cur.fetchone()
+            for _ in range(self._readers):
+                conn = await self._connect(reader=True)
+                self._all_readers.append(conn)
+                self._idle.put_nowait(conn)
+        except BaseException:
+            await self._close_readers()
+            await db.close()
+            raise
+        self._db, self._raw = db, raw
         self._instance = str(row[0]) if row else None
         if isinstance(self.path, Path):
             st = os.stat(self.path)
             self._identity = (st.st_dev, st.st_ino)
 
+    async def _close_readers(self) -> None:
+        readers, self._all_readers, self._idle = self._all_readers, [], asyncio.Queue()
+        for db, _ in readers:
+            await db.close()
+
     async def close(self) -> None:
         if self._db is not None:
             db, self._db, self._raw = self._db, None, None
+            await self._close_readers()
             await db.close()
 
     async def check_ready(self) -> None:
@@ -412,8 +493,7 @@ class SQLiteStore(Store):
             for where in (self.path, self.path.parent):
                 if not os.access(where, os.W_OK):
                     raise PermissionError(f"{where} is not writable")
-        async with self._lock:
-            db = self.db
+        async with self._writing() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 await db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('readiness', ?)", (time.time(),))
@@ -426,9 +506,18 @@ class SQLiteStore(Store):
             raise RuntimeError("SQLiteStore is not open")
         return self._db
 
+    def _active(self) -> _Conn:
+        """The connection of the current read or write (the writer's outside of both)."""
+        conn = self._conn.get()
+        if conn is not None:
+            return conn
+        if self._db is None or self._raw is None:
+            raise RuntimeError("SQLiteStore is not open")
+        return self._db, self._raw
+
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows of a statement run by the connection's thread (the event loop stays free)."""
-        return list(await self.db.execute_fetchall(sql, params))
+        return list(await self._active()[0].execute_fetchall(sql, params))
 
     def _quick(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows of a quick read — a few keys by index, the revision counter, a meta value —
@@ -437,9 +526,7 @@ class SQLiteStore(Store):
         connection it runs under the store's lock, so the connection's thread is idle meanwhile:
         the connection is never used by two threads at once (``check_same_thread=False`` lets
         either thread use it)."""
-        if self._raw is None:
-            raise RuntimeError("SQLiteStore is not open")
-        return self._raw.execute(sql, params).fetchall()
+        return self._active()[1].execute(sql, params).fetchall()
 
     async def _one(self, sql: str, params: Any = ()) -> Any:
         rows = await self._all(sql, params)
@@ -453,15 +540,43 @@ class SQLiteStore(Store):
         rows = self._quick("SELECT value FROM meta WHERE key = 'oldest'")
         return int(rows[0][0] or 0) if rows else 0
 
-    def _reading(self) -> contextlib.AbstractAsyncContextManager[Any]:
-        return self._lock
+    @contextlib.asynccontextmanager
+    async def _reading(self) -> AsyncIterator[None]:
+        """A read: on an idle reader connection, in one read transaction (its statements see one
+        snapshot, whatever commits meanwhile), never waiting for the writer. A store without
+        readers (``:memory:``) reads on the writer's connection under its lock."""
+        if not self._all_readers:
+            async with self._writing():
+                yield
+            return
+        conn = await self._idle.get()
+        token = self._conn.set(conn)
+        try:
+            conn[1].execute("BEGIN")  # deferred: the snapshot is taken by the first read
+            try:
+                yield
+            finally:
+                conn[1].execute("COMMIT")
+        finally:
+            self._conn.reset(token)
+            self._idle.put_nowait(conn)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer's connection, under the store's lock (one writer at a time)."""
+        async with self._lock:
+            db = self.db
+            token = self._conn.set((db, self._raw))  # type: ignore[arg-type]
+            try:
+                yield db
+            finally:
+                self._conn.reset(token)
 
     @contextlib.asynccontextmanager
     async def _transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction under the store's lock: committed when the block
-        ends, rolled back when it raises."""
-        async with self._lock:
-            db = self.db
+        """One ``BEGIN IMMEDIATE`` transaction on the writer's connection: committed when the
+        block ends, rolled back when it raises."""
+        async with self._writing() as db:
             await db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
@@ -488,7 +603,7 @@ class SQLiteStore(Store):
         self.stats.hit("get_many")
         keys = list(dict.fromkeys(x.lower() for x in xids))
         out: dict[str, EntityRecord] = {}
-        async with self._lock:
+        async with self._reading():
             await self._check(as_of)
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
@@ -506,22 +621,31 @@ class SQLiteStore(Store):
                     out[rec.key] = rec
         return out
 
-    @staticmethod
-    def _source(query: Query) -> str:
+    def _source(self, query: Query, drive: _Drive | None = None, sql: _SQL | None = None) -> str:
         """The table of a query. Current-state pages go through ``states_live`` (without
         statistics SQLite cannot tell it from ``states_asof``); a ``keys`` query is left to the
-        planner, which looks the keys up by index."""
+        planner, which looks the keys up by index; a page driven by an indexed condition reads
+        ``attrs`` first, then its states by ``seq``."""
         if query.search is not None:  # the matches first (one FTS scan), then their states by seq
             return "hits CROSS JOIN states ON states.seq = hits.seq"
+        if drive is not None and drive.lk.single:  # at most one entry per state
+            return "attrs AS d CROSS JOIN states ON states.seq = d.aseq"
+        if drive is not None:  # several values, or a wildcard: a state once however many entries match
+            assert sql is not None
+            return (f"(SELECT DISTINCT aseq FROM attrs AS d WHERE {self._drive_where(sql, query, drive)}) AS d "
+                    "CROSS JOIN states ON states.seq = d.aseq")
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
-    def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True) -> list[str]:
-        """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors."""
+    def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True, drive: _Drive | None = None,
+               seq: str = "states.seq") -> list[str]:
+        """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors.
+        With ``drive``, the driving condition is the ``attrs`` rows ``d`` (their ctype and parent
+        range too) and the group's other indexed conditions are lookups of ``seq``'s rows."""
         if query.as_of is None and query.keys is not None:
             visible = "rev_to IS NULL AND deleted = 0"
         else:
             visible = self._visible(sql, query.as_of)
-        where = [visible, f"ctype = {sql.p(query.ctype)}"]
+        where = [visible, f"ctype = {sql.p(query.ctype)}"] if seq == "states.seq" else []
         pk = _parent_key(query)
         if pk is not None and parent_range:
             where.append(f"xkey > {sql.p(pk + '/')} AND xkey < {sql.p(pk + '0')}")
@@ -532,30 +656,76 @@ class SQLiteStore(Store):
             parents = json.dumps([k.lower() for k in query.parents])
             where.append(f"EXISTS (SELECT 1 FROM json_each({sql.p(parents)}) AS p "
                          "WHERE xkey > p.value || '/' AND xkey < p.value || '0')")
-        conds = sql.any_of(query.any_of)
-        if conds:
-            where.append(conds)
+        if drive is None:
+            conds = sql.any_of(query.any_of)
+            if conds:
+                where.append(conds)
+            return where
+        if drive.lk.single or seq != "states.seq":
+            where.append(self._drive_where(sql, query, drive))
+        for i, cond in enumerate(query.any_of[0]):
+            lk = lookup(cond)
+            if i == drive.index:
+                continue
+            if lk is None:
+                where.append(sql.condition(cond))
+            else:
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE e{i}.aseq = {seq} AND "
+                             f"{sqlite_index.match(sql, f'e{i}', lk)})")
         return where
 
     @staticmethod
-    def _hits(sql: _SQL, query: Query) -> str:
+    def _drive_where(sql: _SQL, query: Query, drive: _Drive) -> str:
+        """The ``attrs`` rows ``d`` of the driving condition (its collection type and parent range)."""
+        where = f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}"
+        pk = _parent_key(query)
+        if pk is not None:
+            where += f" AND d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}"
+        return where
+
+    async def _drive(self, query: Query) -> _Drive | None:
+        """The indexed condition to read a current-state query from (``None``: read the states).
+        Of several, the one with the fewest entries, counted up to :data:`ESTIMATE_ROWS` each."""
+        if query.as_of is not None or query.search is not None or query.keys is not None or len(query.any_of) != 1:
+            return None
+        group = query.any_of[0]
+        found = [(i, lk) for i, lk in enumerate(map(lookup, group)) if lk is not None]
+        if not found:
+            return None
+        covered = len(found) == len(group)
+        if len(found) == 1:
+            return _Drive(*found[0], covered)
+        sizes = []
+        for i, lk in found:
+            sql = _SQL()
+            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE {sqlite_index.match(sql, 'd', lk)} "
+                    f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
+            sizes.append((await self._one(text, sql.params), i, lk))
+        _, i, lk = min(sizes, key=lambda t: t[0])
+        return _Drive(i, lk, covered)
+
+    @staticmethod
+    def _hits(sql: _SQL, query: Query, *, ranked: bool = True) -> str:
         """The ``WITH`` clause of a search: its matches (``seq``) with their ``bm25`` rank, the
-        title weighing 4 times the body."""
+        title weighing 4 times the body (not ``ranked``: a count, no rank computed)."""
         if query.search is None:
             return ""
-        return (f"WITH hits(seq, rank) AS (SELECT rowid, bm25(search, 4.0, 1.0) FROM search "
+        rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
+        return (f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search "
                 f"WHERE search MATCH {sql.p(_match(query.search))}) ")
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
-                  limit: int | None, exists: bool = False) -> _SQL:
+                  limit: int | None, exists: bool = False, drive: _Drive | None = None) -> _SQL:
         """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
         query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
         sql = _SQL()
-        where = self._where(sql, query, parent_range=query.sort is not None)
+        where = self._where(sql, query, parent_range=query.sort is not None, drive=drive)
         desc = bool(query.sort and query.sort.descending) != reverse
         if query.sort is None:
-            # Key order: fold the parent range and the cursors into one range of the index.
-            cols: list[str] = ["xkey"]
+            # Key order: fold the parent range and the cursors into one range of the index (of
+            # ``attrs`` when one value of it drives the page).
+            kcol = "d.akey" if drive is not None and drive.lk.single else "xkey"
+            cols: list[str] = [kcol]
             pk = _parent_key(query)
             lows = [(pk + "/", True)] if pk is not None else []
             highs = [(pk + "0", True)] if pk is not None else []
@@ -567,10 +737,10 @@ class SQLiteStore(Store):
                 (lows if bound[0][0] == ">" else highs).append((bound[1].key, bound[0] in "<>"))
             if lows:
                 key, strict = max(lows)
-                where.append(f"xkey {'>' if strict else '>='} {sql.p(key)}")
+                where.append(f"{kcol} {'>' if strict else '>='} {sql.p(key)}")
             if highs:
                 key, strict = min(highs, key=lambda b: (b[0], not b[1]))
-                where.append(f"xkey {'<' if strict else '<='} {sql.p(key)}")
+                where.append(f"{kcol} {'<' if strict else '<='} {sql.p(key)}")
         else:
             sort = query.sort
             rank, num, text = sql.sort_columns(sort)
@@ -591,25 +761,26 @@ class SQLiteStore(Store):
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
         what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
-        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query)} WHERE {' AND '.join(where)} "
-                    f"ORDER BY {order}")
+        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive, sql)} "
+                    f"WHERE {' AND '.join(where)} ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
         return sql
 
-    def _main_sql(self, query: Query, limit: int | None) -> tuple[_SQL, bool]:
+    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None) -> tuple[_SQL, bool]:
         """The page statement of ``query`` and whether it reads backwards (``before`` given:
         the page is the ``limit`` rows just before it, read in reverse and turned around)."""
         backward = query.before is not None
-        return self._page_sql(query, reverse=backward, bound=None, limit=limit), backward
+        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive), backward
 
     async def list(self, query: Query) -> Page:
         self.stats.hit("list")
         query = _normal(query)
         limit = query.limit
-        async with self._lock:
+        async with self._reading():
             await self._check(query.as_of)
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1)
+            drive = await self._drive(query)
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive)
             rows = await self._all(sql.text, sql.params)
             more = limit is not None and len(rows) > limit
             rows = rows[:limit] if limit is not None else rows
@@ -619,7 +790,7 @@ class SQLiteStore(Store):
                 # Anything at or after the ``before`` cursor (within the other constraints)?
                 probe = self._page_sql(
                     replace(query, before=None), reverse=False,
-                    bound=(">=", query.before), limit=1, exists=True)
+                    bound=(">=", query.before), limit=1, exists=True, drive=drive)
                 has_next = bool(await self._all(probe.text, probe.params))
             else:
                 has_next = more
@@ -627,7 +798,7 @@ class SQLiteStore(Store):
                 if query.after is not None:
                     probe = self._page_sql(
                         replace(query, after=None), reverse=True,
-                        bound=("<=", query.after), limit=1, exists=True)
+                        bound=("<=", query.after), limit=1, exists=True, drive=drive)
                     has_prev = bool(await self._all(probe.text, probe.params))
         if len(rows) >= THREAD_DECODE_ROWS:  # decoding a large page would hold up the event loop
             items = await asyncio.to_thread(lambda: [self._record(r) for r in rows])
@@ -636,19 +807,37 @@ class SQLiteStore(Store):
         return Page(items=items, has_next=has_next, has_prev=has_prev)
 
     async def count(self, query: Query) -> int:
+        """Exact. Unfiltered: a sum of ``counts`` over the parents in range. Driven by an indexed
+        condition: its ``attrs`` entries, without reading a state when every condition is indexed,
+        else with the rest checked on each of their states. Otherwise every live state of the
+        collection (in range) is checked."""
         self.stats.hit("count")
-        async with self._lock:
+        async with self._reading():
             await self._check(query.as_of)
             sql = _SQL()
-            where = self._where(sql, query)
-            return await self._one(f"{self._hits(sql, query)}SELECT count(*) FROM {self._source(query)} "
+            if (query.as_of is None and not query.any_of and query.search is None and query.keys is None
+                    and query.parents is None):
+                text = f"SELECT coalesce(sum(n), 0) FROM counts WHERE ctype = {sql.p(query.ctype)}"
+                pk = _parent_key(query)
+                if pk is not None:
+                    text += (f" AND (parent = {sql.p(pk)} OR (parent > {sql.p(pk + '/')} "
+                             f"AND parent < {sql.p(pk + '0')}))")
+                return await self._one(text, sql.params)
+            drive = await self._drive(query)
+            if drive is not None and drive.covered and query.parents is None:  # the index alone answers
+                where = self._where(sql, query, parent_range=False, drive=drive, seq="d.aseq")
+                what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
+                return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
+            where = self._where(sql, query, drive=drive)
+            return await self._one(f"{self._hits(sql, query, ranked=False)}SELECT count(*) "
+                                   f"FROM {self._source(query, drive, sql)} "
                                    f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         self.stats.hit("count_children")
         keys = list(dict.fromkeys(p.lower() for p in parents))
         out = {k: 0 for k in keys}
-        async with self._lock:
+        async with self._reading():
             await self._check(as_of)
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
@@ -692,7 +881,7 @@ class SQLiteStore(Store):
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        async with self._lock:
+        async with self._reading():
             for i in range(0, len(targets), _CHUNK):
                 chunk = targets[i:i + _CHUNK]
                 rows = await self._all(
@@ -707,8 +896,8 @@ class SQLiteStore(Store):
         self.stats.hit("explain")
         query = _normal(query)
         limit = query.limit
-        sql, _ = self._main_sql(query, None if limit is None else limit + 1)
-        async with self._lock:
+        async with self._reading():
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query))
             rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
         return "\n".join(r[3] for r in rows)
 
@@ -717,7 +906,7 @@ class SQLiteStore(Store):
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
-            async with self._lock:
+            async with self._reading():
                 return await self._current()
         async with self._transaction() as db:
             async with db.execute("INSERT INTO revisions(at, note) VALUES (?, ?)", (time.time(), note)) as cur:
@@ -738,9 +927,8 @@ class SQLiteStore(Store):
             await db.executemany("DELETE FROM links WHERE seq = ?", closing)
             await db.executemany(
                 "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
-                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)",
-                [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
-                  int(n.deleted), int(not n.deleted)) for n in plan.new.values()])
+                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev))
+            await self._index_commit(db, rev, plan, current)
             indexed = [n for n in plan.new.values() if n.links or n.text]
             for i in range(0, len(indexed), _CHUNK):
                 batch = indexed[i:i + _CHUNK]
@@ -769,44 +957,47 @@ class SQLiteStore(Store):
                                [*params, limit])
         return [_event(row) for row in rows]
 
+    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: base.CommitPlan,
+                            current: dict[str, base.CurrentState]) -> None:
+        """Keep the read indexes (``sqlite_index``) of the states a commit closes and writes."""
+        closed = [(current[k].handle, k, plan.new[k].ctype, not current[k].deleted) for k in plan.closing]
+        seqs = dict(await self._all("SELECT xkey, seq FROM states WHERE rev_from = ?", (rev,)))
+        await sqlite_index.on_commit(db, closed, [(seqs[n.key], n.key, n.ctype, n.doc) for n in plan.new.values()])
+
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
     async def dump(self) -> AsyncIterator[base.Dump]:
-        """One read transaction under the store's lock: a snapshot, whatever other processes
-        commit meanwhile (WAL); the links of the current states come from ``links``."""
+        """One read transaction (:meth:`_reading`): a snapshot, whatever is committed meanwhile
+        (WAL); the links of the current states come from ``links``."""
         self.stats.hit("dump")
-        async with self._lock:
-            db = self.db
-            await db.execute("BEGIN")
-            try:
-                revision, oldest = await self._current(), await self._oldest()
-                instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
+        async with self._reading():
+            db = self._active()[0]
+            revision, oldest = await self._current(), await self._oldest()
+            instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
 
-                async def revisions() -> AsyncIterator[base.RevisionEntry]:
-                    async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
-                        async for rev, at, note in cur:
-                            yield base.RevisionEntry(rev, at, note)
+            async def revisions() -> AsyncIterator[base.RevisionEntry]:
+                async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
+                    async for rev, at, note in cur:
+                        yield base.RevisionEntry(rev, at, note)
 
-                async def states() -> AsyncIterator[base.StoredState]:
-                    async with db.execute(
-                            "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
-                            "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
-                            "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
-                        async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
-                            yield base.StoredState(
-                                xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
-                                tuple(sorted(json.loads(links))) if links else (),
-                                None if title is None else (title, body))
+            async def states() -> AsyncIterator[base.StoredState]:
+                async with db.execute(
+                        "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
+                        "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
+                        "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
+                    async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
+                        yield base.StoredState(
+                            xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
+                            tuple(sorted(json.loads(links))) if links else (),
+                            None if title is None else (title, body))
 
-                async def events() -> AsyncIterator[RegistryEvent]:
-                    async with db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE rev <= ? ORDER BY rev, idx",
-                                          (revision,)) as cur:
-                        async for row in cur:
-                            yield _event(row)
+            async def events() -> AsyncIterator[RegistryEvent]:
+                async with db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE rev <= ? ORDER BY rev, idx",
+                                      (revision,)) as cur:
+                    async for row in cur:
+                        yield _event(row)
 
-                yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
-            finally:
-                await db.execute("ROLLBACK")
+            yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
                    states: Iterable[base.StoredState], events: Iterable[RegistryEvent] = (),
@@ -844,6 +1035,7 @@ class SQLiteStore(Store):
                                  (str(events_horizon),))
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (oldest,))
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('instance', ?)", (instance_id,))
+            await sqlite_index.rebuild(db)
         self._instance = instance_id
 
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:

@@ -24,22 +24,24 @@ TURNS = 20
 
 @contextlib.asynccontextmanager
 async def busy_store(store: SQLiteStore) -> AsyncIterator[None]:
-    """The store busy with another read until the block ends: the store's lock taken, as every
-    statement the connection's thread runs takes it (no read of the revision gets in meanwhile)."""
-    taken, done = asyncio.Event(), asyncio.Event()
+    """The store busy with other reads until the block ends: every reader connection taken (no
+    read of the revision gets in meanwhile)."""
+    done = asyncio.Event()
+    taken = [asyncio.Event() for _ in range(max(1, len(store._all_readers)))]
 
-    async def read() -> None:
+    async def read(mine: asyncio.Event) -> None:
         async with store._reading():
-            taken.set()
+            mine.set()
             await done.wait()
 
-    reader = asyncio.ensure_future(read())
-    await taken.wait()
+    readers = [asyncio.ensure_future(read(mine)) for mine in taken]
+    for mine in taken:
+        await mine.wait()
     try:
         yield
     finally:
         done.set()
-        await reader
+        await asyncio.gather(*readers)
 
 
 async def turns(n: int = TURNS) -> None:
