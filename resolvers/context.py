@@ -66,6 +66,8 @@ class Context:
     cost: int = 0
     #: The connections' listings by their arguments (``resolvers.types.collection``).
     listings: dict[tuple, tuple] = field(default_factory=dict)
+    #: The webhook subscriptions (``adapters.webhook_admin.Webhooks``), when served.
+    webhooks: Any = None
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.settings.graphql_pacing_slice_ms / 1000)
