@@ -7,13 +7,14 @@ Tables::
     webhook_dead(sub, position, event, attempts, last_error, failed_at, replay,
                  PRIMARY KEY (sub, position))
 
-Every change is one ``BEGIN IMMEDIATE`` transaction, so a lease's compare-and-set
+Every change is one statement or one ``BEGIN IMMEDIATE`` transaction, so a lease's compare-and-set
 (``UPDATE … WHERE holder IS NULL OR holder = ? OR lease_until < ?``) holds across processes
 sharing the file.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -71,12 +72,22 @@ class SQLiteWebhookStore(WebhookStore):
         async with self._store._transaction() as db, db.execute(sql, params) as cur:
             return cur.rowcount
 
+    async def _private_change(self, sql: str, params: Sequence[Any]) -> int:
+        """One statement whose parameters hold a secret or a target URL: run on the store's own
+        ``sqlite3`` connection (in a worker thread, under the store's lock, so its connection thread
+        is idle), not through ``aiosqlite``, whose debug log prints every statement's parameters."""
+        raw = self._store._raw
+        if raw is None:
+            raise RuntimeError("SQLiteStore is not open")
+        async with self._store._lock:
+            return await asyncio.to_thread(lambda: raw.execute(sql, params).rowcount)
+
     async def open(self) -> None:
         async with self._store._lock:
             await self._store.db.executescript(_SCHEMA)
 
     async def create(self, sub: Subscription) -> None:
-        await self._change(f"INSERT INTO webhooks({_COLUMNS}) VALUES ({','.join('?' * 15)})", _row(sub))
+        await self._private_change(f"INSERT INTO webhooks({_COLUMNS}) VALUES ({','.join('?' * 15)})", _row(sub))
 
     async def get(self, sub_id: str) -> Subscription | None:
         rows = await self._rows(f"SELECT {_COLUMNS} FROM webhooks WHERE id = ?", (sub_id,))
@@ -94,7 +105,7 @@ class SQLiteWebhookStore(WebhookStore):
                       int(v) if k == "enabled" else v for k, v in changes.items()}
             sets = ", ".join(f"{k} = ?" for k in values)
             extra = ", attempts = 0, next_attempt = 0, last_error = NULL" if "cursor" in changes else ""
-            await self._change(f"UPDATE webhooks SET {sets}{extra} WHERE id = ?", [*values.values(), sub_id])
+            await self._private_change(f"UPDATE webhooks SET {sets}{extra} WHERE id = ?", [*values.values(), sub_id])
         return await self.get(sub_id)
 
     async def delete(self, sub_id: str) -> bool:
