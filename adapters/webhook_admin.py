@@ -100,7 +100,8 @@ class Webhooks:
         self.policy = policy
         self._clock = clock
         self._resolve = resolve
-        self._wake = wake or (lambda: None)
+        #: Called after a change that may make delivery due (the dispatcher sets it to its wake-up).
+        self.on_change: Callable[[], None] = wake or (lambda: None)
 
     async def open(self) -> None:
         await self.state.open()
@@ -127,7 +128,7 @@ class Webhooks:
                            mode=check_mode(mode), secret=secret, owner=owner, created=self._clock(), cursor=cursor)  # type: ignore[arg-type]
         await self.state.create(sub)
         log.info("webhook subscription %s created by %s for %s", sub.id, owner, _host(target))
-        self._wake()
+        self.on_change()
         return sub, secret
 
     async def get(self, sub_id: str) -> Subscription:
@@ -164,7 +165,7 @@ class Webhooks:
         updated = await self.state.update(sub_id, values)
         if updated is None:
             raise XRegistryError("not_found", f"/webhooks/{sub_id}", detail=f"no webhook subscription {sub_id!r}")
-        self._wake()
+        self.on_change()
         return updated
 
     async def delete(self, sub_id: str) -> None:
@@ -180,7 +181,7 @@ class Webhooks:
         await self.get(sub_id)
         wanted = None if positions is None else sorted({check_position(p) for p in positions}, key=position_key)
         count = await self.state.replay(sub_id, wanted)
-        self._wake()
+        self.on_change()
         return count
 
 

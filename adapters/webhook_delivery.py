@@ -54,6 +54,8 @@ from standardwebhooks.webhooks import Webhook
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
 from adapters.webhook_admin import Webhooks
+from gateway.events import EventPosition
+from gateway.storage.base import Store
 from gateway.storage.webhooks import DeadLetter, Subscription
 
 log = logging.getLogger("xreg.webhooks")
@@ -92,6 +94,15 @@ class DeliveryConfig:
 
 class _LeaseLost(Exception):
     """Another process took the subscription over: stop without touching its state."""
+
+
+def store_events(store: Store) -> EventsReader:
+    """The events of ``store``'s log after a position text, with the filters (``Store.events_after``)."""
+    async def read(after: str | None, limit: int, types: Sequence[str] | None,
+                   subject: str | None) -> Sequence[Event]:
+        position = EventPosition.parse(after) if after else None
+        return await store.events_after(position, limit=limit, types=types, subject=subject)
+    return read
 
 
 def envelope(event: dict[str, Any], mode: str) -> tuple[dict[str, str], bytes]:
@@ -142,6 +153,7 @@ class WebhookDispatcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._leases: dict[str, float] = {}
+        webhooks.on_change = self.wake
 
     def wake(self) -> None:
         """Look for work now (a local write committed, a subscription changed)."""

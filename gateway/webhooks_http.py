@@ -35,6 +35,7 @@ from gateway.auth import AuthError, principal_of
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
+from gateway.request_context import current_request_id, new_request_id
 from gateway.storage.webhooks import DeadLetter
 
 log = logging.getLogger("xreg.webhooks")
@@ -120,6 +121,7 @@ async def _replay(request: Request, hooks: Webhooks) -> Response:
 def _endpoint(handlers: dict[str, Handler], settings: Settings) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         path = request.url.path
+        instance = current_request_id() or new_request_id()
         try:
             handler = handlers.get(request.method)
             if handler is None:
@@ -129,12 +131,16 @@ def _endpoint(handlers: dict[str, Handler], settings: Settings) -> Callable[[Req
             hooks: Webhooks | None = getattr(request.app.state, "webhooks", None)
             if hooks is None:
                 raise XRegistryError("api_not_found", path)
-            return await handler(request, hooks)
+            response = await handler(request, hooks)
         except AuthError as err:
-            return json_response(err.to_problem(path), err.status, err.headers())
+            body = err.to_problem(path)
+            body["instance"] = instance
+            response = json_response(body, err.status, err.headers())
         except XRegistryError as err:
             extra = {"Allow": ", ".join(handlers)} if err.status == 405 else None
-            return problem_response(err, path, extra)
+            response = problem_response(err, instance, extra)
+        response.headers.append("link", f"<{request.app.state.registry.base_url}>;rel=xregistry-root")
+        return response
     return endpoint
 
 

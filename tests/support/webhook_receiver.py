@@ -1,7 +1,8 @@
 """A webhook receiver for tests: a real HTTP server (``LiveServer``) on 127.0.0.1 recording every
 request, counting requests in flight per subscription (the ``webhook-id`` prefix) to catch
-overlapping deliveries, answering with ``status`` (a callable may pick per request), and holding
-requests while ``hold`` is set (a ``threading.Event``: the server may run in a thread)."""
+overlapping deliveries, answering with ``status`` (a callable may pick per request), keeping
+each request open ``delay`` seconds, and holding requests while ``hold`` is set (a
+``threading.Event``: the server may run in a thread)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ class Receiver:
     #: The most requests of one subscription in flight at once.
     max_overlap: int = 0
     hold: threading.Event | None = None
+    #: Seconds each request stays open (widens the window in which an overlap would show).
+    delay: float = 0.0
     entered: threading.Event = field(default_factory=threading.Event)
     _inflight: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -48,6 +51,8 @@ class Receiver:
                 self.max_overlap = max(self.max_overlap, n)
             try:
                 self.entered.set()
+                if self.delay:
+                    await asyncio.sleep(self.delay)
                 while self.hold is not None and self.hold.is_set():
                     await asyncio.sleep(0.01)  # a held request: the gateway is mid-delivery
                 got.code = self.status(got)
