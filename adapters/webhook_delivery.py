@@ -55,7 +55,7 @@ from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
 from adapters.webhook_admin import Webhooks
 from gateway.events import EventPosition
-from gateway.storage.base import Store
+from gateway.storage.base import EventsGone, Store
 from gateway.storage.webhooks import DeadLetter, Subscription
 
 log = logging.getLogger("xreg.webhooks")
@@ -228,7 +228,11 @@ class WebhookDispatcher:
                 if not await self._attempt(sub, letter.event, letter.position, attempts, replay=True):
                     return done
                 done, attempts = done + 1, 0
-            events = await self._events(sub.cursor, self.config.batch, sub.types, sub.subject)
+            try:
+                events = await self._events(sub.cursor, self.config.batch, sub.types, sub.subject)
+            except EventsGone as gone:  # stopped for longer than the history retention
+                log.warning("webhook subscription %s: %s; resuming at the oldest retained event", sub_id, gone)
+                events = await self._events(None, self.config.batch, sub.types, sub.subject)
             for event in events:
                 body = {**event.to_cloudevent(self.source), "xregposition": str(event.position)}
                 if not await self._attempt(sub, body, str(event.position), attempts, replay=False):
