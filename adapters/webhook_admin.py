@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
 from gateway.errors import XRegistryError
+from gateway.events import EventPosition
 from gateway.storage.base import Store
 from gateway.storage.mongo import MongoStore
 from gateway.storage.sqlite import SQLiteStore
@@ -30,11 +31,11 @@ from gateway.storage.webhooks_sqlite import SQLiteWebhookStore
 
 log = logging.getLogger("xreg.webhooks")
 
-#: Index of a start position that follows every event of its revision.
-END_OF_REVISION = 2**31 - 1
+#: Index of a start position that follows every event of its revision (the largest index an
+#: event position's text may hold).
+END_OF_REVISION = 999_999_999
 MODES = ("structured", "binary")
 _TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
-_POSITION = re.compile(r"^[0-9]{1,18}\.[0-9]{1,10}$")
 MAX_URL = 2048
 MAX_TYPES = 50
 SUBJECT_MAX = 1024
@@ -84,9 +85,10 @@ def check_mode(mode: Any) -> str:
 
 
 def check_position(text: Any) -> str:
-    if not isinstance(text, str) or not _POSITION.match(text):
+    """An event position's text (``<revision>.<index>``); ``bad_request`` otherwise."""
+    if not isinstance(text, str):
         raise _bad("/webhooks", f"{text!r} is not an event position (<revision>.<index>)")
-    return text
+    return str(EventPosition.parse(text))
 
 
 class Webhooks:

@@ -12,7 +12,7 @@ from gateway.storage.webhooks import DeadLetter, Subscription, WebhookStore
 def _sub(sub_id: str = "s1", **kw) -> Subscription:
     base = dict(id=sub_id, url="https://hooks.example/in", types=("io.xregistry.group.created",), subject="/g/",
                 mode="structured", secret="whsec_c2VjcmV0c2VjcmV0c2VjcmV0", owner="key:ops", created=1.0,
-                cursor="3.2147483647")
+                cursor="3.999999999")
     base.update(kw)
     return Subscription(**base)  # type: ignore[arg-type]
 
