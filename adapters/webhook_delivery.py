@@ -10,8 +10,9 @@ process holding an unexpired lease keeps it), then:
 2. reads the events after the subscription's cursor (``Store.events_after`` with its filters)
    and delivers them one by one, moving the cursor after each acknowledged delivery (any 2xx).
 
-A failed attempt (connection error, timeout, a non-2xx answer, a redirect, a target the outbound
-rules now refuse) stops the subscription until ``now + backoff`` ("full jitter": uniform between
+A failed attempt (connection error, no answer within ``timeout_seconds`` — one deadline for the
+whole request —, a non-2xx answer, a redirect, a target the outbound rules now refuse; the
+answer's body is never read) stops the subscription until ``now + backoff`` ("full jitter": uniform between
 0 and ``base * 2**(attempts-1)``, capped); the ``max_attempts``-th failure turns the event into a
 dead letter and delivery goes on with the next event. The lease is renewed before a request
 whenever less than ``timeout + 1`` seconds of it remain, and the lease outlives the request's
@@ -290,11 +291,14 @@ class WebhookDispatcher:
         headers, body = envelope(event, sub.mode)
         headers.update(sign(sub.secret, f"{sub.id}.{event['id']}", self.clock.wall(), body))
         headers["user-agent"] = "xregistry-gateway-webhooks"
-        try:
-            response = await self.client.post(sub.url, content=body, headers=headers,
-                                              timeout=self.config.timeout_seconds)
+        try:  # one deadline for the whole request (httpx's own timeouts are per phase), body unread
+            async with asyncio.timeout(self.config.timeout_seconds), self.client.stream(
+                    "POST", sub.url, content=body, headers=headers, timeout=self.config.timeout_seconds) as response:
+                status = response.status_code
+        except TimeoutError:
+            return f"no answer within {self.config.timeout_seconds:g}s"
         except httpx.HTTPError as exc:
             return f"{type(exc).__name__}: {exc}"[:MAX_ERROR]
-        if 200 <= response.status_code < 300:
+        if 200 <= status < 300:
             return None
-        return f"HTTP {response.status_code}"
+        return f"HTTP {status}"

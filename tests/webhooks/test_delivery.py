@@ -9,6 +9,7 @@ import asyncio
 import json
 import logging
 import random
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,3 +281,22 @@ async def test_secrets_stay_out_of_logs_and_reads(store: SQLiteStore, caplog: py
     reads = [s.public() for s in await hooks.all()] + [(await hooks.get(sub.id)).public()]
     reads += [d.__dict__ for d in await hooks.dead_letters(sub.id)]
     assert secret not in json.dumps(reads) and "secret" not in json.dumps(reads)
+
+
+async def test_a_receiver_that_never_answers_fails_the_attempt_within_the_deadline(store: SQLiteStore) -> None:
+    hold = threading.Event()
+    hold.set()  # every request is kept open
+    receiver, log, clock = Receiver(hold=hold), Log(), ManualClock()
+    async with LiveServer(receiver.app()) as live:
+        hooks = Webhooks(store, LOOPBACK, clock=clock.clock.wall)
+        config = DeliveryConfig(timeout_seconds=0.2, lease_seconds=30.0, max_attempts=3)
+        dispatcher = WebhookDispatcher(hooks, log.read, source="http://gw.test/registry", config=config,
+                                       policy=LOOPBACK, clock=clock.clock, rng=random.Random(1), holder="p1")
+        await hooks.open()
+        sub, _ = await hooks.create(url=live.url + "/hook", owner="t", after="0.0")
+        log.add("1.0")
+        assert await dispatcher.run_once() == 0
+        state = await hooks.get(sub.id)
+        assert state.attempts == 1 and state.last_error == "no answer within 0.2s" and state.holder is None
+        hold.clear()
+        await dispatcher.aclose()
