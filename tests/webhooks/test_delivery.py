@@ -11,17 +11,21 @@ import logging
 import random
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mongomock_motor import AsyncMongoMockClient
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from adapters.outbound import OutboundPolicy
 from adapters.webhook_admin import Webhooks
 from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, backoff
 from gateway.errors import XRegistryError
+from gateway.storage.base import Store
+from gateway.storage.mongo import MongoStore
 from gateway.storage.sqlite import SQLiteStore
 from gateway.storage.webhooks import position_key
 from tests.support.clock import ManualClock
@@ -66,13 +70,18 @@ class Log:
                 and (subject is None or e.subject.startswith(subject.rstrip("*")))][:limit]
 
 
-@pytest.fixture
-async def store(tmp_path: Path):
-    async with SQLiteStore(tmp_path / "hooks.db") as s:
-        yield s
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path):
+    """The delivery state on both stores (MongoDB: mongomock-motor)."""
+    if request.param == "sqlite":
+        async with SQLiteStore(tmp_path / "hooks.db") as s:
+            yield s
+        return
+    async with MongoStore(client=AsyncMongoMockClient(), database=f"hooks_{uuid.uuid4().hex[:10]}") as m:
+        yield m
 
 
-def _parts(store: SQLiteStore, log: Log, clock: ManualClock, *, holder: str = "p1",
+def _parts(store: Store, log: Log, clock: ManualClock, *, holder: str = "p1",
            policy: OutboundPolicy = LOOPBACK) -> tuple[Webhooks, WebhookDispatcher]:
     hooks = Webhooks(store, policy, clock=clock.clock.wall)
     dispatcher = WebhookDispatcher(hooks, log.read, source="http://gw.test/registry", config=CONFIG, policy=policy,
@@ -90,7 +99,7 @@ async def _drain(dispatcher: WebhookDispatcher, turns: int = 20) -> int:
     return total
 
 
-async def test_signatures_verify_and_both_content_modes(store: SQLiteStore) -> None:
+async def test_signatures_verify_and_both_content_modes(store: Store) -> None:
     receiver, log, clock = Receiver(), Log(), ManualClock(start=time.time())  # signatures carry a recent time
     async with LiveServer(receiver.app()) as live:
         hooks, dispatcher = _parts(store, log, clock)
@@ -119,7 +128,7 @@ async def test_signatures_verify_and_both_content_modes(store: SQLiteStore) -> N
     assert b[0].headers["webhook-id"] == f"{binary.id}.inst.1.0"
 
 
-async def test_receiver_down_then_back_gets_every_event_in_order(store: SQLiteStore) -> None:
+async def test_receiver_down_then_back_gets_every_event_in_order(store: Store) -> None:
     receiver, log, clock = Receiver(), Log(), ManualClock()
     sock = bound_socket()  # bound, not listening: connections are refused until the server starts
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/hook"
@@ -156,7 +165,7 @@ async def test_back_off_grows_with_jitter_and_a_cap() -> None:
     assert max(first) <= 1.0 < max(later) and len(set(first)) > 40  # jittered, growing
 
 
-async def test_dead_letter_after_max_attempts_then_replay(store: SQLiteStore) -> None:
+async def test_dead_letter_after_max_attempts_then_replay(store: Store) -> None:
     failing = {"2.0"}
 
     def status(r) -> int:
@@ -220,7 +229,7 @@ async def test_two_dispatchers_on_one_store_never_overlap(tmp_path: Path) -> Non
     "http://localhost/hook", "http://[::1]/hook", "http://0.0.0.0/hook", "http://[::ffff:127.0.0.1]/x",
     "ftp://example.com/x", "http://user:pw@example.com/x",
 ])
-async def test_refused_targets(store: SQLiteStore, url: str) -> None:
+async def test_refused_targets(store: Store, url: str) -> None:
     hooks = Webhooks(store, OutboundPolicy(), clock=lambda: 0.0)
     await hooks.open()
     with pytest.raises(XRegistryError) as caught:
@@ -229,7 +238,7 @@ async def test_refused_targets(store: SQLiteStore, url: str) -> None:
     assert await hooks.all() == []
 
 
-async def test_names_resolving_to_link_local_are_refused(store: SQLiteStore) -> None:
+async def test_names_resolving_to_link_local_are_refused(store: Store) -> None:
     async def resolve(host: str, port: int) -> list[str]:
         return ["93.184.215.14", "169.254.169.254"]
 
@@ -239,14 +248,14 @@ async def test_names_resolving_to_link_local_are_refused(store: SQLiteStore) -> 
         await hooks.create(url="https://rebind.example/hook", owner="t")
 
 
-async def test_loopback_is_allowed_only_by_configuration(store: SQLiteStore) -> None:
+async def test_loopback_is_allowed_only_by_configuration(store: Store) -> None:
     hooks = Webhooks(store, OutboundPolicy(allow_loopback=True), clock=lambda: 0.0)
     await hooks.open()
     sub, _ = await hooks.create(url="http://127.0.0.1:9/hook", owner="t")
     assert sub.url == "http://127.0.0.1:9/hook"
 
 
-async def test_a_target_refused_later_is_not_contacted(store: SQLiteStore) -> None:
+async def test_a_target_refused_later_is_not_contacted(store: Store) -> None:
     receiver, log, clock = Receiver(), Log(), ManualClock()
     async with LiveServer(receiver.app()) as live:
         hooks, _ = _parts(store, log, clock)
@@ -261,7 +270,7 @@ async def test_a_target_refused_later_is_not_contacted(store: SQLiteStore) -> No
     assert sub.last_error and "loopback" in sub.last_error
 
 
-async def test_secrets_stay_out_of_logs_and_reads(store: SQLiteStore, caplog: pytest.LogCaptureFixture) -> None:
+async def test_secrets_stay_out_of_logs_and_reads(store: Store, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     receiver, log, clock = Receiver(status=lambda r: 503), Log(), ManualClock()
     async with LiveServer(receiver.app()) as live:
@@ -283,7 +292,7 @@ async def test_secrets_stay_out_of_logs_and_reads(store: SQLiteStore, caplog: py
     assert secret not in json.dumps(reads) and "secret" not in json.dumps(reads)
 
 
-async def test_a_receiver_that_never_answers_fails_the_attempt_within_the_deadline(store: SQLiteStore) -> None:
+async def test_a_receiver_that_never_answers_fails_the_attempt_within_the_deadline(store: Store) -> None:
     hold = threading.Event()
     hold.set()  # every request is kept open
     receiver, log, clock = Receiver(hold=hold), Log(), ManualClock()
