@@ -185,8 +185,10 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                 tracing.stop()
             metrics.worker_exiting()
 
+    auth = Authenticator(settings)
     routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
-              *webhook_routes(settings), *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes(),
+              *webhook_routes(settings, dispatcher.webhooks, auth, registry.base_url),
+              *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes(),
               *event_routes()]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
@@ -205,5 +207,5 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     app.state.events = events
     app.state.federation = federation
     app.state.webhooks = dispatcher.webhooks
-    app.state.auth = Authenticator(settings)
+    app.state.auth = auth
     return app

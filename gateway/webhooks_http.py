@@ -31,7 +31,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from adapters.webhook_admin import Webhooks
-from gateway.auth import AuthError, principal_of
+from gateway.auth import Authenticator, AuthError, principal_of
 from gateway.config import Settings
 from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
@@ -118,7 +118,8 @@ async def _replay(request: Request, hooks: Webhooks) -> Response:
     return json_response({"replayed": count}, headers=_NO_STORE)
 
 
-def _endpoint(handlers: dict[str, Handler], settings: Settings) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(handlers: dict[str, Handler], settings: Settings, hooks: Webhooks, auth: Authenticator,
+              root: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         path = request.url.path
         instance = current_request_id() or new_request_id()
@@ -127,10 +128,7 @@ def _endpoint(handlers: dict[str, Handler], settings: Settings) -> Callable[[Req
             if handler is None:
                 raise XRegistryError("action_not_supported", path, action=request.method)
             principal = await principal_of(request)
-            request.app.state.auth.require_admin(principal, settings.webhook_admin_scope, settings.webhook_admins)
-            hooks: Webhooks | None = getattr(request.app.state, "webhooks", None)
-            if hooks is None:
-                raise XRegistryError("api_not_found", path)
+            auth.require_admin(principal, settings.webhook_admin_scope, settings.webhook_admins)
             response = await handler(request, hooks)
         except AuthError as err:
             body = err.to_problem(path)
@@ -139,13 +137,14 @@ def _endpoint(handlers: dict[str, Handler], settings: Settings) -> Callable[[Req
         except XRegistryError as err:
             extra = {"Allow": ", ".join(handlers)} if err.status == 405 else None
             response = problem_response(err, instance, extra)
-        response.headers.append("link", f"<{request.app.state.registry.base_url}>;rel=xregistry-root")
+        response.headers.append("link", f"<{root}>;rel=xregistry-root")
         return response
     return endpoint
 
 
-def build_routes(settings: Settings) -> list[BaseRoute]:
-    """The webhook routes below the registry prefix (placed before the xRegistry API's)."""
+def build_routes(settings: Settings, hooks: Webhooks, auth: Authenticator, root: str) -> list[BaseRoute]:
+    """The webhook routes below the registry prefix (placed before the xRegistry API's), managing
+    ``hooks`` for callers ``auth`` admits; ``root`` is the registry's root URL (``Link`` header)."""
     base = "/" + settings.registry_prefix.strip("/") + "/webhook-subscriptions"
     table: list[tuple[str, dict[str, Handler]]] = [
         (base, {"GET": _list, "POST": _create}),
@@ -154,4 +153,4 @@ def build_routes(settings: Settings) -> list[BaseRoute]:
         (base + "/{id}/replay", {"POST": _replay}),
     ]
     every = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
-    return [Route(path, _endpoint(handlers, settings), methods=every) for path, handlers in table]
+    return [Route(path, _endpoint(handlers, settings, hooks, auth, root), methods=every) for path, handlers in table]

@@ -14,7 +14,6 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.webhook_admin import Webhooks
-from gateway.auth import Principal
 from gateway.errors import XRegistryError
 from gateway.storage.webhooks import DeadLetter, Subscription
 
@@ -73,9 +72,9 @@ def _letter(d: DeadLetter) -> WebhookDeadLetter:
 def _webhooks(info: Info) -> Webhooks:
     context = info.context
     settings = context.settings
-    if context.auth is not None:
-        principal = context.principal or Principal("anonymous", frozenset(), "anonymous")
-        context.auth.require_admin(principal, settings.webhook_admin_scope, settings.webhook_admins)
+    context.require("write")  # the anonymous caller: 401
+    if context.auth is not None and context.principal is not None:
+        context.auth.require_admin(context.principal, settings.webhook_admin_scope, settings.webhook_admins)
     hooks = getattr(context, "webhooks", None)
     if hooks is None:
         raise XRegistryError("api_not_found", "/webhooks", detail="webhooks are not served here")
