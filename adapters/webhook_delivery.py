@@ -207,7 +207,7 @@ class WebhookDispatcher:
             self._task = None
         for sub_id in list(self._leases):
             with contextlib.suppress(Exception):
-                await self.state.release(sub_id, self.holder)
+                await self.state.release(sub_id, self.holder, self.clock.wall())
         self._leases.clear()
         if self._own_client:
             await self.client.aclose()
@@ -242,7 +242,7 @@ class WebhookDispatcher:
             return done
         finally:
             self._leases.pop(sub_id, None)
-            await self.state.release(sub_id, self.holder)
+            await self.state.release(sub_id, self.holder, self.clock.wall())
 
     async def _attempt(self, sub: Subscription, event: dict[str, Any], position: str, attempts: int, *,
                        replay: bool) -> bool:

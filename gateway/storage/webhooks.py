@@ -127,8 +127,9 @@ class WebhookStore(abc.ABC):
         """Extend our lease; ``False`` when it is no longer ours."""
 
     @abc.abstractmethod
-    async def release(self, sub_id: str, holder: str) -> None:
-        """Give the lease up (when ours)."""
+    async def release(self, sub_id: str, holder: str, now: float) -> None:
+        """Give the lease up (when ours); the next attempt is due no earlier than ``now``, so
+        subscriptions served last come last in :meth:`due` (a turn each, in rotation)."""
 
     @abc.abstractmethod
     async def advance(self, sub_id: str, holder: str, cursor: str) -> bool:

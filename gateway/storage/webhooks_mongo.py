@@ -98,8 +98,9 @@ class MongoWebhookStore(WebhookStore):
     async def renew(self, sub_id: str, holder: str, until: float) -> bool:
         return await self._ours(sub_id, holder, {"lease_until": until})
 
-    async def release(self, sub_id: str, holder: str) -> None:
-        await self._ours(sub_id, holder, {"holder": None, "lease_until": 0.0})
+    async def release(self, sub_id: str, holder: str, now: float) -> None:
+        await self.subs.update_one({"_id": sub_id, "holder": holder},
+                                   {"$set": {"holder": None, "lease_until": 0.0}, "$max": {"next_attempt": now}})
 
     async def advance(self, sub_id: str, holder: str, cursor: str) -> bool:
         return await self._ours(sub_id, holder, {"cursor": cursor, "attempts": 0, "next_attempt": 0.0,

@@ -128,9 +128,9 @@ class SQLiteWebhookStore(WebhookStore):
         return await self._change("UPDATE webhooks SET lease_until = ? WHERE id = ? AND holder = ?",
                                   (until, sub_id, holder)) > 0
 
-    async def release(self, sub_id: str, holder: str) -> None:
-        await self._change("UPDATE webhooks SET holder = NULL, lease_until = 0 WHERE id = ? AND holder = ?",
-                           (sub_id, holder))
+    async def release(self, sub_id: str, holder: str, now: float) -> None:
+        await self._change("UPDATE webhooks SET holder = NULL, lease_until = 0, next_attempt = max(next_attempt, ?) "
+                           "WHERE id = ? AND holder = ?", (now, sub_id, holder))
 
     async def advance(self, sub_id: str, holder: str, cursor: str) -> bool:
         return await self._change(

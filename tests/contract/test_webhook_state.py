@@ -63,9 +63,9 @@ async def test_a_lease_is_held_by_one_holder_until_it_expires(state: WebhookStor
     assert claimed is not None and claimed.holder == "B"
     assert await state.renew("s1", "A", until=300.0) is False
     assert await state.advance("s1", "A", "4.0") is False
-    await state.release("s1", "A")  # not A's: nothing happens
+    await state.release("s1", "A", now=141.0)  # not A's: nothing happens
     assert (await state.get("s1")).holder == "B"  # type: ignore[union-attr]
-    await state.release("s1", "B")
+    await state.release("s1", "B", now=141.5)
     assert await state.claim("s1", "A", now=142.0, until=172.0) is not None
 
 
@@ -73,7 +73,7 @@ async def test_progress_failures_and_due_times(state: WebhookStore) -> None:
     await state.create(_sub())
     await state.claim("s1", "A", now=10.0, until=40.0)
     assert await state.failed("s1", "A", attempts=2, next_attempt=25.0, error="HTTP 503") is True
-    await state.release("s1", "A")
+    await state.release("s1", "A", now=10.0)  # the failure's next attempt stays
     got = await state.get("s1")
     assert got is not None and (got.attempts, got.next_attempt, got.last_error) == (2, 25.0, "HTTP 503")
     assert await state.due(24.0, "A", 10) == []
@@ -83,7 +83,7 @@ async def test_progress_failures_and_due_times(state: WebhookStore) -> None:
     got = await state.get("s1")
     assert got is not None and (got.cursor, got.attempts, got.next_attempt, got.last_error) == ("7.1", 0, 0.0, None)
     assert await state.update("s1", {"enabled": False}) is not None
-    await state.release("s1", "A")
+    await state.release("s1", "A", now=26.0)
     assert await state.due(100.0, "A", 10) == []  # disabled
 
 
@@ -114,3 +114,13 @@ async def test_dead_letters_and_replay(state: WebhookStore) -> None:
     assert await state.replay("s1", None) == 2
     assert await state.delete("s1") is True
     assert await state.dead_letters("s1", 10) == []
+
+
+async def test_subscriptions_served_last_come_last(state: WebhookStore) -> None:
+    for name in ("a", "b", "c"):
+        await state.create(_sub(name))
+    assert [s.id for s in await state.due(5.0, "A", 2)] == ["a", "b"]
+    for name in ("a", "b"):
+        await state.claim(name, "A", now=5.0, until=35.0)
+        await state.release(name, "A", now=5.0)
+    assert [s.id for s in await state.due(5.0, "A", 2)] == ["c", "a"]  # in rotation
