@@ -6,7 +6,9 @@ and the operations endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness, s
 :class:`~gateway.registry.service.LocalRegistry`), ``events`` (its
 :class:`~adapters.events.EventFeed`, told of every commit of this process), ``auth`` (the
 :class:`~gateway.auth.Authenticator`) and ``federation`` (the configured registries,
-:class:`~adapters.federation.Federation`, reloaded on SIGHUP and settings-file changes).
+:class:`~adapters.federation.Federation`, reloaded on SIGHUP and settings-file changes) and
+``webhooks`` (:class:`~adapters.webhook_admin.Webhooks`; their delivery runs as a task of the
+lifespan, :mod:`adapters.webhook_delivery`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,13 @@ from starlette.routing import Route
 
 from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.events import EventFeed
 from adapters.federation import Federation
 from adapters.local import LocalSource
+from adapters.outbound import OutboundPolicy
+from adapters.webhook_admin import Webhooks
+from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, store_events
 from gateway import formats, gc_tuning, metrics, readiness, tracing
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
@@ -42,6 +48,7 @@ from gateway.observe import ObserveMiddleware
 from gateway.ratelimit import RateLimiter, RateLimitMiddleware
 from gateway.registry.service import LocalRegistry
 from gateway.request_limits import RequestLimitsMiddleware
+from gateway.webhooks_http import build_routes as webhook_routes
 from resolvers import build_routes as graphql_routes
 
 log = logging.getLogger("xreg.gateway")
@@ -96,14 +103,38 @@ def evaluator_limits(settings: Settings) -> formats.Limits:
         queue_seconds=settings.eval_queue_seconds)
 
 
-def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
-    """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
+def outbound_policy(settings: Settings) -> OutboundPolicy:
+    """Where requests made on a caller's behalf may go (``XREG_OUTBOUND_*``)."""
+    return OutboundPolicy(allow_loopback=settings.outbound_allow_loopback,
+                          allow_private=settings.outbound_allow_private)
+
+
+def webhook_dispatcher(settings: Settings, registry: LocalRegistry, *,
+                       clock: Clock = SYSTEM_CLOCK) -> WebhookDispatcher:
+    """The webhook subscriptions of ``registry``'s store and their dispatcher (``XREG_WEBHOOK_*``)."""
+    policy = outbound_policy(settings)
+    config = DeliveryConfig(
+        max_attempts=settings.webhook_max_attempts, backoff_seconds=settings.webhook_backoff_seconds,
+        max_backoff_seconds=settings.webhook_max_backoff_seconds, timeout_seconds=settings.webhook_timeout_seconds,
+        lease_seconds=settings.webhook_lease_seconds, poll_seconds=settings.webhook_poll_seconds,
+        batch=settings.webhook_batch, concurrency=settings.webhook_concurrency)
+    hooks = Webhooks(registry.store, policy, clock=clock.wall)
+    return WebhookDispatcher(hooks, store_events(registry.store), source=registry.base_url, config=config,
+                             policy=policy, clock=clock)
+
+
+def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,
+               webhooks: WebhookDispatcher | None = None) -> Starlette:
+    """The gateway application. ``registry`` overrides the one ``settings`` would build, ``webhooks``
+    the webhook dispatcher (tests)."""
     settings = settings or load_settings()
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
+    dispatcher = webhooks or webhook_dispatcher(settings, registry)
     federation = Federation(settings, LocalSource(registry))
     events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
     registry.commit_listeners.append(events.notify)
+    registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -122,6 +153,9 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             await federation.close()
             await registry.close()
             raise
+        await dispatcher.webhooks.open()
+        if settings.webhook_enabled:
+            dispatcher.start()
         gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)  # what is loaded stays
 
         async def pruner() -> None:
@@ -141,6 +175,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await dispatcher.aclose()
             await events.close()
             await app.state.auth.aclose()
             await app.state.rate_limiter.aclose()
@@ -151,7 +186,9 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                 tracing.stop()
             metrics.worker_exiting()
 
+    auth = Authenticator(settings)
     routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
+              *webhook_routes(settings, dispatcher.webhooks, auth, registry.base_url),
               *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes(),
               *event_routes()]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
@@ -170,5 +207,6 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     app.state.registry = registry
     app.state.events = events
     app.state.federation = federation
-    app.state.auth = Authenticator(settings)
+    app.state.webhooks = dispatcher.webhooks
+    app.state.auth = auth
     return app

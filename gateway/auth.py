@@ -60,7 +60,8 @@ def hash_key(key: str) -> str:
 
 def _scopes(values: Any, extra: frozenset[str] = frozenset()) -> frozenset[str]:
     """Gateway scopes from a space-separated string or a list: ``read``, ``write`` and the
-    configured ``extra`` scopes (``trusted_documents_bypass_scope``); others are ignored."""
+    configured ``extra`` scopes (``trusted_documents_bypass_scope``, ``webhook_admin_scope``);
+    others are ignored."""
     if isinstance(values, str):
         values = values.split()
     if not isinstance(values, (list, tuple)):
@@ -216,7 +217,7 @@ class Authenticator:
         self._implied = frozenset({"read"}) if settings.anonymous_read else frozenset()
         self._anonymous = Principal("anonymous", self._implied, "anonymous")
         bypass = settings.trusted_documents_bypass_scope
-        self._extra = frozenset({bypass}) if bypass else frozenset()
+        self._extra = frozenset(s for s in (bypass, settings.webhook_admin_scope) if s)
         self._keys = [(bytes.fromhex(k.sha256), k.name, _scopes(k.scopes, self._extra) | self._implied)
                       for k in settings.api_keys]
         self._secret = settings.jwt_secret.get_secret_value().encode() if settings.jwt_secret else None
@@ -330,6 +331,14 @@ class Authenticator:
             return
         if principal.via == "anonymous":
             raise AuthError(401, f'Authentication is required ("{scope}" scope).', scope=scope)
+        raise AuthError(403, f'"{principal.subject}" lacks the "{scope}" scope.', scope=scope)
+
+    def require_admin(self, principal: Principal, scope: str, allowed: list[str] | tuple[str, ...] = ()) -> None:
+        """Raise unless ``principal`` holds ``write`` and either ``scope`` or an identity listed in
+        ``allowed`` (``key:<name>``, ``jwt:<iss>|<sub>``): the administration of the gateway."""
+        self.require(principal, "write")
+        if principal.can(scope) or principal.identity in allowed:
+            return
         raise AuthError(403, f'"{principal.subject}" lacks the "{scope}" scope.', scope=scope)
 
     async def aclose(self) -> None:

@@ -396,6 +396,33 @@ class Settings(BaseSettings):
     trusted_documents_bypass_scope: str | None = Field(
         None, description="Callers holding this scope may run any operation despite trusted_documents.")
 
+    # -- outbound requests and webhooks (adapters/outbound.py, adapters/webhook_delivery.py) -----
+    outbound_allow_loopback: bool = Field(
+        False, description="Let webhook targets be loopback addresses (127.0.0.0/8, ::1, localhost); link-local, "
+                           "unspecified and multicast addresses are always refused.")
+    outbound_allow_private: bool = Field(
+        True, description="Let webhook targets be private-network addresses (10/8, 172.16/12, 192.168/16, fc00::/7).")
+    webhook_enabled: bool = Field(True, description="Deliver webhooks from this process (subscriptions are kept "
+                                                    "either way).")
+    webhook_admin_scope: str = Field(
+        "webhooks", description="Scope that, with write, lets a caller manage webhook subscriptions.")
+    webhook_admins: list[str] = Field(
+        default_factory=list, description="Callers allowed to manage webhook subscriptions with the write scope alone "
+                                          "(identities: key:<name>, jwt:<iss>|<sub>).")
+    webhook_max_attempts: int = Field(
+        8, ge=1, description="Attempts at one event before it becomes a dead letter.")
+    webhook_backoff_seconds: float = Field(1.0, gt=0, description="First back-off delay after a failed delivery.")
+    webhook_max_backoff_seconds: float = Field(
+        300.0, gt=0, description="Longest back-off delay (doubled per attempt up to this, then jittered).")
+    webhook_timeout_seconds: float = Field(10.0, gt=0, description="Deadline of one delivery request.")
+    webhook_lease_seconds: float = Field(
+        30.0, gt=0, description="How long a process holds a subscription between renewals; longer than the "
+                                "delivery deadline, so no two processes deliver one subscription at once.")
+    webhook_poll_seconds: float = Field(
+        1.0, gt=0, description="How often due subscriptions are looked for (writes in this process wake it at once).")
+    webhook_batch: int = Field(100, ge=1, description="Events read per subscription and turn.")
+    webhook_concurrency: int = Field(8, ge=1, description="Subscriptions delivered at once by one process.")
+
     # -- federation -----------------------------------------------------------------------------
     registries: list[RegistryConfig] = Field(
         default_factory=list, description="Registries to federate; the local one is implicit when not listed.")
@@ -427,6 +454,12 @@ class Settings(BaseSettings):
         path = self.trusted_documents
         if path is not None and not path.is_absolute() and self.config is not None:
             self.trusted_documents = Path(self.config).parent / path  # like registries' paths
+        return self
+
+    @model_validator(mode="after")
+    def _check_webhook_lease(self) -> Settings:
+        if self.webhook_lease_seconds <= self.webhook_timeout_seconds:
+            raise ValueError("webhook_lease_seconds must exceed webhook_timeout_seconds (a lease outlives a delivery)")
         return self
 
     @field_validator("forwarded_allow_ips")

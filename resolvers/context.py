@@ -66,6 +66,8 @@ class Context:
     cost: int = 0
     #: The connections' listings by their arguments (``resolvers.types.collection``).
     listings: dict[tuple, tuple] = field(default_factory=dict)
+    #: The webhook subscriptions (``adapters.webhook_admin.Webhooks``), when served.
+    webhooks: Any = None
     #: The ``xregcorrelationid`` of each write the operation's mutations committed, in order: the
     #: response's ``extensions.xregcorrelationid`` (core/events.md).
     correlation_ids: list[str] = field(default_factory=list)

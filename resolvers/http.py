@@ -208,7 +208,8 @@ def graphql_endpoint(
             return http_cache.not_modified(tags)
         context = Context(settings=settings, sources=sources, default_registry=settings.registry_id,
                           principal=principal, auth=request.app.state.auth,
-                          rules=references_of(request.app, sources))
+                          rules=references_of(request.app, sources),
+                          webhooks=getattr(request.app.state, "webhooks", None))
         try:
             allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
             try:

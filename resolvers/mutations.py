@@ -20,6 +20,7 @@ from adapters.base import WriteOutcome
 from gateway.errors import XRegistryError
 from gateway.xid import Xid
 from resolvers.types import Node, to_node
+from resolvers.webhooks import WebhookMutations
 
 
 @strawberry.type(description="What a write did.")
@@ -82,7 +83,7 @@ def _writable(info: Info, registry: str | None):
 
 
 @strawberry.type
-class Mutation:
+class Mutation(WebhookMutations):
     @strawberry.mutation(description="Create a group.")
     async def create_group(
         self, info: Info, group_type: str, group_id: str, attributes: JSON | None = None,

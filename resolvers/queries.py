@@ -36,6 +36,7 @@ from resolvers.types import (
     batched,
     to_node,
 )
+from resolvers.webhooks import WebhookQueries
 
 #: The fields of ``Registry`` that read nothing of the registry's own record (its id, its source,
 #: its collections): a selection of only these needs no read of it.
@@ -125,7 +126,7 @@ async def _entity(info: Info, registry: str, xid: str, as_of: int | None) -> Any
 
 
 @strawberry.type
-class Query(Checks):
+class Query(Checks, WebhookQueries):
     @strawberry.field(description="Every registry the gateway serves, in priority order — also those that "
                                   "cannot be read now (with their `status`, and an error naming them).")
     async def registries(self, info: Info) -> list[Registry]:
