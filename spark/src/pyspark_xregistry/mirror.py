@@ -89,7 +89,7 @@ class ParquetMirror:
         jvm = spark.sparkContext._jvm
         assert jvm is not None
         hpath = jvm.org.apache.hadoop.fs.Path(path)
-        return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath  # type: ignore[union-attr]
+        return hpath.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()), hpath
 
     def _delete(self, spark: SparkSession, path: str) -> None:
         fs, hpath = self._fs(spark, path)
