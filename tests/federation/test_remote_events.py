@@ -100,8 +100,8 @@ async def test_a_write_on_the_remote_is_seen_at_once_through_its_event_log(gatew
     assert await _name(http, graphql, "followed", "/messagegroups/g1") == "before"
     assert await _name(http, graphql, "ttl", "/messagegroups/g1") == "before"  # both cached now
 
-    await write("PATCH", "/messagegroups/g1", name="after")
     invalidations = followed.cache.stats.invalidations
+    await write("PATCH", "/messagegroups/g1", name="after")
     await asyncio.wait_for(followed.events.reached(await _last_position(http, origin)), WAIT)
     assert followed.cache.stats.invalidations > invalidations
     assert await _name(http, graphql, "followed", "/messagegroups/g1") == "after"

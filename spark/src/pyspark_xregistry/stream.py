@@ -310,15 +310,11 @@ class XRegistryStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return end
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """Record the position of the last event now: ``Trigger.AvailableNow`` reads up to it."""
+        """Record where the log ends now — after every event of the registry's current revision
+        (a revision's events are committed with it) — so ``Trigger.AvailableNow`` reads up to there."""
         with EventsClient(self.options) as events:
-            after = ""
-            while True:
-                _, page = events.page(after, self.options.page_size)
-                if not page:
-                    break
-                after = str(page[-1]["xregposition"])
-        self._target = after
+            instance = events.instance()
+        self._target = f"{self._revision(instance)}.{MAX_INDEX}"
 
     def _scan(self, start: dict[str, str], most: int | None) -> dict[str, str]:
         instance, after = start["instance"], start["position"]
