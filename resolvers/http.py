@@ -227,10 +227,10 @@ def graphql_endpoint(
             ran = result.data is not None or not result.errors or any(e.path for e in result.errors)
             if ran:
                 body["data"] = result.data  # absent only when the request failed before execution
-            if context.correlation_ids:  # core/events.md: the response names the events' interaction
-                body["extensions"] = {"xregcorrelationid": list(context.correlation_ids)}
                 if document.register is not None:
                     await persisted.keep(document.register, document.text, shared)
+            if context.correlation_ids:  # core/events.md: the response names the events' interaction
+                body["extensions"] = {"xregcorrelationid": list(context.correlation_ids)}
             status = 200 if media == JSON or ran else _request_error_status(body)
             response = await json_response(body, status, media_type=content_type(media),
                                            large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)

@@ -240,9 +240,10 @@ def _header(path: Path, number: int, line: dict[str, Any]) -> BackupInfo:
 def _event(line: dict[str, Any]) -> RegistryEvent:
     rev: Any = line.get("rev")
     idx: Any = line.get("idx")
-    fields = [line.get(k) for k in ("id", "eventtype", "subject", "time", "correlationid")]
+    given = [line.get(k) for k in ("id", "eventtype", "subject", "time", "correlationid")]
     changed: Any = line.get("changed")
-    if not _int(rev) or rev == 0 or not _int(idx) or not all(isinstance(f, str) and f for f in fields):
+    fields = [f for f in given if isinstance(f, str) and f]
+    if not _int(rev) or rev == 0 or not _int(idx) or len(fields) != len(given):
         raise ValueError("an event needs rev (a revision), idx (an index), id, eventtype, subject, time and "
                          "correlationid (strings)")
     id_, etype, subject, at, correlation = fields
@@ -418,9 +419,11 @@ async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -
                 return
 
     def states() -> Iterator[StoredState]:  # then up to the first event
-        while pending and isinstance(pending[0], StoredState):
-            yield pending.pop(0)  # type: ignore[misc]
-        if pending:
+        first = pending[0] if pending else None
+        if isinstance(first, StoredState):
+            pending.clear()
+            yield first
+        elif first is not None:
             return
         for record in records:
             if isinstance(record, StoredState):
@@ -430,9 +433,9 @@ async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -
                 return
 
     def events() -> Iterator[RegistryEvent]:  # the rest (read after the states)
-        for record in pending:
-            if isinstance(record, RegistryEvent):
-                yield record
+        for held in pending:
+            if isinstance(held, RegistryEvent):
+                yield held
         pending.clear()
         for record in records:
             if isinstance(record, RegistryEvent):
