@@ -9,7 +9,9 @@ Every entry remembers when it was stored; per registry (:class:`RegistryCache`):
 * up to ``stale_if_error`` later: fetched anew, but served when the registry fails (stale on error);
 * older: gone (the backend's own expiry).
 
-Keys are ``xreg:<registry>:<fingerprint of its URL>:<caller>:<what>``; ``<caller>`` is a digest
+Keys are ``xreg:<registry>:<fingerprint of its URL>[@<generation>]:<caller>:<what>``; the
+*generation* moves when the registry reports a change (:mod:`adapters.remote_events`: the position
+of its last event), so every entry stored before it is left unread; ``<caller>`` is a digest
 of the caller's credentials for registries whose answers depend on them (``auth.forward``), else
 ``*``. Concurrent misses of one key in a process share one fetch. A failing backend (Redis down)
 never fails a read: it counts as a miss and in ``errors``.
@@ -50,7 +52,7 @@ def create_backend(url: str) -> BaseCache:
 
 #: Each figure of :class:`CacheStats` and its ``result`` label in ``xreg_remote_cache_total``.
 RESULTS = {"hits": "hit", "stale_hits": "stale_hit", "misses": "miss", "stale_on_error": "stale_on_error",
-           "revalidations": "revalidation", "errors": "error"}
+           "revalidations": "revalidation", "errors": "error", "invalidations": "invalidation"}
 
 
 @dataclass
@@ -64,6 +66,8 @@ class CacheStats:
     stale_on_error: int = 0
     revalidations: int = 0
     errors: int = 0
+    #: Times the registry's event log said it changed (see :meth:`RegistryCache.invalidate`).
+    invalidations: int = 0
     registry: str | None = field(default=None, repr=False, compare=False)
 
     def add(self, figure: str, n: int = 1) -> None:
@@ -104,13 +108,25 @@ class RegistryCache:
         self.stats = CacheStats(registry=registry)
         self._inflight: dict[str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
+        #: Moved by :meth:`invalidate`: part of every key (``""``: none yet).
+        self.generation = ""
 
     @property
     def enabled(self) -> bool:
         return self.ttl > 0
 
     def key(self, what: str, caller: str = "*") -> str:
-        return f"{self.namespace}:{caller}:{what}"
+        generation = f"@{self.generation}" if self.generation else ""
+        return f"{self.namespace}{generation}:{caller}:{what}"
+
+    def invalidate(self, generation: str) -> None:
+        """Leave every entry stored so far unread: keys from now on name ``generation`` (the
+        registry's state, e.g. the position of its last event — replicas that saw the same
+        event share their entries). A fetch under way stores under the key it was asked with,
+        which is no longer read."""
+        if generation != self.generation:
+            self.generation = generation
+            self.stats.add("invalidations")
 
     # -- raw entries ----------------------------------------------------------------------------
     async def lookup(self, keys: Iterable[str]) -> dict[str, Entry]:

@@ -25,7 +25,9 @@ Answers of a remote on an older specification version are rewritten into the cur
 the importer's rules (:mod:`gateway.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
-caller's credentials are forwarded. The remote has no revisions and no change feed; instead
+caller's credentials are forwarded; a remote offering an event log (a gateway like this one,
+``GET /events``) is followed and its entries dropped when it changes (:mod:`adapters.remote_events`),
+others live for ``cache_ttl``. The remote has no revisions and no change feed; instead
 :meth:`~RemoteSource.revision` mints a *snapshot* (:mod:`adapters.snapshots`): a number,
 increasing per remote from 1, naming a holding area in the cache backend — shared by every
 gateway process and replica when that is Redis. Reads ``as_of`` that number are answered from
@@ -57,6 +59,7 @@ from adapters.cache import RegistryCache, caller_digest
 from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
+from adapters.remote_events import RemoteEvents, events_url
 from adapters.slicing import cut, matches, nested_paths
 from adapters.snapshots import SnapshotGone, SnapshotStore, SnapshotStoreError
 from gateway import json_limits
@@ -111,6 +114,10 @@ class RemoteSource(RegistrySource):
         #: Snapshots (minted revisions), kept in the cache's backend.
         self.snapshots = SnapshotStore(cache.backend, cache.namespace, ttl=config.snapshot_ttl,
                                        most=config.snapshot_max, clock=clock)
+        #: The remote's event log, followed to invalidate the cache (``None``: not followed).
+        self.events = (RemoteEvents(self.id, self.client.http, events_url(self.base_url, config.events_url), cache,
+                                    poll_interval=config.events_poll_seconds)
+                       if config.follow_events and cache.enabled else None)
 
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -118,8 +125,12 @@ class RemoteSource(RegistrySource):
             await self._discover()
         except SourceUnavailable as exc:
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
+        if self.events is not None:
+            self.events.start()
 
     async def close(self) -> None:
+        if self.events is not None:
+            await self.events.close()
         self.snapshots.clear()
         await self.cache.close()
         await self.client.aclose()

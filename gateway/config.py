@@ -151,6 +151,12 @@ class RegistryConfig(BaseModel):
         3600.0, gt=0, description="Seconds a snapshot (a revision minted for this remote) lives after its last use.")
     snapshot_max: int = Field(16, ge=1, description="Most live snapshots; the least recently used is dropped first.")
     max_response_bytes: int = Field(32 * 1024 * 1024, ge=1024, description="Largest answer accepted.")
+    follow_events: bool = Field(True, description=(
+        "xregistry: follow the remote's event log when it offers one (GET /events, as this gateway does) and "
+        "drop cached answers when it changes, instead of waiting for cache_ttl (docs/federation.md)."))
+    events_url: str | None = Field(None, description=(
+        "xregistry: the remote's event log (default: `events` beside the registry's root, `<url>/../events`)."))
+    events_poll_seconds: float = Field(2.0, gt=0, le=3600, description="How often the remote's event log is read.")
 
     @field_validator("id")
     @classmethod
@@ -160,7 +166,7 @@ class RegistryConfig(BaseModel):
             raise ValueError(f"registry id {value!r}: {problem}")
         return value
 
-    @field_validator("url", "base_url")
+    @field_validator("url", "base_url", "events_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         if value is None:

@@ -13,7 +13,9 @@ Parameters (query string):
 The answer is ``application/cloudevents-batch+json``: a JSON array of structured CloudEvents in
 position order, each with the extension attribute ``xregposition``, and a ``Link: <…>;
 rel="next"`` header that continues after the last event of the page (or, on an empty page, asks
-again from the same place: an empty page means the reader is up to date). Events older than the
+again from the same place: an empty page means the reader is up to date), and the registry's
+instance id in ``X-Registry-Instance`` (positions are those of that instance: a reader that
+kept a position checks it before continuing). Events older than the
 retained history answer ``events_gone`` (410): read again without ``after``. Reads need the
 ``read`` scope, like the API's; errors are the API's problem documents. A top-level route, beside
 ``/bulk/rows``, so it never shadows a collection a custom model names.
@@ -33,6 +35,7 @@ from gateway.auth import AuthError, principal_of
 from gateway.errors import XRegistryError
 from gateway.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
 from gateway.http_api.responses import json_response, problem_response
+from gateway.http_api.routes import INSTANCE_HEADER
 from gateway.registry.service import LocalRegistry
 from gateway.request_context import current_request_id, new_request_id
 from gateway.storage.base import EventsGone
@@ -104,7 +107,8 @@ async def read_events(request: Request) -> Response:
         query.append(("subject", subject))
     link = str(request.url.replace(query=urlencode(query)))
     return Response(json.dumps(body, ensure_ascii=False, separators=(",", ":")), media_type=BATCH_MEDIA_TYPE,
-                    headers={"Link": f'<{link}>; rel="next"', "Cache-Control": "no-store"})
+                    headers={"Link": f'<{link}>; rel="next"', "Cache-Control": "no-store",
+                             INSTANCE_HEADER: registry.instance_id})
 
 
 async def events_endpoint(request: Request) -> Response:

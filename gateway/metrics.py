@@ -56,7 +56,8 @@ REMOTE_BREAKER_STATE = Gauge(
     ["registry"], multiprocess_mode="livemax")
 REMOTE_CACHE = Counter(
     "xreg_remote_cache_total",
-    "Cache lookups and events of remote answers (hit, stale_hit, miss, stale_on_error, revalidation, error).",
+    "Cache lookups and events of remote answers (hit, stale_hit, miss, stale_on_error, revalidation, error, "
+    "invalidation).",
     ["registry", "result"])
 REGISTRY_REVISION = Gauge(
     "xreg_registry_revision", "The local registry's current revision.", multiprocess_mode="livemax")

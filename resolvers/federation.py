@@ -32,6 +32,8 @@ class CacheStatistics:
     stale_on_error: int = strawberry.field(description="Stale answers served because the registry failed.")
     revalidations: int = strawberry.field(description="Background refreshes started.")
     errors: int = strawberry.field(description="Failed cache reads and writes (counted as misses).")
+    invalidations: int = strawberry.field(
+        description="Times the registry's event log reported a change, leaving the answers cached before unread.")
 
 
 def _timestamp(seconds: float | None) -> Timestamp | None:

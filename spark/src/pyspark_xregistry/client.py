@@ -229,6 +229,12 @@ CHANGES_OF_INSTANCE = CHANGES.replace("$a: String)", "$a: String, $i: String)").
     "after: $a)", "after: $a, instanceId: $i)")
 
 
+#: Entity documents of the change feed (``instanceId`` checked): a Resource's view with its ``meta``.
+DOCUMENTS = CHANGES_OF_INSTANCE.replace("node { json ... on MessageDefinition { effective } }",
+                                        "node { json ... on Resource { meta { json } } }").replace(
+    "query Changes(", "query Documents(")
+
+
 @dataclass(frozen=True)
 class RegistryState:
     """A registry as the gateway serves it now: its revision and its instance id (``None``: the
@@ -401,16 +407,23 @@ class GatewayClient:
                     "a": resources["pageInfo"]["endCursor"]})["lookup"]["resources"]
 
     def changes(
-        self, registry: str, revision: int, since: int, collections: list[str], instance: str | None = None,
+        self, registry: str, revision: int, since: int, collections: list[str] | None, instance: str | None = None,
+        *, documents: bool = False,
     ) -> Iterator[list[ChangeRow]]:
-        """Pages of the entities of ``collections`` written after ``since`` up to ``revision``;
-        with ``instance``, refused (:class:`CheckpointMismatch`) unless the registry is that instance."""
+        """Pages of the entities of ``collections`` (``None``: every entity) written after ``since`` up to ``revision``;
+        with ``instance``, refused (:class:`CheckpointMismatch`) unless the registry is that instance;
+        with ``documents`` (and ``instance``) a Resource's view holds its ``meta``."""
         after = None
-        query = CHANGES if instance is None else CHANGES_OF_INSTANCE
+        query = CHANGES if instance is None else DOCUMENTS if documents else CHANGES_OF_INSTANCE
         while True:
             variables = {"r": registry, "v": revision, "s": since, "c": collections, "p": self.config.page_size,
                          "a": after} | ({"i": instance} if instance is not None else {})
             conn = self._registry(query, variables)["changes"]
+            if documents:  # the document of a Resource holds its meta
+                for n in conn["nodes"]:
+                    node = n.get("node") or {}
+                    if isinstance(node.get("json"), dict) and isinstance(node.get("meta"), dict):
+                        node["json"] = {**node["json"], "meta": node["meta"].get("json")}
             yield [ChangeRow(n["xid"], str(n["type"]).lower(), int(n["revision"]), (n.get("node") or {}).get("json"),
                              (n.get("node") or {}).get("effective")) for n in conn["nodes"]]
             if not conn["pageInfo"]["hasNextPage"] or not conn["nodes"]:

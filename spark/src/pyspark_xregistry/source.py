@@ -15,6 +15,8 @@ is on) takes equality and ``IN`` on :data:`~pyspark_xregistry.schemas.PUSHABLE` 
 registry narrows the registries read, the rest becomes xRegistry filter expressions for the
 gateway (which match case-insensitively, so every row is checked again exactly here; pushed
 filters need no evaluation by Spark). Everything else is left to Spark.
+
+Without ``entity``, ``spark.readStream`` reads the registry's events (:mod:`pyspark_xregistry.stream`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from pyspark_xregistry.client import (
     RegistryState,
 )
 from pyspark_xregistry.schemas import CHANGE_COLUMN, ENTITIES, PUSHABLE, converter, row_values, schema_for
+from pyspark_xregistry.stream import StreamOptions, XRegistryStreamReader, stream_schema
 
 log = logging.getLogger("pyspark_xregistry")
 
@@ -339,11 +342,19 @@ class XRegistryDataSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        if not _has_entity(self.options):  # a stream of the registry's events (pyspark_xregistry.stream)
+            return stream_schema(StreamOptions.parse(self.options).documents)
         opts = ReadOptions.parse(self.options)
         return schema_for(opts.entity, changes=opts.since is not None)
 
     def reader(self, schema: StructType) -> XRegistryReader:
         return XRegistryReader(ReadOptions.parse(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> XRegistryStreamReader:
+        if _has_entity(self.options):
+            raise ValueError('a stream reads the registry\'s events, not an entity type: leave out option "entity" '
+                             "(sinceRevision reads the changes of an entity type in a batch)")
+        return XRegistryStreamReader(StreamOptions.parse(self.options), schema)
 
 
 class FilteringDataSource(XRegistryDataSource):
@@ -504,6 +515,10 @@ class FilteringReader(XRegistryReader):
 
 #: Columns a deleted entity still has in a change feed.
 _KEYS = frozenset({"registry", "xid", "group", "id", "revision", "grouptype", "schemaid"})
+
+
+def _has_entity(options: Mapping[str, str]) -> bool:
+    return any(str(k).lower() == "entity" and str(v).strip() for k, v in options.items())
 
 
 def _first(value: int | None, default: int) -> int:
