@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
+from adapters.events import EventFeed
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from gateway import formats, gc_tuning, metrics, readiness, tracing
@@ -98,6 +99,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
     federation = Federation(settings, LocalSource(registry))
+    events = EventFeed(registry.store, poll_interval=1.0)
+    registry.commit_listeners.append(events.notify)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -135,6 +138,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await events.close()
             await app.state.auth.aclose()
             await app.state.rate_limiter.aclose()
             await federation.close()
@@ -161,5 +165,6 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     app.state.settings = settings
     app.state.registry = registry
     app.state.federation = federation
+    app.state.events = events
     app.state.auth = Authenticator(settings)
     return app
