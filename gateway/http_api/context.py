@@ -31,6 +31,8 @@ class Call:
     registry: LocalRegistry
     settings: Settings
     request_id: str
+    #: The ``xregcorrelationid`` of the write this request committed (``xRegistry-xregcorrelationid``).
+    correlation_id: str | None = None
 
     @property
     def model(self) -> RegistryModel:

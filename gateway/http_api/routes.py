@@ -41,6 +41,8 @@ Handler = Callable[[Call], Awaitable[Response]]
 #: Not an ``xRegistry-*`` header: core/http.md maps those to the attributes of the entity a
 #: response describes, and the instance id is none of them.
 INSTANCE_HEADER = "X-Registry-Instance"
+#: The header of a write's response naming its interaction's events (core/events.md, "xregcorrelationid").
+CORRELATION_HEADER = "xRegistry-xregcorrelationid"
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -163,6 +165,8 @@ class XRegistryAPI:
                 else:
                     call = Call(request, target, flags, state.registry, state.settings, request_id)
                     response = await handler(call)
+                    if call.correlation_id is not None:
+                        response.headers[CORRELATION_HEADER] = call.correlation_id
                     if tags is not None and response.status_code == 200:
                         if http_cache.matches(asked, tags["ETag"], any_tag=True):
                             response = http_cache.not_modified(tags)

@@ -53,6 +53,7 @@ async def run(call: Call, build: Build[T]) -> tuple[T, Outcome]:
         ignore_epoch="epoch" in call.flags.ignore, dry_run=call.flags.dryrun)
     if call.flags.dryrun:
         raise DryRun(result[1])
+    call.correlation_id = result[1].correlation_id
     return result
 
 

@@ -12,12 +12,15 @@ is called, so nothing is written.
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError, invalid
+from gateway.events.derive import EntityChange, derive_events
+from gateway.events.record import EventDraft
 from gateway.ids import check_id
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
@@ -66,6 +69,11 @@ class Outcome:
     #: at a message that does not exist here (permitted: reported, not refused).
     dangling: list[tuple[str, str]] = field(default_factory=list)
     revision: int | None = None
+    #: The interaction's ``xregcorrelationid`` (core/events.md): ``None`` for a dry run or a write
+    #: that committed nothing.
+    correlation_id: str | None = None
+    #: The events the commit stored (``gateway.events.derive``), in their order.
+    events: list[EventDraft] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {k: len(getattr(self, k)) for k in ("created", "updated", "unchanged", "deleted")}
@@ -80,6 +88,8 @@ class _State:
     stored_rev: int | None  # revision of the stored state, None when it did not exist
     #: The materialisation of a message (``DERIVED``, kept out of ``doc``), see ``materialise``.
     derived: dict[str, Any] | None = None
+    #: The stored state as read (never changed here): what the commit's events compare against.
+    stored: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -156,7 +166,7 @@ class Changeset:
             rdef = self._rdef_of(rec) if isinstance(holder, dict) else None
             if rdef is not None and rdef.hasdocument and isinstance(holder, dict):
                 upgrade_document_link(holder, rdef.singular)
-            state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived)
+            state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived, rec.doc)
         self._states[key] = state
         try:
             parsed = Xid.parse(key)
@@ -955,9 +965,11 @@ class Changeset:
         keys = [*self._dirty, *(k for k in sorted(self._rederived) if k not in self._dirty)]
         return [_write(self._states[key]) for key in keys]
 
-    async def commit(self, note: str = "", *, dry_run: bool = False) -> Outcome:
-        """Validate, then write everything in one store revision. Raises on any violation.
-        ``dry_run``: everything but the write (the outcome's ``revision`` stays ``None``)."""
+    async def commit(self, note: str = "", *, dry_run: bool = False, correlation_id: str | None = None) -> Outcome:
+        """Validate, then write everything in one store revision, with the events it amounts to
+        (``gateway.events.derive``, stamped with :attr:`now` and ``correlation_id``) in the same
+        transaction. Raises on any violation. ``dry_run``: everything but the write (the outcome's
+        ``revision`` and ``correlation_id`` stay ``None``, no event is derived)."""
         if self._errors:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
@@ -974,12 +986,23 @@ class Changeset:
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
         writes = self.writes()
-        if dry_run:
+        if dry_run or not writes:
             return outcome
-        outcome.revision = await self.store.commit(writes, note=note) if writes else None
+        correlation_id = correlation_id or new_correlation_id()
+        outcome.events = derive_events(
+            (EntityChange(w.xid, w.kind, w.ctype, self._states[w.key].stored, w.doc) for w in writes),
+            time=self.now, correlation_id=correlation_id)
+        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events)
+        outcome.correlation_id = correlation_id
         return outcome
 
 # -- helpers ----------------------------------------------------------------------------------
+def new_correlation_id() -> str:
+    """An interaction's ``xregcorrelationid``: a random UUID (lower case), so unique,
+    case-insensitively, for the registry's lifetime whatever the process or replica."""
+    return str(uuid.uuid4())
+
+
 def _write(state: _State) -> Write:
     """The store write of a state: its doc with its materialisation (and the links of it)."""
     doc = state.doc
