@@ -266,3 +266,50 @@ async def test_sse_refusals_are_json_with_their_status(live: LiveServer):
     assert plain.status_code == 400 and "text/event-stream" in plain.json()["errors"][0]["message"]
     assert query.status_code == 200 and query.headers["content-type"].startswith("text/event-stream")
     assert "event: next" in query.text and query.text.rstrip().endswith("event: complete\r\ndata:")
+
+
+# -- the limits of queries apply ----------------------------------------------------------------
+
+
+async def test_the_rate_limit_is_charged_each_subscription_and_refuses_over_it(tmp_path: Path):
+    # SUBSCRIPTION costs 12 points (resolvers/cost.py): a bucket of 24 serves two, then refuses
+    settings = settings_for(tmp_path, rate_limit_enabled=True, rate_limit_anonymous_rate=0.001,
+                            rate_limit_anonymous_burst=24)
+    async with LiveServer(create_app(settings)) as live:
+        async with await ws_connect(live) as socket:
+            assert (await receive(socket))["type"] == "connection_ack"
+            for n in range(3):
+                await socket.send(json.dumps({"id": str(n), "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+            refused = await receive(socket)  # the two accepted ones say nothing until an event comes
+        async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
+            sse = await client.post("/graphql", json={"query": SUBSCRIPTION}, headers={"Accept": "text/event-stream"})
+    assert refused["id"] == "2" and refused["type"] == "error"
+    assert refused["payload"][0]["extensions"]["code"] == "too_many_requests"
+    assert sse.status_code == 429 and sse.json()["errors"][0]["extensions"]["code"] == "too_many_requests"
+
+
+async def test_open_subscriptions_are_bounded_per_process(tmp_path: Path):
+    async with LiveServer(create_app(settings_for(tmp_path, subscriptions_max=1))) as live:
+        before = open_subscriptions("ws")
+        async with await ws_connect(live) as socket:
+            await ws_subscribe(socket, before)
+            await socket.send(json.dumps({"id": "2", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+            refused = await receive(socket)
+            async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
+                sse = await client.post("/graphql", json={"query": SUBSCRIPTION},
+                                        headers={"Accept": "text/event-stream"})
+    assert refused["type"] == "error" and refused["payload"][0]["extensions"]["code"] == "server_busy"
+    assert sse.status_code == 503 and sse.json()["errors"][0]["extensions"]["code"] == "server_busy"
+
+
+async def test_the_cost_ceiling_and_depth_limit_apply(tmp_path: Path):
+    async with LiveServer(create_app(settings_for(tmp_path, graphql_max_cost=2, graphql_max_depth=2))) as live:
+        async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
+            costly = await client.post("/graphql", json={"query": SUBSCRIPTION}, headers={"Accept": "text/event-stream"})
+        async with await ws_connect(live) as socket:
+            assert (await receive(socket))["type"] == "connection_ack"
+            await socket.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+            refused = await receive(socket)
+    codes = {e["extensions"]["code"] for e in costly.json()["errors"]}
+    assert costly.status_code == 400 and codes & {"QUERY_TOO_COSTLY", "QUERY_TOO_DEEP"}
+    assert refused["type"] == "error" and refused["payload"][0]["extensions"]["code"] in codes
