@@ -313,3 +313,13 @@ async def test_the_cost_ceiling_and_depth_limit_apply(tmp_path: Path):
     codes = {e["extensions"]["code"] for e in costly.json()["errors"]}
     assert costly.status_code == 400 and codes & {"QUERY_TOO_COSTLY", "QUERY_TOO_DEEP"}
     assert refused["type"] == "error" and refused["payload"][0]["extensions"]["code"] in codes
+
+
+async def test_an_open_sse_stream_gives_its_admission_slot_back(tmp_path: Path):
+    settings = settings_for(tmp_path, admission_graphql_concurrency=1, admission_queue_size=0)
+    async with LiveServer(create_app(settings)) as live:
+        async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
+            async with aconnect_sse(client, "POST", "/graphql", json={"query": SUBSCRIPTION}) as source:
+                assert source.response.status_code == 200  # the stream is open …
+                query = await client.post("/graphql", json={"query": "{ registry { registryid } }"})
+    assert query.status_code == 200 and "errors" not in query.json()  # … and the one slot is free for a query
