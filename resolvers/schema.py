@@ -28,7 +28,7 @@ from resolvers.mutations import Mutation
 from resolvers.operation import run_operation
 from resolvers.queries import Query
 from resolvers.scalars import SCALARS
-from resolvers.streaming import Subscriber, open_stream
+from resolvers.streaming import SharedResults, Subscriber, open_stream
 from resolvers.subscriptions import Subscription
 from resolvers.types import TYPES, read_field
 
@@ -50,6 +50,8 @@ class GatewaySchema(strawberry.Schema):
             raise ValueError("GatewaySchema runs its operations without schema extensions (resolvers/operation.py)")
         super().__init__(*args, **kwargs)
         self.limits = limits
+        #: the results of recent events, shared by the subscribers running one operation alike
+        self.shared_results = SharedResults()
 
     async def execute(
         self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,

@@ -13,12 +13,16 @@ streaming transport gives a stream of its one result.
 Each event executes the operation with the event as root value in a :class:`Context` of its own
 (its loaders read the registry as it is when the event is delivered, and are released after it),
 the way a query runs; the :class:`Subscriber` holds what every one of them shares: who is asking,
-what is served.
+what is served. Subscribers running the same operation alike share each event's execution
+(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+import asyncio
+import collections
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,7 +118,7 @@ async def open_stream(
         if isinstance(source, ExecutionResult):
             return source
         observed.outcome = "ok"
-    return _responses(schema, document, variables, operation_name, subscriber, source)
+    return _responses(schema, query, document, variables, operation_name, subscriber, source)
 
 
 async def _source(schema: Schema, document: DocumentNode, variables: dict[str, Any] | None,
@@ -138,27 +142,69 @@ async def _source(schema: Schema, document: DocumentNode, variables: dict[str, A
     return ExecutionResult(data=None, errors=found)
 
 
-async def _responses(schema: Schema, document: DocumentNode, variables: dict[str, Any] | None,
+class SharedResults:
+    """The results of recent events for each operation, shared by the subscribers that run the
+    same operation (document, variables, operation name) with the same scopes: an event is executed
+    once for all of them — the first one to deliver it runs it, the others take its result. At most
+    ``size`` results are kept (the oldest go first); a result is the same for every such subscriber,
+    since nothing a subscription selects depends on who asks beyond their scopes."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[ExecutionResult]] = \
+            collections.OrderedDict()
+        #: How many executions ran (a subscriber that took a shared result ran none).
+        self.executions = 0
+
+    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[ExecutionResult]]) -> ExecutionResult:
+        found = self._results.get(key)
+        if found is None:
+            self.executions += 1
+            found = self._results[key] = asyncio.ensure_future(run())  # runs on if this subscriber goes
+            if len(self._results) > self.size:
+                self._results.popitem(last=False)
+        return await asyncio.shield(found)
+
+
+def _operation_key(query: str, variables: dict[str, Any] | None, operation_name: str | None,
+                   subscriber: Subscriber) -> tuple[Any, ...]:
+    scopes = tuple(sorted(subscriber.principal.scopes)) if subscriber.principal is not None else ()
+    return (query, json.dumps(variables, sort_keys=True, default=str) if variables else "", operation_name,
+            scopes)
+
+
+async def _responses(schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
                      operation_name: str | None, subscriber: Subscriber,
                      source: AsyncIterable[Any]) -> AsyncIterator[ExecutionResult]:
-    """Each event of ``source`` executed with the event as root value, in a context of its own.
-    What the source raises (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
+    """Each event of ``source`` executed with the event as root value, in a context of its own
+    (or the result :class:`SharedResults` already holds for it). What the source raises
+    (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
     execute = schema._get_execute_function()
+    shared = getattr(schema, "shared_results", None)
+    operation = _operation_key(query, variables, operation_name, subscriber)
+
+    async def run(payload: Any) -> ExecutionResult:
+        context = subscriber.context()
+        try:
+            result = execute(schema._schema, document, root_value=payload, context_value=context,
+                             variable_values=variables, operation_name=operation_name,
+                             is_awaitable=optimized_is_awaitable, executor_class=schema.execution_context_class,
+                             operation_extensions=None)
+            if optimized_is_awaitable(result):
+                result = await result
+            if result.errors:
+                schema._process_errors(result.errors)
+            return ExecutionResult(data=result.data, errors=with_reported(result.errors, context))
+        finally:
+            context.close()
+
     try:
         async for payload in source:
-            context = subscriber.context()
-            try:
-                result = execute(schema._schema, document, root_value=payload, context_value=context,
-                                 variable_values=variables, operation_name=operation_name,
-                                 is_awaitable=optimized_is_awaitable, executor_class=schema.execution_context_class,
-                                 operation_extensions=None)
-                if optimized_is_awaitable(result):
-                    result = await result
-                if result.errors:
-                    schema._process_errors(result.errors)
-                yield ExecutionResult(data=result.data, errors=with_reported(result.errors, context))
-            finally:
-                context.close()
+            key = getattr(payload, "shared_key", None)
+            if shared is None or key is None:
+                yield await run(payload)
+            else:
+                yield await shared.result((key, *operation), lambda p=payload: run(p))
     finally:
         close = getattr(source, "aclose", None)
         if close is not None:

@@ -46,6 +46,11 @@ class PositionGone(GatewayError):
 class RegistryEventNode:
     event: strawberry.Private[RegistryEvent]
 
+    @property
+    def shared_key(self) -> str:
+        """What the event's results are shared by (``resolvers.streaming.SharedResults``)."""
+        return self.event.id
+
     @strawberry.field(description="Where the event is in the registry's log, `<revision>.<index>`: pass the last "
                                   "one received as `after` to resume without gap or duplicate.")
     def position(self) -> str:
