@@ -2,8 +2,8 @@
 (``graphql-transport-ws``) while writes land through the xRegistry HTTP API.
 
 The gateway (SQLite, a fresh data directory) runs in a process of its own under uvicorn, so that
-its memory and CPU are its own; this process holds the subscribers (one asyncio loop) and the
-writer. Figures:
+its memory and CPU are its own; the subscribers run in another process (one asyncio loop), and
+this one writes. Figures:
 
 - **commit-to-delivery latency** p50 / p99: from the event's ``time`` (stamped by the commit)
   to its arrival at a subscriber, over every delivery, for ``--subscribers`` subscribers while
@@ -126,7 +126,8 @@ class Subscriber:
                         continue
                     event = message["payload"]["data"]["registryEvents"]
                     self.received += 1
-                    self.latencies.append(now - datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp())
+                    committed = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+                    self.latencies.append(now - committed)
         except Exception as exc:  # a disconnect (a slow consumer's close included) ends this subscriber
             self.closed = f"{type(exc).__name__}: {exc}"[:120]
 
@@ -135,6 +136,60 @@ async def open_count(client: httpx.AsyncClient) -> float:
     text = (await client.get("/metrics")).text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("xreg_graphql_subscriptions_open{"))
+
+
+async def subscriber_process(url: str, count: int) -> None:
+    """The subscribers' process: ``ready`` once all have subscribed, then one JSON line per
+    command read from stdin (``count``, ``take``: the figures so far, then reset; ``stop``)."""
+    ready, opened = asyncio.Event(), [0, count]
+    subscribers = [Subscriber() for _ in range(count)]
+    for s in subscribers:
+        s.task = asyncio.create_task(s.run(url, ready, opened))
+    await asyncio.wait_for(ready.wait(), 600)
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    while True:
+        command = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+        if command in ("", "stop"):
+            break
+        closed = [s.closed for s in subscribers if s.closed]
+        reply: dict[str, Any] = {"received": sum(s.received for s in subscribers), "closed": closed[:1],
+                                 "closed_count": len(closed)}
+        if command == "take":
+            reply["latencies"] = [x for s in subscribers for x in s.latencies]
+            for s in subscribers:
+                s.received, s.latencies = 0, []
+        print(json.dumps(reply), flush=True)
+    for s in subscribers:
+        if s.task is not None:
+            s.task.cancel()
+    await asyncio.gather(*(s.task for s in subscribers if s.task is not None), return_exceptions=True)
+
+
+class Subscribers:
+    """The subscribers' process, driven by lines."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, "--subscriber-process", url, str(count)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    async def ready(self) -> None:
+        line = await asyncio.to_thread(self.process.stdout.readline)  # type: ignore[union-attr]
+        if line.strip() != "ready":
+            raise RuntimeError(f"the subscribers did not start: {line!r}")
+
+    async def ask(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return json.loads(await asyncio.to_thread(self.process.stdout.readline))
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.write("stop\n")
+            self.process.stdin.close()
+        self.process.wait(60)
 
 
 async def write(client: httpx.AsyncClient, name: str) -> None:
@@ -187,36 +242,30 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
         alone = await throughput(client, "alone", args.writes, args.writers)
         rss_before = rss_bytes(gateway.process.pid)
 
-        ws_url = gateway.url.replace("http://", "ws://") + "/graphql"
-        ready, opened = asyncio.Event(), [0, args.subscribers]
-        subscribers = [Subscriber() for _ in range(args.subscribers)]
         connecting = time.perf_counter()
-        for s in subscribers:
-            s.task = asyncio.create_task(s.run(ws_url, ready, opened))
-        await asyncio.wait_for(ready.wait(), 600)
-        while await open_count(client) < args.subscribers:  # every subscription open on the server
-            await asyncio.sleep(0.05)
-        connected_s = time.perf_counter() - connecting
-        rss_after = rss_bytes(gateway.process.pid)
+        subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers)
+        try:
+            await subscribers.ready()
+            while await open_count(client) < args.subscribers:  # every subscription open on the server
+                await asyncio.sleep(0.05)
+            connected_s = time.perf_counter() - connecting
+            rss_after = rss_bytes(gateway.process.pid)
 
-        written = await paced(client, args.rate, args.seconds)
-        expected = written * args.subscribers
-        deadline = time.monotonic() + 60
-        while sum(s.received for s in subscribers) < expected and time.monotonic() < deadline:
-            if all(s.task is not None and s.task.done() for s in subscribers):
-                break
-            await asyncio.sleep(0.05)
-        latencies = [x for s in subscribers for x in s.latencies]
-        delivered = sum(s.received for s in subscribers)
-        for s in subscribers:
-            s.received, s.latencies = 0, []
-
-        loaded = await throughput(client, "loaded", args.writes, args.writers)
-        for s in subscribers:
-            assert s.task is not None
-            s.task.cancel()
-        await asyncio.gather(*(s.task for s in subscribers if s.task is not None), return_exceptions=True)
-    closed = [s.closed for s in subscribers if s.closed and "CancelledError" not in s.closed]
+            written = await paced(client, args.rate, args.seconds)
+            expected = written * args.subscribers
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                state = await subscribers.ask("count")
+                if state["received"] + state["closed_count"] * written >= expected:
+                    break
+                await asyncio.sleep(0.1)
+            taken = await subscribers.ask("take")
+            loaded = await throughput(client, "loaded", args.writes, args.writers)
+            final = await subscribers.ask("count")
+        finally:
+            subscribers.stop()
+    latencies, delivered = taken["latencies"], taken["received"]
+    closed = final["closed"]
 
     per_thousand = (rss_after - rss_before) / args.subscribers * 1000 / 2**20
     p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
@@ -224,7 +273,8 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     mean = statistics.fmean(latencies) * 1000 if latencies else float("nan")
     print(f"subscribers                     {args.subscribers} (connected in {connected_s:.1f} s)")
     print(f"writes                          {written} at {args.rate:g}/s for {args.seconds:g} s")
-    print(f"deliveries                      {delivered} of {expected} ({len(closed)} subscribers closed early)")
+    print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
+          "closed early)")
     print(f"commit-to-delivery p50 / p99    {p50:.1f} / {p99:.1f} ms (mean {mean:.1f} ms)")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
@@ -251,4 +301,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(parse()))
+    if sys.argv[1:2] == ["--subscriber-process"]:
+        asyncio.run(subscriber_process(sys.argv[2], int(sys.argv[3])))
+    else:
+        asyncio.run(main(parse()))
