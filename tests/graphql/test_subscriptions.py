@@ -26,6 +26,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from gateway.app import create_app
 from gateway.auth import hash_key
 from gateway.config import Settings
+from resolvers.schema import build_schema
 from tests.support.live import LiveServer
 
 SUBSCRIPTION = """subscription Events($after: String, $types: [String!], $subject: String) {
@@ -323,3 +324,19 @@ async def test_an_open_sse_stream_gives_its_admission_slot_back(tmp_path: Path):
                 assert source.response.status_code == 200  # the stream is open …
                 query = await client.post("/graphql", json={"query": "{ registry { registryid } }"})
     assert query.status_code == 200 and "errors" not in query.json()  # … and the one slot is free for a query
+
+
+async def test_subscribers_running_one_operation_alike_share_each_events_execution(tmp_path: Path):
+    settings = settings_for(tmp_path)
+    shared = build_schema(settings).shared_results  # the schema the application serves (one per limits)
+    async with LiveServer(create_app(settings)) as live:
+        before = open_subscriptions("ws")
+        async with await ws_connect(live) as one, await ws_connect(live) as two:
+            await ws_subscribe(one, before, types=["io.xregistry.group.created"])
+            await ws_subscribe(two, before + 1, types=["io.xregistry.group.created"])
+            executions = shared.executions
+            await write_group(live, "shared")
+            events = await ws_events(one, 1) + await ws_events(two, 1)
+            ran = shared.executions - executions
+    assert events[0] == events[1] and events[0]["subject"] == "/schemagroups/shared"
+    assert ran == 1
