@@ -32,6 +32,7 @@ from typing import Any, cast
 from graphql import GraphQLError
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http.exceptions import WebSocketDisconnected
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler, Operation
@@ -156,12 +157,19 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
             return
+        except WebSocketDisconnected:
+            return
         except SlowConsumer as exc:
             metrics.SUBSCRIPTIONS_SLOW.labels("ws").inc()
             self.operations.pop(operation.id, None)
             last = f"resubscribe with after: {exc.last}" if exc.last is not None else "resubscribe"
             await self.websocket.close(SLOW_CONSUMER, _reason(f"Slow consumer: over {exc.max_buffer} events "
                                                               f"behind; {last}"))
+            return
+        except Exception as exc:  # a bug, or the store failing: the operation ends with the error
+            log.exception("GraphQL subscription failed")
+            error = GraphQLError(str(exc), original_error=exc)
+            await self._error(operation, _formatted([error], settings.debug))
             return
         finally:
             await opened.aclose()  # type: ignore[attr-defined]  # an async generator
