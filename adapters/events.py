@@ -26,7 +26,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from gateway.events.record import EventPosition, RegistryEvent
-from gateway.storage.base import Store
+from gateway.storage.base import EventsGone, Store
 
 log = logging.getLogger("xreg.events")
 
@@ -74,6 +74,11 @@ class EventStream:
 
     def _close(self) -> None:
         self._closed = True
+        self._signal.set()
+
+    def _overrun(self) -> None:
+        """The live feed lost events this stream had not seen (pruned under it)."""
+        self._slow = True
         self._signal.set()
 
     async def _read_retained(self) -> None:
@@ -196,6 +201,11 @@ class EventFeed:
                     await self._publish_until(revision)
             except asyncio.CancelledError:
                 raise
+            except EventsGone:  # history pruned under the feed's head: its streams lost events
+                for stream in list(self._streams):
+                    stream._overrun()
+                self._seen = await self.store.current_revision()
+                self._head = EventPosition.end_of(self._seen)
             except Exception:  # the store's trouble: the next turn tries again
                 log.exception("reading the registry's events failed")
 

@@ -506,7 +506,8 @@ def _with_epoch(attrs: dict[str, Any], epoch: int | None) -> dict[str, Any]:
 def _outcome(outcome: Outcome) -> WriteOutcome:
     return WriteOutcome(created=list(outcome.created), updated=list(outcome.updated),
                         unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision,
-                        rematerialised=list(outcome.rematerialised), dangling=list(outcome.dangling))
+                        rematerialised=list(outcome.rematerialised), dangling=list(outcome.dangling),
+                        correlation_id=outcome.correlation_id)
 
 
 def _end_cursor(sort: Sort | None) -> Cursor:

@@ -50,7 +50,9 @@ from gateway.registry.materialise import DERIVED
 @dataclass(frozen=True)
 class EntityChange:
     """One entity a commit writes: its state before (``None``: it did not exist) and after
-    (``None``: deleted), as the store keeps them (a Resource: ``{"meta", "default"}``)."""
+    (``None``: deleted), as the store keeps them (a Resource: ``{"meta", "default"}``). Both
+    ``None``: the interaction created the entity and deleted it again (``maxversions`` pruning a
+    Version it had just created)."""
 
     xid: str
     kind: str
@@ -125,7 +127,9 @@ def derive_events(changes: Iterable[EntityChange], *, time: str, correlation_id:
         if entity is None:
             continue
         key = ch.xid.lower()
-        if ch.before is None and ch.after is None:
+        if ch.before is None and ch.after is None:  # created and deleted again: nothing changed
+            # anyone could see, but the precedence of core/events.md makes its one event ``deleted``
+            subjects[key] = _Subject(ch.xid, entity, "deleted", set())
             continue
         if ch.before is None or ch.after is None:
             if ch.kind == "registry":

@@ -129,6 +129,9 @@ class Changeset:
         self._versions_loaded: set[str] = set()
         self._versions_of: dict[str, dict[str, _State]] = {}  # resource key -> version key -> state
         self._dirty: dict[str, str] = {}  # key -> "created" | "updated" | "deleted"
+        #: Entities this changeset created, then deleted again (never stored): their event is
+        #: ``deleted`` (core/events.md precedence), though nothing is written for them.
+        self._transient: dict[str, _State] = {}
         self._unchanged: set[str] = set()
         self._children_changed: dict[str, str] = {}  # parent key -> XID, collections gained/lost
         self._errors: list[XRegistryError] = []
@@ -208,7 +211,8 @@ class Changeset:
         state.kind, state.ctype, state.doc = kind, ctype, doc
         if doc is None:
             if state.stored_rev is None:
-                self._dirty.pop(key, None)
+                if self._dirty.pop(key, None) == "created":
+                    self._transient[key] = state
             else:
                 self._dirty[key] = "deleted"
         elif state.stored_rev is None:
@@ -989,9 +993,10 @@ class Changeset:
         if dry_run or not writes:
             return outcome
         correlation_id = correlation_id or new_correlation_id()
-        outcome.events = derive_events(
-            (EntityChange(w.xid, w.kind, w.ctype, self._states[w.key].stored, w.doc) for w in writes),
-            time=self.now, correlation_id=correlation_id)
+        changes = [EntityChange(w.xid, w.kind, w.ctype, self._states[w.key].stored, w.doc) for w in writes]
+        changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self._transient.items()
+                    if s.doc is None and k not in self._dirty]
+        outcome.events = derive_events(changes, time=self.now, correlation_id=correlation_id)
         outcome.revision = await self.store.commit(writes, note=note, events=outcome.events)
         outcome.correlation_id = correlation_id
         return outcome

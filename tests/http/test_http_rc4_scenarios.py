@@ -45,7 +45,8 @@ async def test_xregistry_headers_are_only_the_described_entitys_attributes(wire)
     namespace holds the attributes of the entity a response describes, so no response (of any
     method, document or ``$details``, success or error) carries one that is not such an
     attribute. The registry's instance id travels as ``X-Registry-Instance`` (and GraphQL
-    ``Registry.instanceId``). And core/http.md "Adherence to HTTP Standards" / RFC 9110: every
+    ``Registry.instanceId``); a write's ``xRegistry-xregcorrelationid`` is core/events.md's. And
+    core/http.md "Adherence to HTTP Standards" / RFC 9110: every
     response with a body says its length (``Content-Length``)."""
     c = wire
     await install(c)
@@ -79,6 +80,13 @@ async def test_xregistry_headers_are_only_the_described_entitys_attributes(wire)
         if method != "HEAD" and r.content:
             assert r.headers["content-length"] == str(len(r.content)), (method, path)
         headers = attribute_headers(r)
+        # core/events.md, the one xRegistry-* header that is no attribute: "In the case of an HTTP
+        # interaction, the following HTTP header MUST be present in the response flow:
+        # xRegistry-xregcorrelationid" — on every write that committed (the PUT /modelsource of the
+        # model already installed commits nothing), on nothing else
+        correlation = headers.pop("xregistry-xregcorrelationid", None)
+        wrote = method not in ("GET", "HEAD", "OPTIONS") and r.status_code < 300 and path != f"{API}/modelsource"
+        assert (correlation is not None) == wrote, (method, path, r.status_code)
         is_document = "$details" not in path and "/files/" in path and not path.endswith(("/versions", "/meta"))
         if not (is_document and r.status_code in (200, 201, 303) and method in ("GET", "HEAD", "PUT", "POST")):
             assert headers == {}, (method, path, headers)
