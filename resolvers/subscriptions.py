@@ -22,7 +22,7 @@ import strawberry
 from strawberry.types import Info
 
 from adapters.events import EventFeed, EventStream
-from gateway.errors import GatewayError, UserInputError
+from gateway.errors import UserInputError, XRegistryError
 from gateway.events import EventPosition, RegistryEvent
 from gateway.storage.base import EventsGone
 from resolvers.scalars import Timestamp
@@ -31,14 +31,6 @@ from resolvers.types import Node, to_node
 #: The kinds of entity (``io.xregistry.<entity>.<action>``) whose events have an ``entity``.
 _ENTITIES = frozenset({"registry", "group", "resource", "version"})
 _TYPE_PREFIX = "io.xregistry."
-
-
-class PositionGone(GatewayError):
-    """``after`` names events that are no longer retained: resume without ``after`` (or from a
-    later position) and read what was missed through the registry itself."""
-
-    code = "EVENTS_GONE"
-    status = 410
 
 
 @strawberry.type(name="RegistryEvent", description="One registry event (core/events.md), as a CloudEvent's "
@@ -126,6 +118,7 @@ class Subscription:
         follow = feed.follow(position, types=types or None, subject=subject, max_buffer=buffer)
         try:  # a pruned position fails the subscription now, not at its first event
             stream = await follow.__aenter__()
-        except EventsGone as exc:
-            raise PositionGone(str(exc)) from None
+        except EventsGone as exc:  # the spec's error, as GET /events answers it
+            raise XRegistryError("events_gone", "registryEvents", position=str(exc.after), horizon=str(exc.horizon),
+                                 detail="subscribe again without 'after' and read what you show anew") from None
         return _delivered(follow, stream)

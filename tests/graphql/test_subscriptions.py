@@ -340,3 +340,20 @@ async def test_subscribers_running_one_operation_alike_share_each_events_executi
             ran = shared.executions - executions
     assert events[0] == events[1] and events[0]["subject"] == "/schemagroups/shared"
     assert ran == 1
+
+
+async def test_a_position_whose_events_were_pruned_is_refused_with_events_gone(tmp_path: Path):
+    app = create_app(settings_for(tmp_path))
+    async with LiveServer(app) as live:
+        async with await ws_connect(live) as socket:
+            await ws_subscribe(socket, open_subscriptions("ws"), types=["io.xregistry.group.created"])
+            for name in ("p1", "p2", "p3", "p4"):
+                await write_group(live, name)
+            first = (await ws_events(socket, 1))[0]["position"]
+        await app.state.registry.store.prune(keep_revisions=1, keep_seconds=None)
+        async with await ws_connect(live) as socket:
+            assert (await receive(socket))["type"] == "connection_ack"
+            await socket.send(json.dumps({"id": "1", "type": "subscribe",
+                                          "payload": {"query": SUBSCRIPTION, "variables": {"after": first}}}))
+            gone = await receive(socket)
+    assert gone["type"] == "error" and gone["payload"][0]["extensions"]["code"] == "events_gone"
