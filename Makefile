@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install assets codegen-tools system-deps run test lint bench lock clean
+.PHONY: install assets codegen-tools system-deps run test lint docs bench lock clean
 
 install: assets codegen-tools $(VENV)/.installed
 
@@ -61,6 +61,11 @@ system-deps:
 	       "the tests that need them are skipped outside CI and fail in CI"; \
 	else apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; fi
 
+## The manual (mkdocs.yml, pages in docs/) served with live reload on 127.0.0.1:8000; `make test`
+## builds it with `mkdocs build --strict` (tests/docs/).
+docs: install
+	$(BIN)/mkdocs serve
+
 bench: install
 	$(BIN)/python bench/bench_store.py
 
@@ -72,4 +77,4 @@ lock:
 	rm -rf .lockenv
 
 clean:
-	rm -rf $(VENV) data .pytest_cache web/node_modules gateway/static/graphiql
+	rm -rf $(VENV) data site .pytest_cache web/node_modules gateway/static/graphiql

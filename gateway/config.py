@@ -2,7 +2,7 @@
 
 Precedence (highest first): explicit keyword arguments, environment variables, the YAML file
 named by ``XREG_CONFIG`` (or passed as ``config``: ``load_settings(config=path)``, ``--config``
-on the CLI), then the defaults below. Every field is documented in README.md ("Configuration").
+on the CLI), then the defaults below. Every field is documented in docs/configuration.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one bounded evaluator of untrusted content: every schema validation, compatibility check
 and payload validation the service runs goes through :class:`Evaluator`.
 
-Bounds, each a setting (``XREG_EVAL_*``, README "Security"):
+Bounds, each a setting (``XREG_EVAL_*``, docs/untrusted-content.md):
 
 - size: a schema document over :attr:`Limits.max_document_bytes`, a payload over
   :attr:`Limits.max_payload_bytes`, or a value nested deeper than :attr:`Limits.max_depth` is
@@ -78,7 +78,7 @@ _ROOT = str(Path(__file__).resolve().parents[2])
 
 @dataclass(frozen=True)
 class Limits:
-    """The bounds of one evaluation (README "Security" lists the settings behind them)."""
+    """The bounds of one evaluation (docs/untrusted-content.md lists the settings behind them)."""
 
     max_document_bytes: int = 1 << 20
     max_payload_bytes: int = 1 << 20

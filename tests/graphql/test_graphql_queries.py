@@ -216,9 +216,9 @@ async def test_model_and_json_views(corpus):
     assert data["lookup"]["schemas"]["nodes"][0]["json"]["versionscount"] == 1
 
 
-async def test_the_readme_example_runs(corpus):
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    example = readme.split("```graphql\n", 1)[1].split("```", 1)[0]
+async def test_the_manual_example_runs(corpus):
+    page = (REPO / "docs" / "graphql.md").read_text(encoding="utf-8")
+    example = page.split("```graphql\n", 1)[1].split("```", 1)[0]
     data = await corpus.data(example)
     assert data["registry"]["endpoints"]["totalCount"] == 180
     assert data["registry"]["messages"]["nodes"][0]["dataschema"]["document"]

@@ -185,3 +185,24 @@ async def test_closing_the_feed_ends_its_streams(stores) -> None:
             await feed.close()
             with pytest.raises(StopAsyncIteration):
                 await ending
+
+
+async def test_events_both_retained_and_live_are_yielded_once(stores) -> None:
+    """Commits made while a stream still reads retained events reach it twice — from the store and
+    from the live feed — and are yielded once."""
+    async with process(stores) as (registry, feed):
+        for i in range(4):
+            await group(registry, f"early{i}")  # 8 retained events, pages of 3
+        async with feed.follow(None) as stream:
+            assert stream._reading_retained  # one page read so far
+            reads = feed.reads
+            for i in range(2):
+                await group(registry, f"late{i}")
+            await turns_until(lambda: feed.reads > reads and len(stream._live) == 4)
+            got = await take(stream, 12)
+            assert got == await registry.store.events_after(None, limit=100)
+            extra = asyncio.ensure_future(anext(stream))
+            for _ in range(100):
+                await asyncio.sleep(0)
+            assert not extra.done()  # nothing more: no duplicate is waiting
+            extra.cancel()
