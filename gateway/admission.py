@@ -9,6 +9,10 @@ A request that finds the line full, or waits too long, is refused with ``server_
 ``/metrics``, GraphiQL, ``OPTIONS`` preflights — never waits here, so probes answer at once
 however busy the gateway is.
 
+A GraphQL subscription holds a ``graphql`` slot only while it is set up: a stream over SSE gives
+its request's slot back early (:func:`release_early`), one over WebSocket takes a slot per
+operation. Open subscriptions are bounded by :class:`Subscriptions` instead (``subscriptions_max``).
+
 :class:`AdmissionMiddleware` is plain ASGI (no response buffering); ``app.state.admission``
 holds the :class:`Admission` with its counters (:meth:`Admission.rejected`).
 """
@@ -16,8 +20,10 @@ holds the :class:`Admission` with its counters (:meth:`Admission.rejected`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -93,6 +99,30 @@ class Gate:
         self._slots.release()
 
 
+class Subscriptions:
+    """GraphQL subscriptions open in one process: at most ``limit`` (they wait for events without
+    a gate slot); counted by transport in ``xreg_graphql_subscriptions_open``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+
+    @contextlib.contextmanager
+    def held(self, transport: str) -> Iterator[None]:
+        """One subscription open for the block; raises :class:`Busy` when ``limit`` are open."""
+        if self.open >= self.limit:
+            metrics.ADMISSION_REJECTED.labels("graphql").inc()
+            raise Busy
+        self.open += 1
+        gauge = metrics.SUBSCRIPTIONS_OPEN.labels(transport)
+        gauge.inc()
+        try:
+            yield
+        finally:
+            self.open -= 1
+            gauge.dec()
+
+
 class Admission:
     """The gates of one process, from the settings (``None`` for a kind: not bounded)."""
 
@@ -105,6 +135,7 @@ class Admission:
             "graphql": Gate("graphql", settings.admission_graphql_concurrency, q, t),
             "http": Gate("http", settings.admission_http_concurrency, q, t),
         }
+        self.subscriptions = Subscriptions(settings.subscriptions_max)
 
     def kind_of(self, scope: Scope) -> str | None:
         """The kind of work of a request, or ``None`` when it is never queued."""
@@ -138,6 +169,24 @@ def work_kind(scope: Scope, graphql_path: str, registry_prefix: str) -> str | No
     if path in (registry_prefix, EVENTS_PATH) or path.startswith((registry_prefix + "/", BULK_PREFIX + "/")):
         return "http"
     return None
+
+
+def busy_error(retry_after: int) -> dict[str, object]:
+    """The GraphQL error of an operation refused here (``server_busy``), as a response lists it."""
+    err = XRegistryError("server_busy", "/graphql", detail=f"too many requests at work; retry in {retry_after} s")
+    return {"message": err.title, "extensions": {"code": err.code, "retryAfter": retry_after}}
+
+
+#: Where a request's ``release`` is kept in its scope's state (:func:`release_early`).
+_RELEASE = "xreg.admission.release"
+
+
+def release_early(scope: Scope) -> None:
+    """Give the request's gate slot back now: its response goes on streaming without working
+    (a subscription over SSE, once it is set up). Nothing when the request holds no slot."""
+    release = scope.get("state", {}).get(_RELEASE)
+    if release is not None:
+        release()
 
 
 def busy_response(kind: str, path: str, retry_after: int) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -177,7 +226,16 @@ class AdmissionMiddleware:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": content})
             return
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                gate.release()
+
+        scope.setdefault("state", {})[_RELEASE] = release
         try:
             await self.app(scope, receive, send)
         finally:
-            gate.release()
+            release()

@@ -356,6 +356,13 @@ class Settings(BaseSettings):
         64, ge=0, description="Requests of each kind that may wait for a slot; more are refused at once (503).")
     admission_queue_timeout_seconds: float = Field(
         5.0, gt=0, description="How long a request waits for a slot before it is refused (503 + Retry-After).")
+    subscriptions_max: int = Field(
+        10_000, ge=1, description="GraphQL subscriptions open at once in one process (WebSocket and SSE); more are "
+                                  "refused with server_busy.")
+    subscription_buffer: int = Field(
+        1000, ge=1, description="Events a subscriber may fall behind before it is disconnected as a slow consumer.")
+    subscription_init_seconds: float = Field(
+        30.0, gt=0, description="How long a WebSocket may stay open without its connection_init (then 4408).")
     rate_limit_enabled: bool = Field(False, description="Limit each caller's request rate (token buckets).")
     rate_limit_url: str = Field(
         "memory://", description="Where the buckets live: memory:// (per process) or redis://host:port/db (shared).")

@@ -1,6 +1,7 @@
 """GraphiQL, served entirely by the gateway: no CDN, no web fonts, works air-gapped.
 
-The browser assets (React 18, GraphiQL 4 and its explorer plugin as UMD builds, and their
+The browser assets (React 18, GraphiQL 4 and its explorer plugin, the graphql-ws client for
+subscriptions, as UMD builds, and their
 stylesheets, whose fonts are embedded as ``data:`` URLs) come from the npm packages pinned in
 ``web/package-lock.json``. ``make assets`` (a prerequisite of ``make install``) copies them into
 ``gateway/static/graphiql/`` and checks every file against ``gateway/static/graphiql.manifest.json``
@@ -11,7 +12,8 @@ Here the manifest is enforced three ways: only the files it lists are served, ea
 bytes are checked against it when first loaded (a mismatch answers 503, as do missing files),
 and the page loads each one with the manifest's hash in its ``integrity`` attribute, so the
 browser refuses anything else. The page's Content-Security-Policy allows scripts, styles and
-connections to this origin only, plus the page's one inline bootstrap script by its hash.
+connections to this origin only (its WebSocket included: CSP's ``'self'`` covers ``ws:`` and
+``wss:`` to the same host), plus the page's one inline bootstrap script by its hash.
 
 The page's own script, ``static/graphiql-page.js`` (plain JavaScript, inlined and allowed by its
 hash), adds share links (``?query=``, ``?variables=``, ``?operationName=``, followed by the

@@ -71,6 +71,13 @@ RATE_LIMITED = Counter(
 ADMISSION_REJECTED = Counter(
     "xreg_admission_rejected_total",
     "Requests refused by admission control (503 server_busy): the line was full or the wait timed out.", ["kind"])
+SUBSCRIPTIONS_OPEN = Gauge(
+    "xreg_graphql_subscriptions_open", "GraphQL subscriptions open, by transport (ws, sse).", ["transport"],
+    multiprocess_mode="livesum")
+SUBSCRIPTIONS_SLOW = Counter(
+    "xreg_graphql_subscriptions_slow_total",
+    "GraphQL subscriptions ended because their consumer fell more than subscription_buffer events behind.",
+    ["transport"])
 
 #: Distinct GraphQL operation names counted per process; later names count as ``other``.
 MAX_OPERATION_NAMES = 200

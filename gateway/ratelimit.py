@@ -28,11 +28,12 @@ gateway down.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -264,6 +265,25 @@ _budget: ContextVar[Budget | None] = ContextVar("xreg_rate_limit_budget", defaul
 def current_budget() -> Budget | None:
     """The :class:`Budget` of the request being served (``None`` outside rate-limited requests)."""
     return _budget.get()
+
+
+def budget_of(limiter: RateLimiter, principal: Principal | None, scope: Scope) -> Budget | None:
+    """The budget of an operation no middleware sees (one sent over a WebSocket): ``None`` when
+    rates are not limited or the caller holds no scope (as :class:`RateLimitMiddleware` decides)."""
+    if not limiter.enabled or principal is None or not principal.scopes:
+        return None
+    caller, level = caller_of(principal, scope)
+    return Budget(limiter, caller, level)
+
+
+@contextlib.contextmanager
+def charging(budget: Budget | None) -> Iterator[None]:
+    """Operations run in the block are charged to ``budget`` (:func:`current_budget`)."""
+    token = _budget.set(budget)
+    try:
+        yield
+    finally:
+        _budget.reset(token)
 
 
 def too_many_requests(path: str, decision: Decision) -> tuple[int, list[tuple[bytes, bytes]], bytes]:

@@ -12,6 +12,7 @@ from graphql import GraphQLError
 from strawberry.types import Info
 
 from adapters.base import RegistrySource
+from adapters.events import EventFeed
 from adapters.local import LocalSource
 from adapters.references import References, rules_over
 from gateway.auth import Authenticator, Principal
@@ -32,6 +33,11 @@ def sources_of(app: Any) -> dict[str, RegistrySource]:
         local = LocalSource(app.state.registry)
         sources = app.state.graphql_sources = {local.id: local}
     return sources
+
+
+def events_of(app: Any) -> EventFeed | None:
+    """The local registry's event feed (``None``: the application serves none)."""
+    return getattr(app.state, "events", None)
 
 
 def references_of(app: Any, sources: Mapping[str, RegistrySource]) -> References:
@@ -68,6 +74,8 @@ class Context:
     listings: dict[tuple, tuple] = field(default_factory=dict)
     #: The webhook subscriptions (``adapters.webhook_admin.Webhooks``), when served.
     webhooks: Any = None
+    #: The local registry's events (``resolvers/subscriptions.py``; ``None``: none served).
+    events: EventFeed | None = None
     #: The ``xregcorrelationid`` of each write the operation's mutations committed, in order: the
     #: response's ``extensions.xregcorrelationid`` (core/events.md).
     correlation_ids: list[str] = field(default_factory=list)

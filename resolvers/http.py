@@ -15,7 +15,9 @@ A request is handled in this order:
    persisted query's hash, a trusted document's id; ``PersistedQueryNotFound``,
    ``PERSISTED_QUERY_NOT_ALLOWED``).
 6. A ``GET`` whose ``If-None-Match`` holds the current entity tag gets 304 (see below).
-7. The operation runs; a mutation over ``GET`` is refused with 405 and ``Allow: POST``.
+7. The operation runs; a mutation over ``GET`` is refused with 405 and ``Allow: POST``, a
+   subscription without ``Accept: text/event-stream`` with 400. With ``text/event-stream`` the
+   operation streams (GraphQL over SSE, :mod:`resolvers.sse`; WebSockets: :mod:`resolvers.websocket`).
 
 Status codes: with ``application/json`` every request that got this far is answered 200 (legacy
 clients read ``errors``); with ``application/graphql-response+json`` a response without
@@ -48,15 +50,20 @@ from gateway.auth import AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import GraphQLRequestError
 from gateway.json_encoding import dumps
-from resolvers.context import Context, references_of, sources_of
+from resolvers.context import Context, events_of, references_of, sources_of
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
 from resolvers.pacing import LARGE_COST, json_response
 from resolvers.persisted import Document, PersistedQueries, bad_request
 from resolvers.schema import GatewaySchema
+from resolvers.sse import accepts_event_stream, event_stream
+from resolvers.streaming import Subscriber
 from resolvers.trusted_documents import sha256_hex
 
 JSON_TYPES = ("application/json",)
+#: The answer to a subscription sent without a streaming transport.
+SUBSCRIPTIONS_STREAM = ("Subscriptions stream their results: send the request with Accept: text/event-stream "
+                        "(GraphQL over SSE) or over a WebSocket (graphql-transport-ws) to /graphql.")
 VARY = "Accept, Authorization"
 #: HTTP status of a request error (no ``data``) with application/graphql-response+json, by code.
 _REQUEST_ERROR_STATUS = {"unauthorized": 401, "forbidden": 403, INTERNAL: 500}
@@ -182,7 +189,8 @@ def graphql_endpoint(
                 return _problem(JSON, 404, "NOT_FOUND", "GraphiQL is not available on this server.")
             page = graphiql_page()
             return page if isinstance(page, Response) else HTMLResponse(str(page))
-        media = negotiate(request.headers.get("accept"))
+        stream = accepts_event_stream(request)  # GraphQL over SSE (resolvers/sse.py): refusals answer as JSON
+        media = JSON if stream else negotiate(request.headers.get("accept"))
         if media is None:
             return _problem(JSON, 406, "NOT_ACCEPTABLE",
                             f"Accept {GRAPHQL_RESPONSE} or {JSON}: no other response media type is served.")
@@ -202,7 +210,7 @@ def graphql_endpoint(
         except GraphQLRequestError as exc:
             return _refused(media, exc)
         sources = sources_of(request.app)
-        tags = await validators(request, media, document, params, principal, sources) if get else None
+        tags = await validators(request, media, document, params, principal, sources) if get and not stream else None
         asked = request.headers.get("if-none-match")
         if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
             return http_cache.not_modified(tags)
@@ -213,10 +221,22 @@ def graphql_endpoint(
         try:
             allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
             try:
-                result = await schema.execute(document.text, params.get("variables"), context,
-                                              operation_name=params.get("operationName"),
-                                              allowed_operation_types=allowed)
+                if stream:
+                    subscriber = Subscriber(settings=settings, sources=sources, events=events_of(request.app),
+                                            auth=request.app.state.auth, principal=principal, rules=context.rules)
+                    opened = await event_stream(request, schema, document.text, params, subscriber, get)
+                    if isinstance(opened, Response):
+                        if document.register is not None:
+                            await persisted.keep(document.register, document.text, shared)
+                        return opened
+                    result = opened
+                else:
+                    result = await schema.execute(document.text, params.get("variables"), context,
+                                                  operation_name=params.get("operationName"),
+                                                  allowed_operation_types=allowed)
             except InvalidOperationTypeError as exc:
+                if exc.operation_type is OperationType.SUBSCRIPTION:
+                    return _problem(media, 400, "BAD_REQUEST", SUBSCRIPTIONS_STREAM)
                 allow = "POST" if exc.operation_type is OperationType.MUTATION else "GET, POST"
                 return _problem(media, 405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method),
                                 {"Allow": allow})
@@ -232,7 +252,7 @@ def graphql_endpoint(
                     await persisted.keep(document.register, document.text, shared)
             if context.correlation_ids:  # core/events.md: the response names the events' interaction
                 body["extensions"] = {"xregcorrelationid": list(context.correlation_ids)}
-            status = 200 if media == JSON or ran else _request_error_status(body)
+            status = 200 if (media == JSON and not stream) or ran else _request_error_status(body)
             response = await json_response(body, status, media_type=content_type(media),
                                            large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
             if not get:

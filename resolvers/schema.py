@@ -8,7 +8,7 @@ the two differ).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from functools import lru_cache
 from typing import Any
 
@@ -17,6 +17,7 @@ from graphql import GraphQLError
 from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from gateway.config import Settings
@@ -27,9 +28,15 @@ from resolvers.mutations import Mutation
 from resolvers.operation import run_operation
 from resolvers.queries import Query
 from resolvers.scalars import SCALARS
+from resolvers.streaming import SharedResults, Subscriber, open_stream
+from resolvers.subscriptions import Subscription
 from resolvers.types import TYPES, read_field
 
 log = logging.getLogger("xreg.graphql")
+
+
+async def _refusal(result: PreExecutionError) -> AsyncIterator[ExecutionResult]:
+    yield result
 
 
 class GatewaySchema(strawberry.Schema):
@@ -43,6 +50,8 @@ class GatewaySchema(strawberry.Schema):
             raise ValueError("GatewaySchema runs its operations without schema extensions (resolvers/operation.py)")
         super().__init__(*args, **kwargs)
         self.limits = limits
+        #: the results of recent events, shared by the subscribers running one operation alike
+        self.shared_results = SharedResults()
 
     async def execute(
         self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,
@@ -54,6 +63,23 @@ class GatewaySchema(strawberry.Schema):
         return await run_operation(self, self.limits, query, variable_values, context_value, root_value,
                                    operation_name, allowed)
 
+    async def stream(  # type: ignore[override]
+        self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,
+        root_value: Any | None = None, operation_name: str | None = None,
+        operation_extensions: dict[str, Any] | None = None,
+        allowed_operation_types: Iterable[OperationType] | None = None,
+    ) -> AsyncIterator[ExecutionResult]:
+        """Through :func:`resolvers.streaming.open_stream` (limits, cost, rate limit), as
+        :meth:`execute` runs its operations; ``context_value`` is a :class:`~resolvers.streaming.Subscriber`.
+        A refusal is the stream's one result, a :class:`PreExecutionError`."""
+        allowed = DEFAULT_ALLOWED_OPERATION_TYPES if allowed_operation_types is None else allowed_operation_types
+        if not isinstance(context_value, Subscriber):
+            raise TypeError("a streamed operation's context is a resolvers.streaming.Subscriber")
+        opened = await open_stream(self, self.limits, query, variable_values, context_value, operation_name, allowed)
+        if isinstance(opened, ExecutionResult):
+            return _refusal(PreExecutionError(data=None, errors=opened.errors))
+        return opened
+
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
         for error in errors:
             if is_internal(error):
@@ -64,7 +90,8 @@ class GatewaySchema(strawberry.Schema):
 def _schema(limits: QueryLimits | None) -> GatewaySchema:
     introspection = limits.introspection if limits else True
     return GatewaySchema(
-        query=Query, mutation=Mutation, types=list(TYPES), limits=limits, execution_context_class=GatewayExecutor,
+        query=Query, mutation=Mutation, subscription=Subscription, types=list(TYPES), limits=limits,
+        execution_context_class=GatewayExecutor,
         config=StrawberryConfig(disable_field_suggestions=not introspection, scalar_map=SCALARS,
                                 default_resolver=read_field),
     )

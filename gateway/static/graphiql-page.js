@@ -4,6 +4,8 @@
  * - Share links: ?query=, ?variables=, ?operationName= open in the editor, and the address bar
  *   follows the editor (history.replaceState), so copying it shares the current query. The
  *   values only ever reach the editors, never HTML.
+ * - Subscriptions run over a WebSocket (graphql-ws, graphql-transport-ws) on the same /graphql;
+ *   the Authorization of the headers editor goes in the connection_init payload.
  * - Plugins (GraphiQL's public plugin API): the explorer (@graphiql/plugin-explorer), the
  *   example queries (as share links), and a table of a list result with a CSV download.
  */
@@ -216,8 +218,37 @@
     { title: "Table", icon: icon("M3 4h18v16H3zM3 10h18M3 15h18M9 4v16M15 4v16"), content: TablePanel }
   ];
 
+  /* ---- Fetcher: queries and mutations over HTTP, subscriptions over a WebSocket --------------- */
+
+  var endpoint = new URL(config.endpoint, document.baseURI);
+  var socketUrl = new URL(endpoint.href);
+  socketUrl.protocol = endpoint.protocol === "https:" ? "wss:" : "ws:";
+  var fetchers = {};
+
+  /** The fetcher of one Authorization value (from the headers editor): browsers cannot set headers on
+   * a WebSocket, so graphql-ws sends it in its connection_init payload. */
+  function fetcherFor(authorization) {
+    var key = authorization || "";
+    if (!fetchers[key]) {
+      fetchers[key] = GraphiQL.createFetcher({
+        url: endpoint.href,
+        wsClient: graphqlWs.createClient({
+          url: socketUrl.href,
+          lazy: true,
+          connectionParams: authorization ? { Authorization: authorization } : {}
+        })
+      });
+    }
+    return fetchers[key];
+  }
+
+  function fetcher(params, options) {
+    var headers = (options && options.headers) || {};
+    return fetcherFor(headers.Authorization || headers.authorization)(params, options);
+  }
+
   var props = {
-    fetcher: GraphiQL.createFetcher({ url: new URL(config.endpoint, document.baseURI).href }),
+    fetcher: fetcher,
     plugins: plugins,
     isHeadersEditorEnabled: true,
     shouldPersistHeaders: false,

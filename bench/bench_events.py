@@ -1,0 +1,307 @@
+"""Subscription benchmark: registry events delivered to GraphQL subscribers over WebSocket
+(``graphql-transport-ws``) while writes land through the xRegistry HTTP API.
+
+The gateway (SQLite, a fresh data directory) runs in a process of its own under uvicorn, so that
+its memory and CPU are its own; the subscribers run in another process (one asyncio loop), and
+this one writes. Figures:
+
+- **commit-to-delivery latency** p50 / p99: from the event's ``time`` (stamped by the commit)
+  to its arrival at a subscriber, over every delivery, for ``--subscribers`` subscribers while
+  ``--rate`` writes per second land for ``--seconds`` (each write creates one group: one
+  ``io.xregistry.group.created`` event, which every subscriber asks for);
+- **server RSS per 1,000 subscribers**: the gateway process's resident memory with the
+  subscribers connected, less before, scaled;
+- **write throughput with vs without subscribers**: ``--writes`` writes as fast as
+  ``--writers`` concurrent clients send them, with no subscriber, then with all of them
+  receiving (the ratio: what fanning the events out costs the writers).
+
+Deliveries that did not arrive (a subscriber disconnected as a slow consumer) are counted and
+printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers, 10 writes/s for
+2 s, 40 writes each way — every step, in seconds.
+
+Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--smoke]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import connect
+
+REPO = Path(__file__).resolve().parents[1]
+KEY = "bench-events-writer-key"
+SUBSCRIPTION = ('subscription { registryEvents(types: ["io.xregistry.group.created"]) '
+                "{ position subject time } }")
+SERVER = """
+import socket, sys, uvicorn
+from gateway.app import create_app
+sock = socket.socket(fileno=int(sys.argv[1]))
+uvicorn.Server(uvicorn.Config(create_app(), log_level="warning", lifespan="on", ws_max_queue=64)).run(sockets=[sock])
+"""
+
+
+def rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+class Gateway:
+    """The gateway in a subprocess on a socket bound here."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4096)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        keys = [{"name": "writer", "sha256": hashlib.sha256(KEY.encode()).hexdigest(), "scopes": ["read", "write"]}]
+        env = {**os.environ, "XREG_DATA_DIR": str(data_dir), "XREG_STORE_URL": "", "XREG_API_KEYS": json.dumps(keys),
+               "XREG_ADMISSION_QUEUE_SIZE": "100000", "XREG_ADMISSION_QUEUE_TIMEOUT_SECONDS": "120",
+               "PYTHONPATH": str(REPO)}
+        self.process = subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock.fileno())], env=env,
+                                        pass_fds=[self.sock.fileno()])
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("the gateway did not start")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+        self.sock.close()
+
+
+class Subscriber:
+    """One WebSocket subscription, counting what it receives and how late."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.received = 0
+        self.closed: str | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    async def run(self, url: str, ready: asyncio.Event, opened: list[int]) -> None:
+        try:
+            async with connect(url, subprotocols=["graphql-transport-ws"], open_timeout=120, max_queue=None) as ws:
+                await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
+                await ws.recv()
+                await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
+                opened[0] += 1
+                if opened[0] == opened[1]:
+                    ready.set()
+                async for raw in ws:
+                    now = time.time()
+                    message = json.loads(raw)
+                    if message.get("type") != "next":
+                        continue
+                    event = message["payload"]["data"]["registryEvents"]
+                    self.received += 1
+                    committed = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+                    self.latencies.append(now - committed)
+        except Exception as exc:  # a disconnect (a slow consumer's close included) ends this subscriber
+            self.closed = f"{type(exc).__name__}: {exc}"[:120]
+
+
+async def open_count(client: httpx.AsyncClient) -> float:
+    text = (await client.get("/metrics")).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("xreg_graphql_subscriptions_open{"))
+
+
+async def subscriber_process(url: str, count: int) -> None:
+    """The subscribers' process: ``ready`` once all have subscribed, then one JSON line per
+    command read from stdin (``count``, ``take``: the figures so far, then reset; ``stop``)."""
+    ready, opened = asyncio.Event(), [0, count]
+    subscribers = [Subscriber() for _ in range(count)]
+    for s in subscribers:
+        s.task = asyncio.create_task(s.run(url, ready, opened))
+    await asyncio.wait_for(ready.wait(), 600)
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    while True:
+        command = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
+        if command in ("", "stop"):
+            break
+        closed = [s.closed for s in subscribers if s.closed]
+        reply: dict[str, Any] = {"received": sum(s.received for s in subscribers), "closed": closed[:1],
+                                 "closed_count": len(closed)}
+        if command == "take":
+            reply["latencies"] = [x for s in subscribers for x in s.latencies]
+            for s in subscribers:
+                s.received, s.latencies = 0, []
+        print(json.dumps(reply), flush=True)
+    for s in subscribers:
+        if s.task is not None:
+            s.task.cancel()
+    await asyncio.gather(*(s.task for s in subscribers if s.task is not None), return_exceptions=True)
+
+
+class Subscribers:
+    """The subscribers' process, driven by lines."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.process = subprocess.Popen([sys.executable, __file__, "--subscriber-process", url, str(count)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                        env={**os.environ, "PYTHONPATH": str(REPO)})
+
+    async def ready(self) -> None:
+        line = await asyncio.to_thread(self.process.stdout.readline)  # type: ignore[union-attr]
+        if line.strip() != "ready":
+            raise RuntimeError(f"the subscribers did not start: {line!r}")
+
+    async def ask(self, command: str) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return json.loads(await asyncio.to_thread(self.process.stdout.readline))
+
+    def stop(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.write("stop\n")
+            self.process.stdin.close()
+        self.process.wait(60)
+
+
+async def write(client: httpx.AsyncClient, name: str) -> None:
+    response = await client.put(f"/registry/schemagroups/{name}", json={})
+    response.raise_for_status()
+
+
+async def throughput(client: httpx.AsyncClient, prefix: str, writes: int, writers: int) -> float:
+    """Writes per second of ``writes`` writes sent by ``writers`` concurrent clients."""
+    names = iter(range(writes))
+
+    async def writer() -> None:
+        for n in names:
+            await write(client, f"{prefix}{n}")
+
+    started = time.perf_counter()
+    await asyncio.gather(*(writer() for _ in range(writers)))
+    return writes / (time.perf_counter() - started)
+
+
+async def paced(client: httpx.AsyncClient, rate: float, seconds: float) -> int:
+    """Writes at ``rate`` per second for ``seconds`` (each on its own schedule); how many."""
+    count = int(rate * seconds)
+    start = time.perf_counter()
+    pending = []
+    for n in range(count):
+        delay = start + n / rate - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        pending.append(asyncio.create_task(write(client, f"paced{n}")))
+    await asyncio.gather(*pending)
+    return count
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        gateway = Gateway(Path(tmp))
+        try:
+            gateway.wait_ready()
+            await measure(args, gateway)
+        finally:
+            gateway.stop()
+
+
+async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
+    limits = httpx.Limits(max_connections=args.writers + 10)
+    async with httpx.AsyncClient(base_url=gateway.url, timeout=120, limits=limits,
+                                 headers={"Authorization": f"Bearer {KEY}"}) as client:
+        await write(client, "warmup")
+        alone = await throughput(client, "alone", args.writes, args.writers)
+        rss_before = rss_bytes(gateway.process.pid)
+
+        connecting = time.perf_counter()
+        subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers)
+        try:
+            await subscribers.ready()
+            while await open_count(client) < args.subscribers:  # every subscription open on the server
+                await asyncio.sleep(0.05)
+            connected_s = time.perf_counter() - connecting
+            rss_after = rss_bytes(gateway.process.pid)
+
+            written = await paced(client, args.rate, args.seconds)
+            expected = written * args.subscribers
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                state = await subscribers.ask("count")
+                if state["received"] + state["closed_count"] * written >= expected:
+                    break
+                await asyncio.sleep(0.1)
+            taken = await subscribers.ask("take")
+            loaded = await throughput(client, "loaded", args.writes, args.writers)
+            final = await subscribers.ask("count")
+        finally:
+            subscribers.stop()
+    latencies, delivered = taken["latencies"], taken["received"]
+    closed = final["closed"]
+
+    per_thousand = (rss_after - rss_before) / args.subscribers * 1000 / 2**20
+    p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
+    ratio = loaded / alone if alone else float("nan")
+    mean = statistics.fmean(latencies) * 1000 if latencies else float("nan")
+    print(f"subscribers                     {args.subscribers} (connected in {connected_s:.1f} s)")
+    print(f"writes                          {written} at {args.rate:g}/s for {args.seconds:g} s")
+    print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
+          "closed early)")
+    print(f"commit-to-delivery p50 / p99    {p50:.1f} / {p99:.1f} ms (mean {mean:.1f} ms)")
+    print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
+          f"({per_thousand:.1f} MB per 1,000 subscribers)")
+    print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
+    if closed:
+        print(f"first close                     {closed[0]}")
+    print(f"summary: {args.subscribers} subscribers at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
+          f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
+          f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered")
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--subscribers", type=int, default=1000)
+    parser.add_argument("--rate", type=float, default=50.0, help="writes per second while measuring latency")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--writes", type=int, default=500, help="writes of each throughput run")
+    parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the throughput runs")
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.subscribers, args.rate, args.seconds, args.writes, args.writers = 20, 10.0, 2.0, 40, 4
+    return args
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--subscriber-process"]:
+        asyncio.run(subscriber_process(sys.argv[2], int(sys.argv[3])))
+    else:
+        asyncio.run(main(parse()))

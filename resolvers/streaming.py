@@ -1,0 +1,211 @@
+"""Operations whose results stream (subscriptions), for the streaming transports: GraphQL over
+WebSocket (``resolvers/websocket.py``) and over SSE (``resolvers/sse.py``).
+
+:func:`open_stream` runs the same steps as a query (:func:`resolvers.operation.run_operation`):
+parse (``max_tokens``), the operation and its type, the refusals of ``resolvers/limits.py``
+(depth, aliases, introspection, validation, the cost ceiling, the caller's rate limit charged the
+operation's cost), the current model. A refused operation gives an ``ExecutionResult`` without
+``data``; an accepted subscription gives the response stream, whose source (the subscription
+field's resolver, ``resolvers/subscriptions.py``) is opened *before* :func:`open_stream` returns,
+so a transport that reports the subscription open has it open. A query or mutation over a
+streaming transport gives a stream of its one result.
+
+Each event executes the operation with the event as root value in a :class:`Context` of its own
+(its loaders read the registry as it is when the event is delivered, and are released after it),
+the way a query runs; the :class:`Subscriber` holds what every one of them shares: who is asking,
+what is served. Subscribers running the same operation alike share each event's execution
+(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
+from strawberry import Schema
+from strawberry.execution.is_awaitable import optimized_is_awaitable
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
+from strawberry.utils.operation import get_first_operation, get_operation_type
+
+from adapters.base import RegistrySource
+from adapters.events import EventFeed
+from adapters.references import References
+from gateway.auth import Authenticator, Principal
+from gateway.config import Settings
+from resolvers.context import Context
+from resolvers.current_model import sync_current_model
+from resolvers.limits import QueryLimits, parse_document, refusals
+from resolvers.observed import ObservedOperation
+from resolvers.operation import run_operation
+from resolvers.reported import with_reported
+
+
+@dataclass
+class Subscriber:
+    """Who streams, and what is served to them: one per WebSocket connection or SSE request.
+    ``connection_params`` is the ``connection_init`` payload (WebSocket only)."""
+
+    settings: Settings
+    sources: Mapping[str, RegistrySource]
+    events: EventFeed | None
+    auth: Authenticator | None = None
+    principal: Principal | None = None
+    rules: References | None = None
+    connection_params: dict[str, Any] = field(default_factory=dict)
+
+    def context(self) -> Context:
+        """A fresh context: for one operation's set-up, or one event's execution."""
+        return Context(settings=self.settings, sources=self.sources, default_registry=self.settings.registry_id,
+                       principal=self.principal, auth=self.auth, rules=self.rules, events=self.events)
+
+
+async def _one(result: ExecutionResult) -> AsyncIterator[ExecutionResult]:
+    yield result
+
+
+def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
+    schema._process_errors(errors)
+    return ExecutionResult(data=None, errors=errors)
+
+
+async def open_stream(
+    schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
+    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType],
+) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+    """The operation's response stream, or the result that refuses it (no ``data``; see the
+    module). Raises ``CannotGetOperationTypeError`` / ``InvalidOperationTypeError`` for the
+    transport to answer, as :func:`~resolvers.operation.run_operation` does."""
+    if not query:
+        return _refused(schema, [GraphQLError("No GraphQL query found in the request.",
+                                              extensions={"code": "BAD_REQUEST"})])
+    try:
+        document = parse_document(query, limits.max_tokens if limits else None)
+        operation_type = get_operation_type(document, operation_name)
+    except GraphQLError as exc:
+        return _refused(schema, [exc])
+    except RuntimeError as exc:
+        raise CannotGetOperationTypeError(operation_name) from exc
+    if operation_type not in allowed:
+        raise InvalidOperationTypeError(operation_type)
+    if operation_type is not OperationType.SUBSCRIPTION:
+        context = subscriber.context()
+        try:
+            result = await run_operation(schema, limits, query, variables, context, None, operation_name, allowed)
+        finally:
+            context.close()
+        return _one(result)
+    with ObservedOperation() as observed:  # the set-up is the operation observed; its events are not
+        observed.kind = operation_type.value
+        first = get_first_operation(document) if operation_name is None else None
+        observed.name = operation_name or (first.name.value if isinstance(first, OperationDefinitionNode)
+                                           and first.name else None)
+        context = subscriber.context()
+        try:
+            errors = await refusals(schema._schema, query, document, operation_name, variables, limits, context)
+            if errors:
+                return _refused(schema, errors)
+            await sync_current_model(context)
+            source = await _source(schema, document, variables, operation_name, context)
+        finally:
+            context.close()
+        if isinstance(source, ExecutionResult):
+            return source
+        observed.outcome = "ok"
+    return _responses(schema, query, document, variables, operation_name, subscriber, source)
+
+
+async def _source(schema: Schema, document: DocumentNode, variables: dict[str, Any] | None,
+                  operation_name: str | None, context: Context) -> AsyncIterable[Any] | ExecutionResult:
+    """The subscription field's event stream (its resolver called), or the result refusing it."""
+    from graphql import create_source_event_stream
+
+    executor_class = schema.execution_context_class
+    assert executor_class is not None
+    executor = executor_class.build(schema._schema, document, None, context, variables, operation_name)
+    if isinstance(executor, list):  # the variables do not coerce
+        return _refused(schema, executor)
+    source: Any = create_source_event_stream(executor)
+    if optimized_is_awaitable(source):
+        source = await source
+    if isinstance(source, AsyncIterable):
+        return source
+    found = source.errors or []
+    if found:
+        schema._process_errors(found)
+    return ExecutionResult(data=None, errors=found)
+
+
+class SharedResults:
+    """The results of recent events for each operation, shared by the subscribers that run the
+    same operation (document, variables, operation name) with the same scopes: an event is executed
+    once for all of them — the first one to deliver it runs it, the others take its result. At most
+    ``size`` results are kept (the oldest go first); a result is the same for every such subscriber,
+    since nothing a subscription selects depends on who asks beyond their scopes."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[ExecutionResult]] = \
+            collections.OrderedDict()
+        #: How many executions ran (a subscriber that took a shared result ran none).
+        self.executions = 0
+
+    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[ExecutionResult]]) -> ExecutionResult:
+        found = self._results.get(key)
+        if found is None:
+            self.executions += 1
+            found = self._results[key] = asyncio.ensure_future(run())  # runs on if this subscriber goes
+            if len(self._results) > self.size:
+                self._results.popitem(last=False)
+        return await asyncio.shield(found)
+
+
+def _operation_key(query: str, variables: dict[str, Any] | None, operation_name: str | None,
+                   subscriber: Subscriber) -> tuple[Any, ...]:
+    scopes = tuple(sorted(subscriber.principal.scopes)) if subscriber.principal is not None else ()
+    return (query, json.dumps(variables, sort_keys=True, default=str) if variables else "", operation_name,
+            scopes)
+
+
+async def _responses(schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
+                     operation_name: str | None, subscriber: Subscriber,
+                     source: AsyncIterable[Any]) -> AsyncIterator[ExecutionResult]:
+    """Each event of ``source`` executed with the event as root value, in a context of its own
+    (or the result :class:`SharedResults` already holds for it). What the source raises
+    (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
+    execute = schema._get_execute_function()
+    shared = getattr(schema, "shared_results", None)
+    operation = _operation_key(query, variables, operation_name, subscriber)
+
+    async def run(payload: Any) -> ExecutionResult:
+        context = subscriber.context()
+        try:
+            result = execute(schema._schema, document, root_value=payload, context_value=context,
+                             variable_values=variables, operation_name=operation_name,
+                             is_awaitable=optimized_is_awaitable, executor_class=schema.execution_context_class,
+                             operation_extensions=None)
+            if optimized_is_awaitable(result):
+                result = await result
+            if result.errors:
+                schema._process_errors(result.errors)
+            return ExecutionResult(data=result.data, errors=with_reported(result.errors, context))
+        finally:
+            context.close()
+
+    try:
+        async for payload in source:
+            key = getattr(payload, "shared_key", None)
+            if shared is None or key is None:
+                yield await run(payload)
+            else:
+                yield await shared.result((key, *operation), lambda p=payload: run(p))
+    finally:
+        close = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
