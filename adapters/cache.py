@@ -87,6 +87,8 @@ class Entry:
     value: Any
     fresh: bool
     revalidate: bool
+    #: When it was fetched (wall seconds).
+    at: float = 0.0
 
 
 class RegistryCache:
@@ -104,6 +106,8 @@ class RegistryCache:
         self.stats = CacheStats(registry=registry)
         self._inflight: dict[str, asyncio.Future] = {}
         self._tasks: set[asyncio.Task] = set()
+        #: Told of every stale answer served: ``(when it was fetched, whether the registry just failed)``.
+        self.on_stale: Callable[[float, bool], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -129,7 +133,8 @@ class RegistryCache:
                 continue
             age = now - float(stored["at"])
             if age <= self.ttl + self.sie:
-                out[key] = Entry(stored.get("v"), age <= self.ttl, self.ttl < age <= self.ttl + self.swr)
+                out[key] = Entry(stored.get("v"), age <= self.ttl, self.ttl < age <= self.ttl + self.swr,
+                                 float(stored["at"]))
         return out
 
     async def store(self, values: dict[str, Any]) -> None:
@@ -161,6 +166,7 @@ class RegistryCache:
             return entry.value
         if entry is not None and entry.revalidate:
             self.background(key, fetch)
+            self.served_stale(entry, failed=False)
             return entry.value
         try:
             return await self._single_flight(key, fetch)
@@ -168,7 +174,13 @@ class RegistryCache:
             if entry is None:
                 raise
             self.stats.add("stale_on_error")
+            self.served_stale(entry, failed=True)
             return entry.value
+
+    def served_stale(self, entry: Entry, *, failed: bool) -> None:
+        """Tell :attr:`on_stale` that ``entry`` was served stale (``failed``: because the registry failed)."""
+        if self.on_stale is not None:
+            self.on_stale(entry.at, failed)
 
     def background(self, key: str, fetch: Fetch) -> None:
         """Fetch ``key`` anew in the background (once at a time), keeping the old value on failure."""

@@ -51,9 +51,10 @@ from typing import Any, TypeVar
 
 import httpx
 
+from adapters import staleness
 from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.breaker import CLOSED
-from adapters.cache import RegistryCache, caller_digest
+from adapters.cache import Entry, RegistryCache, caller_digest
 from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
@@ -111,6 +112,10 @@ class RemoteSource(RegistrySource):
         #: Snapshots (minted revisions), kept in the cache's backend.
         self.snapshots = SnapshotStore(cache.backend, cache.namespace, ttl=config.snapshot_ttl,
                                        most=config.snapshot_max, clock=clock)
+        #: ``(the outage's start, when it first answered stale in it)``: see :meth:`_served_stale`.
+        self._stale: tuple[float | None, float] | None = None
+        self._prober: asyncio.Task | None = None
+        cache.on_stale = self._served_stale
 
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -118,8 +123,14 @@ class RemoteSource(RegistrySource):
             await self._discover()
         except SourceUnavailable as exc:
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
+        if self.config.probe_seconds > 0 and self._prober is None:
+            self._prober = asyncio.ensure_future(self._probing())
 
     async def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            await asyncio.gather(self._prober, return_exceptions=True)
+            self._prober = None
         self.snapshots.clear()
         await self.cache.close()
         await self.client.aclose()
@@ -130,7 +141,51 @@ class RemoteSource(RegistrySource):
         healthy = state == CLOSED and (c.last_error_at is None or (c.last_success or 0) > c.last_error_at)
         return SourceStatus(self.id, self.kind, self.base_url, healthy=healthy, last_success=c.last_success,
                             last_error=c.last_error, last_error_at=c.last_error_at, breaker=state,
-                            requests=c.requests, cache=self.cache.stats.as_dict())
+                            requests=c.requests, cache=self.cache.stats.as_dict(), state=self._state(),
+                            unreachable_since=c.failing_since,
+                            stale_since=self._stale[1] if self._stale and self._stale[0] == c.failing_since
+                            and self._state() == "unreachable" else None)
+
+    def _state(self) -> str:
+        """The circuit breaker first: not closed is ``unreachable``; then the last verdict."""
+        c = self.client
+        if c.breaker.state != CLOSED or c.failing_since is not None:
+            return "unreachable"
+        return "unknown" if c.last_success is None and c.last_error_at is None else "reachable"
+
+    def _served_stale(self, fetched_at: float, failed: bool) -> None:
+        """A cached answer fetched at ``fetched_at`` was served stale: because the registry just
+        failed, or while revalidating it (reported only while it is unreachable)."""
+        if not failed and self._state() != "unreachable":
+            return
+        outage = self.client.failing_since
+        if self._stale is None or self._stale[0] != outage:
+            self._stale = (outage, self.clock.wall())
+        staleness.note(self.id, fetched_at, self.client.last_error, outage,
+                       fetched_at + self.cache.ttl - self.clock.wall())
+
+    async def probe(self) -> None:
+        """Ask for the root, unless something was asked of the registry within ``probe_seconds``:
+        its answer (or failure, or the circuit open) is its status from now on."""
+        c = self.client
+        latest = max(c.last_success or 0.0, c.last_error_at or 0.0)
+        if latest and self.clock.wall() - latest < self.config.probe_seconds:
+            return
+        try:
+            if not self._discovered:
+                await self._discover()
+            else:
+                await self.client.get(self.client.url("/"))
+        except SourceUnavailable as exc:
+            log.info("registry %s: health probe failed (%s)", self.id, exc.reason)
+
+    async def _probing(self) -> None:
+        while True:
+            await self.clock.sleep(self.config.probe_seconds)
+            try:
+                await self.probe()
+            except Exception:  # never ends the probing
+                log.exception("registry %s: health probe failed", self.id)
 
     def supports(self, flag: str) -> bool:
         """Whether the remote declares the request flag ``flag`` (``filter``, ``inline``, …; the
@@ -303,13 +358,15 @@ class RemoteSource(RegistrySource):
         entries = await self.cache.lookup(keys.values())
         self.cache.count(entries, len(keys))
         found: dict[str, Any] = {}
-        stale: dict[str, Any] = {}
+        stale: dict[str, Entry] = {}
         for x, k in keys.items():
             entry = entries.get(k)
             if entry is not None and (entry.fresh or entry.revalidate):
                 found[x] = entry.value
+                if entry.revalidate:
+                    self.cache.served_stale(entry, failed=False)
             elif entry is not None:
-                stale[x] = entry.value
+                stale[x] = entry
         revalidate = [spelled[x] for x, k in keys.items() if k in entries and entries[k].revalidate]
         if revalidate:
             self.cache.spawn(self._refresh(revalidate, keys))
@@ -323,7 +380,9 @@ class RemoteSource(RegistrySource):
                 if any(x not in stale for x in unserved):
                     raise failure
                 self.cache.stats.add("stale_on_error", len(unserved))
-                found.update({x: stale[x] for x in unserved})
+                found.update({x: stale[x].value for x in unserved})
+                for x in unserved:
+                    self.cache.served_stale(stale[x], failed=True)
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
 
     async def _held_entities(self, snap: int, spelled: dict[str, str]) -> dict[str, Entity]:
