@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
+from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from gateway import formats, gc_tuning, metrics, readiness, tracing
@@ -92,12 +93,14 @@ def evaluator_limits(settings: Settings) -> formats.Limits:
         workers=settings.eval_workers, queue_seconds=settings.eval_queue_seconds)
 
 
-def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None) -> Starlette:
-    """The gateway application. ``registry`` overrides the one ``settings`` would build (tests)."""
+def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,
+               clock: Clock = SYSTEM_CLOCK) -> Starlette:
+    """The gateway application. ``registry`` overrides the one ``settings`` would build, ``clock``
+    the time the remote registries' sources read (tests)."""
     settings = settings or load_settings()
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
-    federation = Federation(settings, LocalSource(registry))
+    federation = Federation(settings, LocalSource(registry), clock=clock)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
