@@ -77,7 +77,7 @@ def resetting() -> Iterator[ResettingServer]:
 def remote_config(rid: str, url: str, **overrides: Any) -> RegistryConfig:
     """A remote's settings with test-sized timeouts and back-off."""
     values: dict[str, Any] = dict(id=rid, kind="xregistry", url=url, backoff_seconds=0.01, max_backoff_seconds=2.0,
-                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0})
+                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0}, probe_seconds=0)
     values.update(overrides)
     return RegistryConfig(**values)
 
