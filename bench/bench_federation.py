@@ -135,7 +135,7 @@ async def main() -> None:
                 bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
             for server in servers.values():
                 server.wrapper.reset()
-                server.wrapper.delay = args.delay
+                server.wrapper.add_delay(args.delay)
             trips = []
             for _ in range(args.runs):
                 started = time.perf_counter()
