@@ -355,8 +355,10 @@ class RemoteSource(RegistrySource):
             return await self._held_entities(snap, spelled)
         caller, _ = self._caller()
         keys = {x: self.cache.key("e:" + x, caller) for x in wanted}
-        entries = await self.cache.lookup(keys.values())
-        self.cache.count(entries, len(keys))
+        along = _resources_of(spelled)  # read with their versions: who asks for a version asks for it next
+        along_keys = {x: self.cache.key("e:" + x, caller) for x in along}
+        entries = await self.cache.lookup([*keys.values(), *along_keys.values()])
+        self.cache.count({k: e for k, e in entries.items() if k not in along_keys.values()}, len(keys))
         found: dict[str, Any] = {}
         stale: dict[str, Entry] = {}
         for x, k in keys.items():
@@ -372,9 +374,13 @@ class RemoteSource(RegistrySource):
             self.cache.spawn(self._refresh(revalidate, keys))
         missing = [x for x in wanted if x not in found]
         if missing:
-            fetched, failure = await self._fetch_entities([spelled[x] for x in missing])
-            await self.cache.store({keys[x]: v for x, v in fetched.items()})
-            found.update(fetched)
+            companions = {x: k for x, k in along_keys.items() if k not in entries
+                          and any(m.startswith(x + "/versions/") for m in missing)}
+            fetched, failure = await self._fetch_entities([spelled[x] for x in missing]
+                                                          + [along[x] for x in companions])
+            await self.cache.store({(keys.get(x) or companions[x]): v for x, v in fetched.items()
+                                    if x in keys or x in companions})
+            found.update({x: v for x, v in fetched.items() if x in keys})
             unserved = [x for x in missing if x not in fetched]
             if unserved and failure is not None:
                 if any(x not in stale for x in unserved):
@@ -771,6 +777,17 @@ async def _all(*aws: Any) -> list[Any]:
         if isinstance(result, BaseException):
             raise result
     return list(results)
+
+
+def _resources_of(spelled: dict[str, str]) -> dict[str, str]:
+    """The resources (lower-cased XID → as written) of the versions among ``spelled`` that are
+    not asked for themselves."""
+    out: dict[str, str] = {}
+    for written in spelled.values():
+        head, sep, _ = written.rpartition("/versions/")
+        if sep and head.count("/") == 4 and head.lower() not in spelled:
+            out.setdefault(head.lower(), head)
+    return out
 
 
 def _shape(path: str, params: Sequence[tuple[str, str]]) -> str:
