@@ -258,6 +258,8 @@ class WriteOutcome:
     rematerialised: list[str] = field(default_factory=list)
     #: ``(message XID, reference)`` of messages whose base is not in the registry.
     dangling: list[tuple[str, str]] = field(default_factory=list)
+    #: The write's ``xregcorrelationid`` (core/events.md): its events name it (``None``: no commit).
+    correlation_id: str | None = None
 
 
 class RegistrySource(abc.ABC):

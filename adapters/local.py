@@ -14,6 +14,7 @@ import asyncio
 import builtins
 import functools
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from adapters.base import (
@@ -31,6 +32,8 @@ from adapters.slicing import decode as decode_cursor
 from gateway.documents.normalise import normalise
 from gateway.errors import InstanceMismatch, XRegistryError
 from gateway.model.registry_model import RegistryModel
+from gateway.registry import xrefs
+from gateway.registry.capabilities import is_mutable
 from gateway.registry.changeset import Changeset, Outcome
 from gateway.registry.materialise import derived_of, message_ctypes
 from gateway.registry.reads import (
@@ -39,6 +42,9 @@ from gateway.registry.reads import (
     Materialised,
     Selection,
     count,
+    cursor_position,
+    level_of,
+    position,
     render,
     select,
     store_sort,
@@ -46,8 +52,8 @@ from gateway.registry.reads import (
 )
 from gateway.registry.service import LocalRegistry
 from gateway.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
-from gateway.storage.base import EntityRecord, RevisionAhead, RevisionGone
-from gateway.storage.semantics import Cursor, Sort, compare_key, cursor_for, cursor_sort_value, record_sort_value
+from gateway.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
+from gateway.storage.semantics import Cursor, Sort, cursor_for
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
@@ -244,11 +250,16 @@ class LocalSource(RegistrySource):
             found = await self.store.get_many([*plain, *(k[: -len("/meta")] for k in metas)], as_of)
         except RevisionGone as exc:
             raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+        # a Version of a cross-reference is its target's Version (core/spec.md)
+        sourced = [rec for k in plain if k not in found and k.count("/") == 6
+                   for rec in (await xrefs.source_version(self.store, k, as_of),) if rec is not None]
         out: dict[str, Entity] = {}
-        for entity in await self._entities([found[k] for k in plain if k in found], as_of):
+        for entity in await self._entities([*(found[k] for k in plain if k in found), *sourced], as_of):
             out[entity.xid.lower()] = entity
+        owners = [found[k[: -len("/meta")]] for k in metas if k[: -len("/meta")] in found]
+        resolved = {r.key: r for r in await xrefs.resolve(self.store, owners, as_of)}
         for key in metas:
-            rec = found.get(key[: -len("/meta")])
+            rec = resolved.get(key[: -len("/meta")])
             if rec is not None and rec.kind == "resource":
                 view = meta_view(rec, self.base_url)
                 out[key] = Entity(self.id, view["xid"], "meta", rec.ctype, view, as_of, revision=rec.revision)
@@ -264,7 +275,10 @@ class LocalSource(RegistrySource):
             sel = Selection(ctype, parent=parent, filters=listing.filters, sort=listing.sort, limit=listing.limit,
                             after=after, before=before, as_of=listing.as_of, materialised=materialised,
                             search=listing.search)
-            pages.append((ctype, await select(self.store, sel)))
+            page = await select(self.store, sel)
+            if not page.items and parent is not None and level_of(ctype) == "version":
+                page = await self._source_versions(sel, parent)
+            pages.append((ctype, page))
         rows = [(rec, sort) for ctype, page in pages  # each collection's sort, made once
                 for sort in (store_sort(ctype, listing.sort, materialised),) for rec in page.items]
         has_next = any(p.has_next for _, p in pages)
@@ -276,7 +290,7 @@ class LocalSource(RegistrySource):
                     rows, has_prev = rows[-listing.limit:], True
                 else:
                     rows, has_next = rows[: listing.limit], True
-        items = await self._entities([rec for rec, _ in rows], listing.as_of)
+        items = await self._entities([_shown(rec) for rec, _ in rows], listing.as_of)
 
         cursors = LazyCursors(rows, lambda row: cursor_for(row[0], row[1]).encode())
         return SourcePage(items, cursors, has_next=has_next, has_prev=has_prev)
@@ -284,10 +298,26 @@ class LocalSource(RegistrySource):
     async def count(self, listing: Listing, parent: str | None = None) -> int:
         total = 0
         for ctype in listing.ctypes:
-            total += await count(self.store, Selection(ctype, parent=parent, filters=listing.filters,
-                                                       as_of=listing.as_of, materialised=self._materialised(listing),
-                                                       search=listing.search))
+            sel = Selection(ctype, parent=parent, filters=listing.filters, as_of=listing.as_of,
+                            materialised=self._materialised(listing), search=listing.search)
+            found = await count(self.store, sel)
+            if not found and parent is not None and level_of(ctype) == "version":
+                target = await xrefs.versions_owner(self.store, parent, listing.as_of)
+                found = await count(self.store, replace(sel, parent=target.xid)) if target else 0
+            total += found
         return total
+
+    async def _source_versions(self, sel: Selection, parent: str) -> Page:
+        """The page of Versions ``sel`` selects below a cross-reference Resource ``parent``: its
+        target's (core/spec.md: the source "appears to be a normal Resource"), each shown under
+        the source (:func:`_shown`) and paged by the target's records; an empty page otherwise."""
+        target = await xrefs.versions_owner(self.store, parent, sel.as_of)
+        if target is None:
+            return Page(items=[])
+        page = await select(self.store, replace(sel, parent=target.xid))
+        id_attribute = resource_id_attribute(target)
+        page.items = [_Shown.of(r, xrefs.rekey_version(r, parent, id_attribute)) for r in page.items]
+        return page
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
         (ctype,) = listing.ctypes
@@ -301,10 +331,18 @@ class LocalSource(RegistrySource):
             owned = by_parent.get(rec.key.rsplit("/", 2)[0])  # the parent's key: the XID less its last 2 segments
             if owned is not None:
                 owned.append(rec)
+        level = level_of(ctype)
+        if level == "version":  # a Resource without Versions may be a cross-reference: its target's
+            spelt = {p.lower(): p for p in parents}
+            for key in [k for k, recs in by_parent.items() if not recs]:
+                found = await self._source_versions(replace(sel, after=None, before=None), spelt[key])
+                by_parent[key] = found.items
+        elif level == "resource" and listing.sort is not None:  # sorted by the targets' values
+            by_parent = {k: await xrefs.resolve(self.store, recs, listing.as_of) for k, recs in by_parent.items()}
         sort = store_sort(ctype, listing.sort, self._materialised(listing))
         after, before = decode_cursor(listing.after), decode_cursor(listing.before)
         cut = {k: _cut(recs, sort, listing, after, before) for k, recs in by_parent.items()}
-        rendered = iter(await self._entities([r for rows, *_ in cut.values() for r in rows], listing.as_of))
+        rendered = iter(await self._entities([_shown(r) for rows, *_ in cut.values() for r in rows], listing.as_of))
         out = {}
         for key, (rows, has_next, has_prev) in cut.items():
             items = [next(rendered) for _ in rows]
@@ -360,6 +398,8 @@ class LocalSource(RegistrySource):
         Groups and resources build their views when first read (:class:`StoredEntity`)."""
         if not records:
             return []
+        # a cross-reference reads as its target (core/spec.md "Cross Referencing Resources")
+        records = await xrefs.resolve(self.store, records, as_of)
         eager = [rec for rec in records if rec.kind not in _LAZY]
         views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False) if eager else []
@@ -464,6 +504,8 @@ class LocalSource(RegistrySource):
         return await self._write(xid, "delete", epoch, None, work)
 
     async def import_document(self, document: dict[str, Any], *, strict: bool) -> WriteOutcome:
+        if not is_mutable(self.registry.capability_settings, "entities"):
+            raise XRegistryError("readonly", "/", detail="entities are not mutable (capabilities)")
         doc, rewrites = normalise(document, strict=strict)
         result = _outcome(await self.registry.apply_document(doc, note="graphql import"))
         result.normalisations = [(n.path, n.rule, n.detail) for n in rewrites]
@@ -478,6 +520,8 @@ class LocalSource(RegistrySource):
         if epoch is not None and epoch < 0:
             raise XRegistryError("invalid_attribute", xid, path="epoch", name="epoch",
                                  detail="epoch must be an unsigned integer")
+        if not is_mutable(self.registry.capability_settings, "entities"):  # turned off through /capabilities
+            raise XRegistryError("readonly", xid, detail="entities are not mutable (capabilities)")
 
         async def build(cs: Changeset) -> None:
             if current_epoch is not None:
@@ -506,7 +550,8 @@ def _with_epoch(attrs: dict[str, Any], epoch: int | None) -> dict[str, Any]:
 def _outcome(outcome: Outcome) -> WriteOutcome:
     return WriteOutcome(created=list(outcome.created), updated=list(outcome.updated),
                         unchanged=list(outcome.unchanged), deleted=list(outcome.deleted), revision=outcome.revision,
-                        rematerialised=list(outcome.rematerialised), dangling=list(outcome.dangling))
+                        rematerialised=list(outcome.rematerialised), dangling=list(outcome.dangling),
+                        correlation_id=outcome.correlation_id)
 
 
 def _end_cursor(sort: Sort | None) -> Cursor:
@@ -516,20 +561,23 @@ def _end_cursor(sort: Sort | None) -> Cursor:
     return Cursor("", None) if sort.descending else Cursor(_KEY_END, True)
 
 
-def _order_key(value: Any) -> tuple:
-    """:func:`compare_key` of a sort value, reading a cursor's canonical JSON text as the container."""
-    return compare_key(cursor_sort_value(value))
+_position, _cursor_position = position, cursor_position
 
 
-def _position(rec: EntityRecord, sort: Sort | None) -> tuple:
-    """Where a record sorts (ascending): its sort value's reference order, then its key."""
-    if sort is None:
-        return ((), rec.key)
-    return (_order_key(record_sort_value(rec, sort.path)), rec.key)
+@dataclass(frozen=True)
+class _Shown(EntityRecord):
+    """A target's Version record that pages (keys, cursors) as itself and is shown as ``shown``:
+    the Version of a cross-reference Resource (:meth:`LocalSource._source_versions`)."""
+
+    shown: EntityRecord | None = None
+
+    @classmethod
+    def of(cls, rec: EntityRecord, shown: EntityRecord) -> _Shown:
+        return cls(rec.xid, rec.kind, rec.ctype, rec.doc, rec.revision, rec.deleted, rec.rank, shown)
 
 
-def _cursor_position(cursor: Cursor, sort: Sort | None) -> tuple:
-    return ((), cursor.key.lower()) if sort is None else (_order_key(cursor.value), cursor.key.lower())
+def _shown(rec: EntityRecord) -> EntityRecord:
+    return rec.shown if isinstance(rec, _Shown) and rec.shown is not None else rec
 
 
 def _cut(

@@ -121,18 +121,21 @@ class Admission:
 
 #: Where the bulk reads of the Spark connector live (``gateway/bulk.py``): HTTP reads like the API's.
 BULK_PREFIX = "/bulk"
+#: The registry's event log (``gateway/event_log.py``): HTTP reads like the API's.
+EVENTS_PATH = "/events"
 
 
 def work_kind(scope: Scope, graphql_path: str, registry_prefix: str) -> str | None:
-    """``graphql`` or ``http`` (the xRegistry API below ``registry_prefix``, and the bulk reads
-    below :data:`BULK_PREFIX`) for the requests that admission control and rate limits govern;
+    """``graphql`` or ``http`` (the xRegistry API below ``registry_prefix``, the bulk reads
+    below :data:`BULK_PREFIX` and the event log at :data:`EVENTS_PATH`) for the requests that
+    admission control and rate limits govern;
     ``None`` for the rest (probes, GraphiQL, ``OPTIONS``)."""
     if scope["type"] != "http" or scope.get("method") == "OPTIONS":
         return None
     path = scope.get("path", "")
     if path == graphql_path:
         return "graphql"
-    if path == registry_prefix or path.startswith((registry_prefix + "/", BULK_PREFIX + "/")):
+    if path in (registry_prefix, EVENTS_PATH) or path.startswith((registry_prefix + "/", BULK_PREFIX + "/")):
         return "http"
     return None
 

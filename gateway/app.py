@@ -3,7 +3,8 @@ and the operations endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness, s
 :mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`gateway.metrics`).
 
 ``app.state`` carries what handlers need: ``settings``, ``registry`` (the opened
-:class:`~gateway.registry.service.LocalRegistry`), ``auth`` (the
+:class:`~gateway.registry.service.LocalRegistry`), ``events`` (its
+:class:`~adapters.events.EventFeed`, told of every commit of this process), ``auth`` (the
 :class:`~gateway.auth.Authenticator`) and ``federation`` (the configured registries,
 :class:`~adapters.federation.Federation`, reloaded on SIGHUP and settings-file changes).
 """
@@ -25,6 +26,7 @@ from starlette.routing import Route
 from adapters.breaker import STATE_VALUES
 from adapters.caller import CallerMiddleware
 from adapters.clock import SYSTEM_CLOCK, Clock
+from adapters.events import EventFeed
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from gateway import formats, gc_tuning, metrics, readiness, tracing
@@ -33,6 +35,7 @@ from gateway.auth import Authenticator
 from gateway.bulk import build_routes as bulk_routes
 from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
+from gateway.event_log import build_routes as event_routes
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.http_errors import http_exception
 from gateway.logs import redact_url
@@ -101,6 +104,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
     federation = Federation(settings, LocalSource(registry), clock=clock)
+    events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
+    registry.commit_listeners.append(events.notify)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -138,6 +143,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            await events.close()
             await app.state.auth.aclose()
             await app.state.rate_limiter.aclose()
             await federation.close()
@@ -148,7 +154,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
             metrics.worker_exiting()
 
     routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
-              *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes()]
+              *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes(),
+              *event_routes()]
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
     # the request id and metrics see every answer, refusals included; an over-long target or
@@ -163,6 +170,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     app.state.rate_limiter, app.state.admission = limiter, admission
     app.state.settings = settings
     app.state.registry = registry
+    app.state.events = events
     app.state.federation = federation
     app.state.auth = Authenticator(settings)
     return app

@@ -21,7 +21,7 @@ Parameters (query string):
 ``limit``                rows per response (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`)
 
 The answer (``application/vnd.apache.arrow.stream``) holds the *last* ``limit`` rows of the
-range, in XID order; when it is full it carries ``xRegistry-bulk-before``, the ``before`` of the
+range, in XID order; when it is full it carries ``X-Registry-Bulk-Before``, the ``before`` of the
 next request (the rows preceding these; an empty answer ends the range). Reads need the ``read`` scope, like
 GraphQL's; errors are the xRegistry API's problem documents.
 """
@@ -53,10 +53,12 @@ from resolvers.loaders import Loaders
 ROWS_PATH = f"{BULK_PREFIX}/rows"
 #: The media type of the answer.
 ARROW_STREAM = "application/vnd.apache.arrow.stream"
-#: The response header naming the ``before`` of the next page (absent on the last one).
-NEXT_HEADER = "xRegistry-bulk-before"
+#: The response header naming the ``before`` of the next page (absent on the last one). Not in
+#: the ``xRegistry-`` namespace, which core/http.md keeps for entity attributes (the style of
+#: ``X-Registry-Instance``).
+NEXT_HEADER = "X-Registry-Bulk-Before"
 #: The header naming the revision the rows were read at.
-REVISION_HEADER = "xRegistry-bulk-revision"
+REVISION_HEADER = "X-Registry-Bulk-Revision"
 DEFAULT_LIMIT = 5000
 MAX_LIMIT = 20000
 

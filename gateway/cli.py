@@ -329,7 +329,7 @@ def _store(settings: Settings) -> Store:
 
 def _summary(verb: str, info: BackupInfo, where: str) -> str:
     return (f"{verb} revision {info.revision} of registry instance {info.instance_id} ({info.revisions} commits, "
-            f"{info.states} states, history from revision {info.oldest}) {where}")
+            f"{info.states} states, {info.events} events, history from revision {info.oldest}) {where}")
 
 
 @app.command("backup")

@@ -247,6 +247,10 @@ class Settings(BaseSettings):
     history_keep_days: float | None = Field(
         30.0, gt=0, description="Keep superseded states and tombstones this many days (unset: no limit by age)."
     )
+    events_poll_seconds: float = Field(
+        1.0, gt=0, le=3600,
+        description="How often the event feed polls the store's revision for commits of other processes "
+                    "(docs/events.md).")
     config: Path | None = Field(None, description="YAML settings file (XREG_CONFIG).")
     restore_max_line_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Longest line `restore` reads from a backup (decompressed).")

@@ -10,7 +10,8 @@ another origin gets 400 without the header, so the browser blocks the call. Othe
 Allowed request headers are ``cors_allow_headers`` (``Authorization``, ``Content-Type``, the
 headers Apollo Client and urql send, …) plus the ``xRegistry-*`` attribute headers of the
 current model's document resources; exposed response headers are the gateway's own (``ETag``,
-``X-Request-Id``, ``Link``, ``Location``, ``RateLimit-*``, ``Retry-After``, ``xRegistry-*``)
+``X-Request-Id``, ``Link``, ``Location``, ``RateLimit-*``, ``Retry-After``, ``xRegistry-*``, a
+write's ``xRegistry-xregcorrelationid``)
 plus ``cors_expose_headers``. Headers of map attributes (``xRegistry-labels.<key>``) cannot be
 listed in advance and stay hidden from cross-origin scripts.
 """
@@ -30,7 +31,8 @@ from gateway.registry.validation import entity_definitions
 EXPOSED = (
     "ETag", "Cache-Control", "X-Request-Id", "Link", "Location", "Content-Location", "Content-Disposition",
     "Retry-After", "RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
-    "WWW-Authenticate", "Allow", "X-Registry-Instance",
+    "WWW-Authenticate", "Allow", "X-Registry-Instance", "X-Registry-Bulk-Before", "X-Registry-Bulk-Revision",
+    "xRegistry-xregcorrelationid",
 )
 #: Attributes of a resource's document view that are not headers (the document itself).
 _NOT_HEADERS = frozenset({"contenttype"})

@@ -102,6 +102,7 @@ HTTP_ERRORS: dict[str, tuple[int, str]] = {
 #: The gateway's own errors, for HTTP conditions the specification has no error for.
 GATEWAY_ERROR_BASE = "https://xregistry.io/gateway/errors#"
 GATEWAY_ERRORS: dict[str, tuple[int, str]] = {
+    'events_gone': (410, 'The events after position <position> are no longer retained (events up to <horizon> were pruned): <error_detail>.'),
     'instance_mismatch': (409, 'The checkpoint (<checkpoint>) does not belong to registry "<registry>" (instance <instanceid>): <error_detail>.'),
     'header_fields_too_large': (431, 'The header fields of the request for "<subject>" exceed the limit of <limit>: <error_detail>.'),
     'payload_too_large': (413, 'The request body for "<subject>" is larger than the limit of <limit> bytes.'),
@@ -196,6 +197,8 @@ class XRegistryError(GatewayError):
             key = m.group(1)
             if key == "subject":
                 return self.subject
+            if key == "path" and self.path is not None:
+                return self.path
             if key in self.args_map:
                 return str(self.args_map[key])
             if key == "error_detail" and self.detail:

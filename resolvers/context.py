@@ -66,6 +66,9 @@ class Context:
     cost: int = 0
     #: The connections' listings by their arguments (``resolvers.types.collection``).
     listings: dict[tuple, tuple] = field(default_factory=dict)
+    #: The ``xregcorrelationid`` of each write the operation's mutations committed, in order: the
+    #: response's ``extensions.xregcorrelationid`` (core/events.md).
+    correlation_ids: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.settings.graphql_pacing_slice_ms / 1000)

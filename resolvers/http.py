@@ -233,6 +233,8 @@ def graphql_endpoint(
                     body["extensions"] = result.extensions
                 if document.register is not None:
                     await persisted.keep(document.register, document.text, shared)
+            if context.correlation_ids:  # core/events.md: the response names the events' interaction
+                body["extensions"] = {**body.get("extensions", {}), "xregcorrelationid": list(context.correlation_ids)}
             status = 200 if media == JSON or ran else _request_error_status(body)
             response = await json_response(body, status, media_type=content_type(media),
                                            large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)

@@ -59,7 +59,14 @@ def _object(value: Any, subject: str) -> dict[str, Any]:
     return value
 
 
+def _correlated(info: Info, outcome: WriteOutcome) -> None:
+    """The write's correlation id goes to the response's ``extensions`` (see ``resolvers/http.py``)."""
+    if outcome.correlation_id is not None:
+        info.context.correlation_ids.append(outcome.correlation_id)
+
+
 async def _result(info: Info, registry: str, xid: str, outcome: WriteOutcome) -> WriteResult:
+    _correlated(info, outcome)
     node = None
     if xid not in outcome.deleted:
         found = await info.context.source(registry).get_many([xid])
@@ -158,6 +165,7 @@ class Mutation:
     ) -> ImportResult:
         source = _writable(info, registry)
         outcome = await source.import_document(_object(document, "/"), strict=strict)
+        _correlated(info, outcome)
         return ImportResult(
             revision=outcome.revision, created=len(outcome.created), updated=len(outcome.updated),
             unchanged=len(outcome.unchanged),

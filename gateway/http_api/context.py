@@ -31,6 +31,8 @@ class Call:
     registry: LocalRegistry
     settings: Settings
     request_id: str
+    #: The ``xregcorrelationid`` of the write this request committed (``xRegistry-xregcorrelationid``).
+    correlation_id: str | None = None
 
     @property
     def model(self) -> RegistryModel:
@@ -62,11 +64,13 @@ class Call:
         values = self.flags.inline if "inline" in self.flags.given else (default or [])
         return parse_inline(values, model or self.model, self.level(), self.subject)
 
-    def filters(self, ctype: str) -> Filters | None:
-        """The parsed ``filter`` flags, relative to the entities of ``ctype``."""
+    def filters(self, ctype: str, model: RegistryModel | None = None) -> Filters | None:
+        """The parsed ``filter`` flags, relative to the entities of ``ctype`` (of ``model``,
+        default: the registry's; a write installing a model names the new one)."""
         if not self.flags.filter:
             return None
-        return parse_filters(self.flags.filter, subject=self.subject, collections=collection_tree(self.model, ctype))
+        return parse_filters(self.flags.filter, subject=self.subject,
+                             collections=collection_tree(model or self.model, ctype))
 
     def sort(self, ctype: str) -> Sort | None:
         if self.flags.sort is None:

@@ -62,6 +62,8 @@ class Flags:
     limit: int | None = None
     page: str | None = None
     given: frozenset[str] = frozenset()
+    #: ``ignore`` given without a value, empty or ``*``: every (enabled) value.
+    ignore_all: bool = False
 
 
 def _bad_flag(flag: str, subject: str, detail: str) -> XRegistryError:
@@ -121,6 +123,7 @@ def parse_flags(items: Iterable[tuple[str, str]], subject: str) -> Flags:
             flags.inline = [p for v in values for p in (v.split(",") if v else ["*"])]
         elif name == "ignore":
             flags.ignore = _ignores(values, subject)
+            flags.ignore_all = any(part in ("", "*") for v in values for part in (v.split(",") if v else [""]))
         elif name == "sort":
             flags.sort = value
         elif name == "specversion":
@@ -171,6 +174,12 @@ def check_context(flags: Flags, target: Target, method: str) -> None:
                 allowed.add("collections")
         if method in _WRITES:
             allowed |= {"ignore", "dryrun"}
+            # the read flags that shape a write's response: filter, and sort where the response
+            # is a collection (the processed members of a POST or PATCH to a collection)
+            if method != "DELETE" and target.kind != "meta":
+                allowed.add("filter")
+            if method in ("POST", "PATCH") and target.is_collection:
+                allowed.add("sort")
             # core/http.md: a write's response "MUST be generated applying the semantics of any
             # request flags specified in the request URL" (inline, doc, binary, and collections
             # where the response is the registry or a group)
@@ -184,7 +193,7 @@ def check_context(flags: Flags, target: Target, method: str) -> None:
     for name in sorted(flags.given):
         if name in allowed:
             continue
-        if name == "sort" and reading:
+        if name == "sort" and method != "DELETE":
             raise XRegistryError("sort_noncollection", subject,
                                  detail="?sort applies to collections of groups, resources or versions")
         raise _bad_flag(name, subject, f"?{name} is not allowed on {method} {subject}")

@@ -91,10 +91,12 @@ REFUSALS: dict[str, list[str]] = {
     "write": _types("mismatched_epoch", "required_attribute_missing", "unknown_id", "bad_request",
                     "bad_defaultversionid", "readonly", "ancestor_circular_reference", "multiple_roots",
                     "mismatched_version_attribute", "format_violation", "compatibility_violation",
-                    "too_many_versions", "defaultversionid_request", "setdefaultversionsticky_false"),
+                    "too_many_versions", "defaultversionid_request", "setdefaultversionsticky_false",
+                    "constraint_failure"),
     "model": _types("model_compliance_error", "model_error", "mismatched_epoch", "required_attribute_missing",
                     "unknown_id", "bad_request", "bad_defaultversionid", "ancestor_circular_reference",
-                    "multiple_roots", "mismatched_version_attribute", "format_violation", "compatibility_violation"),
+                    "multiple_roots", "mismatched_version_attribute", "format_violation", "compatibility_violation",
+                    "constraint_failure"),
     "delete": _types("mismatched_epoch", "bad_request", "readonly", "unknown_id"),
     "read": _types("cannot_doc_xref"),
     "capabilities": _types("capability_unknown", "capability_value", "capability_wildcard",
@@ -332,13 +334,13 @@ def _entity_ops(kind: str, name: str, body: str, *, document: str | None = None,
             ops["post"] = _op(f"Add a version to the {name} (document)", _WRITE + ["setdefaultversionid"], doc_ok,
                               document=True, refusals="write")
     else:
-        write = _WRITE + (["setdefaultversionid"] if kind in ("resource", "version") else [])
+        write = _WRITE + ["filter"] + (["setdefaultversionid"] if kind in ("resource", "version") else [])
         ops = {"get": _op(f"Get a {name}", _READ + ["filter"], _ok("200", "Entity")),
                "put": _op(f"Create or replace a {name}", write, created, body=body, refusals="write"),
                "patch": _op(f"Create or patch a {name}", write, created, body=body, refusals="write")}
         if kind == "group":
-            ops["post"] = _op(f"Create or update resources of the {name}", _WRITE, _ok("200", "Collections"),
-                              body=collections, refusals="write")
+            ops["post"] = _op(f"Create or update resources of the {name}", _WRITE + ["filter"],
+                              _ok("200", "Collections"), body=collections, refusals="write")
         if kind == "resource":
             ops["post"] = _op(f"Create or update one version of the {name}", write, created, body=versions,
                               refusals="write")
@@ -353,8 +355,10 @@ def _collection_ops(name: str, body: str, *, versions: bool = False) -> dict[str
     extra = ["setdefaultversionid"] if versions else []
     return {
         "get": _op(f"List {name}", _READ + ["filter", "sort", "limit", "page"], _ok("200", "Map")),
-        "patch": _op(f"Create or patch {name}", _WRITE + extra, _ok("200", "Map"), body=body, refusals="write"),
-        "post": _op(f"Create or update {name}", _WRITE + extra, _ok("200", "Map"), body=body, refusals="write"),
+        "patch": _op(f"Create or patch {name}", _WRITE + ["filter", "sort"] + extra, _ok("200", "Map"), body=body,
+                     refusals="write"),
+        "post": _op(f"Create or update {name}", _WRITE + ["filter", "sort"] + extra, _ok("200", "Map"), body=body,
+                    refusals="write"),
         "delete": {**_op(f"Delete {name} (all, or those the body names)", extra, _DELETED, refusals="delete"),
                    "requestBody": {"required": False, "content": _json("Ids")}},
     }
@@ -656,11 +660,12 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
                               for name, schema in _FLAG_SCHEMAS.items()}
     root_ops = _with_inline({
         "get": _op("The registry", _READ + ["filter", "collections"], _ok("200", "Entity")),
-        "put": _op("Update the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
-                   refusals="model"),
-        "patch": _op("Patch the registry (and nested groups)", _WRITE, _ok("200", "Entity"), body="Registry",
-                     refusals="model"),
-        "post": _op("Create or update groups", _WRITE, _ok("200", "Collections"), body="Groups", refusals="write"),
+        "put": _op("Update the registry (and nested groups)", _WRITE + ["filter"], _ok("200", "Entity"),
+                   body="Registry", refusals="model"),
+        "patch": _op("Patch the registry (and nested groups)", _WRITE + ["filter"], _ok("200", "Entity"),
+                     body="Registry", refusals="model"),
+        "post": _op("Create or update groups", _WRITE + ["filter"], _ok("200", "Collections"), body="Groups",
+                    refusals="write"),
     }, inline_values(model, ("registry",)), _attribute_names(COMMON_ATTRIBUTES, model.attributes),
         shared=params, level="registry")
     paths: dict[str, Any] = {

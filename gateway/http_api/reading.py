@@ -9,7 +9,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.errors import XRegistryError
-from gateway.http_api.capabilities import capabilities, supported
+from gateway.http_api.capabilities import available, capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
 from gateway.http_api.flags import Flags
@@ -20,7 +20,7 @@ from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import JSON, add_links, json_response
 from gateway.registry import xrefs
 from gateway.registry.capabilities import offered
-from gateway.registry.filters import Filters, parse_filters
+from gateway.registry.filters import FilterExpression, Filters, parse_filters
 from gateway.registry.reads import Selection, count
 from gateway.registry.views import meta_view, url_for
 from gateway.storage.base import EntityRecord
@@ -33,13 +33,17 @@ from gateway.xid import Xid
 EXPORT_INLINE = ["*", "capabilities", "modelsource"]
 
 
-async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filters | None) -> dict[str, Any]:
-    """The registry entity as ``flags`` ask (also the body of writes to ``/``)."""
+async def registry_body(call: Call, flags: Flags, inline: Inline, filters: Filters | None, *,
+                        written: bool = False) -> dict[str, Any]:
+    """The registry entity as ``flags`` ask (also the body of writes to ``/``: ``written``, then a
+    registry the filters do not select is shown with nothing below it, not ``not_found``)."""
     rec = await call.record("/")
     renderer = Renderer(call.registry, flags)
     narrowed = await renderer.narrow(rec, filters)
     if narrowed is not None and not narrowed.branches:
-        raise XRegistryError("not_found", "/", detail="the registry does not match the filter")
+        if not written:
+            raise XRegistryError("not_found", "/", detail="the registry does not match the filter")
+        narrowed = Filters((FilterExpression(exclude_all=True),))
     if flags.collections:
         inline = Inline(inline.names, everything=True)
     view = (await renderer.entities([rec], "", inline, {rec.key: narrowed}))[0]
@@ -81,7 +85,9 @@ async def get_api(call: Call) -> Response:
     if api == ".xregistry":
         return json_response(discovery(call))
     flags = replace(call.flags, doc=True)
-    return json_response(await registry_body(call, flags, call.inline(EXPORT_INLINE), call.filters("")))
+    caps = capabilities(call.registry.capability_settings)  # what a client made unavailable is left out
+    default = [name for name in EXPORT_INLINE if name == "*" or available(caps, name)]
+    return json_response(await registry_body(call, flags, call.inline(default), call.filters("")))
 
 
 def discovery(call: Call) -> dict[str, Any]:

@@ -95,6 +95,8 @@ class Renderer:
             return None
         if filters.exclude_all:
             return Filters()
+        if rec.kind == "resource":  # a cross-reference matches by the values it is served with
+            rec = (await xrefs.resolve(self.store, [rec]))[0]
         kept = [b for b in filters.branches if await self._satisfies(rec, b)]
         return Filters(tuple(kept))
 

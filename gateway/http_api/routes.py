@@ -26,7 +26,7 @@ from gateway import http_cache
 from gateway.auth import AuthError, Principal, principal_of
 from gateway.errors import XRegistryError
 from gateway.http_api import reading, writing
-from gateway.http_api.capabilities import capabilities, check_enabled
+from gateway.http_api.capabilities import capabilities, enforce
 from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
@@ -41,6 +41,8 @@ Handler = Callable[[Call], Awaitable[Response]]
 #: Not an ``xRegistry-*`` header: core/http.md maps those to the attributes of the entity a
 #: response describes, and the instance id is none of them.
 INSTANCE_HEADER = "X-Registry-Instance"
+#: The header of a write's response naming its interaction's events (core/events.md, "xregcorrelationid").
+CORRELATION_HEADER = "xRegistry-xregcorrelationid"
 
 _COLLECTION: dict[str, Handler] = {
     "GET": reading.get_collection, "PATCH": writing.write_collection, "POST": writing.write_collection,
@@ -154,8 +156,8 @@ class XRegistryAPI:
                 state.auth.require(principal, "read" if method == "GET" else "write")
                 flags = parse_flags(request.query_params.multi_items(), target.path)
                 check_context(flags, target, method)
-                if state.registry.capability_settings:  # flags turned off through /capabilities
-                    check_enabled(flags, capabilities(state.registry.capability_settings), target.path)
+                if state.registry.capability_settings:  # what a client turned off through /capabilities
+                    flags = enforce(flags, capabilities(state.registry.capability_settings), target, method)
                 tags = await self.validators(request, principal) if method == "GET" else None
                 asked = request.headers.get("if-none-match")
                 if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
@@ -163,6 +165,8 @@ class XRegistryAPI:
                 else:
                     call = Call(request, target, flags, state.registry, state.settings, request_id)
                     response = await handler(call)
+                    if call.correlation_id is not None:
+                        response.headers[CORRELATION_HEADER] = call.correlation_id
                     if tags is not None and response.status_code == 200:
                         if http_cache.matches(asked, tags["ETag"], any_tag=True):
                             response = http_cache.not_modified(tags)

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from gateway.errors import ValidationErrors, XRegistryError
 from gateway.http_api.body import json_object, parse_json, read_body
-from gateway.http_api.capabilities import capabilities, supported
+from gateway.http_api.capabilities import capabilities, check_versionmodes, mutable, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import has_attribute_headers, header_attributes
 from gateway.http_api.flags import _Unset
@@ -27,11 +27,15 @@ from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
 from gateway.ids import check_id
 from gateway.model.modelsource import check_model_source, model_of_source
+from gateway.registry import xrefs
 from gateway.registry.capabilities import update as update_capabilities
 from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.reads import Selection, select
+from gateway.registry.filters import FilterExpression, Filters
+from gateway.registry.reads import Selection, position, select, store_sort
 from gateway.registry.service import Build, document_xids
 from gateway.registry.views import url_for
+from gateway.storage.base import EntityRecord
+from gateway.storage.semantics import Sort
 
 T = TypeVar("T")
 
@@ -53,6 +57,7 @@ async def run(call: Call, build: Build[T]) -> tuple[T, Outcome]:
         ignore_epoch="epoch" in call.flags.ignore, dry_run=call.flags.dryrun)
     if call.flags.dryrun:
         raise DryRun(result[1])
+    call.correlation_id = result[1].correlation_id
     return result
 
 
@@ -137,12 +142,32 @@ async def apply_default_version(call: Call, cs: Changeset, created: str | None =
     await cs.set_default_version(t.group_type, t.group_id, t.resource_type, t.resource_id, wanted)
 
 
-async def _views(call: Call, ctype: str, xids: list[str], inline: Inline) -> dict[str, Any]:
-    """The processed entities of a collection write, by id, in request order."""
+async def _views(call: Call, ctype: str, xids: list[str], inline: Inline, filters: Filters | None = None,
+                 sort: Sort | None = None) -> dict[str, Any]:
+    """The processed entities of a collection write, by id: those ``filters`` select, in request
+    order or ``sort``'s (core/http.md: the response "MUST be generated applying the semantics of
+    any request flags specified in the request URL")."""
     found = await call.registry.store.get_many(xids)
     records = [found[x.lower()] for x in xids if x.lower() in found]
-    views = await Renderer(call.registry, call.flags).entities(records, ctype, inline)
+    renderer = Renderer(call.registry, call.flags)
+    narrowed = {rec.key: await renderer.narrow(rec, filters) for rec in records}
+    records = [rec for rec in records if (n := narrowed[rec.key]) is None or n.branches]
+    if sort is not None:  # by the values the entities are served with (a cross-reference: its target's)
+        by = store_sort(ctype, sort)
+        shown = {r.key: r for r in await xrefs.resolve(call.registry.store, records)}
+        records.sort(key=lambda r: position(shown[r.key], by), reverse=sort.descending)
+    views = await renderer.entities(records, ctype, inline, narrowed)
     return {rec.id: view for rec, view in zip(records, views, strict=False)}
+
+
+async def _narrowed(call: Call, rec: EntityRecord, filters: Filters | None) -> Filters | None:
+    """The filters an entity write's response is rendered with: the branches the processed
+    entity satisfies; when it satisfies none, nothing below it (the write is done: its response
+    is the entity, not ``not_found``)."""
+    narrowed = await call.renderer().narrow(rec, filters)
+    if narrowed is not None and not narrowed.branches:
+        return Filters((FilterExpression(exclude_all=True),))
+    return narrowed
 
 
 def name_the_resource(err: XRegistryError, rxid: str, named: Iterable[str] = ()) -> XRegistryError:
@@ -183,6 +208,7 @@ async def write_root(call: Call) -> Response:
     groups = call.model.groups
     if call.request.method == "POST":
         inline = call.inline()
+        filters = call.filters("")
         extra = next((k for k in body if k not in groups), None)
         if extra is not None:
             raise XRegistryError("groups_only", "/", name=extra)
@@ -195,7 +221,8 @@ async def write_root(call: Call) -> Response:
                     await apply_group(call, cs, gtype, gid, gbody, patch=False)
 
         await run(call, build_post)
-        out = {g: await _views(call, g, [f"/{g}/{gid}" for gid in members], inline.child(g) or NOTHING)
+        out = {g: await _views(call, g, [f"/{g}/{gid}" for gid in members], inline.child(g) or NOTHING,
+                               filters.descend(g) if filters else None)
                for g, members in maps.items()}
         return json_response(out)
 
@@ -213,10 +240,15 @@ async def write_root(call: Call) -> Response:
     source = None
     model = call.model
     if "modelsource" in body and "modelsource" not in call.flags.ignore:
+        caps = capabilities(settings if settings is not None else call.registry.capability_settings)
+        if not mutable(caps, "modelsource"):
+            raise XRegistryError("readonly", "/modelsource", detail="modelsource is not mutable (capabilities)")
         source = check_model_source(body["modelsource"], call.registry.model_limits)
         model = model_of_source(source)
+        check_versionmodes(model, caps, "/modelsource")
         groups = model.groups
     inline = call.inline(model=model)
+    filters = call.filters("", model=model)
     maps = {g: entity_map(body[g], f"/{g}", g) for g in groups if body.get(g) is not None}
     attrs = drop_ids(call, {k: v for k, v in body.items() if k not in groups}, "registryid")
 
@@ -232,7 +264,7 @@ async def write_root(call: Call) -> Response:
                 await apply_group(call, cs, gtype, gid, gbody, patch=patch)
 
     await run(call, build)
-    return json_response(await registry_body(call, call.flags, inline, None))
+    return json_response(await registry_body(call, call.flags, inline, filters, written=True))
 
 
 async def write_capabilities(call: Call) -> Response:
@@ -257,6 +289,7 @@ async def write_modelsource(call: Call) -> Response:
     Registry Model"), checked (``model_error``) and refused when existing entities would not
     comply (``model_compliance_error``); stored with the registry entity in one revision."""
     source = check_model_source(json_object(await json_body(call), "/modelsource"), call.registry.model_limits)
+    check_versionmodes(model_of_source(source), capabilities(call.registry.capability_settings), "/modelsource")
 
     async def build(cs: Changeset) -> None:
         await cs.put_model_source(source)
@@ -272,6 +305,7 @@ async def write_collection(call: Call) -> Response:
     """PATCH / POST to ``/<GROUPS>``, ``…/<RESOURCES>`` or ``…/versions``: a map of entities."""
     t = call.target
     inline = call.inline()
+    filters, sort = call.filters(t.ctype), call.sort(t.ctype)
     patch = call.request.method == "PATCH"
     what = t.resource_type if t.kind == "resources" else "versions" if t.kind == "versions" else t.group_type
     members = entity_map(await json_body(call), t.path, what)
@@ -293,7 +327,7 @@ async def write_collection(call: Call) -> Response:
                     await apply_resource(call, cs, t.group_type, t.group_id, t.resource_type, eid, ebody, patch=patch)
 
     await run(call, build)
-    out = await _views(call, t.ctype, [f"{t.xid}/{eid}" for eid in members], inline)
+    out = await _views(call, t.ctype, [f"{t.xid}/{eid}" for eid in members], inline, filters, sort)
     if call.flags.doc:
         relativize(out, t.xid, collection=True)
     return json_response(out)
@@ -372,6 +406,7 @@ async def delete_entity(call: Call) -> Response:
 async def write_group(call: Call) -> Response:
     t = call.target
     inline = call.inline()
+    filters = call.filters(t.ctype)
     body = json_object(await json_body(call), t.path)
     gdef = call.model.group_def(t.group_type)
     if call.request.method == "POST":
@@ -390,7 +425,7 @@ async def write_group(call: Call) -> Response:
 
         await run(call, build_post)
         out = {r: await _views(call, f"{t.gtype}/{r}", [f"{t.xid}/{r}/{rid}" for rid in members],
-                               inline.child(r) or NOTHING)
+                               inline.child(r) or NOTHING, filters.descend(r) if filters else None)
                for r, members in maps.items()}
         return json_response(out)
     body = drop_ids(call, body, gdef.id_attribute)
@@ -400,13 +435,13 @@ async def write_group(call: Call) -> Response:
         await apply_group(call, cs, t.group_type, t.group_id, body, patch=patch)
 
     _, outcome = await run(call, build)
-    return await _entity_response(call, t.xid, inline, outcome)
+    return await _entity_response(call, t.xid, inline, outcome, filters=filters)
 
 
 async def _entity_response(call: Call, xid: str, inline: Inline, outcome: Outcome,
-                           headers: dict[str, str] | None = None) -> Response:
+                           headers: dict[str, str] | None = None, filters: Filters | None = None) -> Response:
     rec = await call.record(xid)
-    body = await entity_body(call, rec, call.flags, inline)
+    body = await entity_body(call, rec, call.flags, inline, await _narrowed(call, rec, filters))
     headers = {**content_location(call, rec), **(headers or {})}
     if _created(outcome, xid):
         rdef = call.target.rdef
@@ -428,8 +463,10 @@ async def write_resource(call: Call) -> Response:
     if t.document_view:
         return await write_document(call)
     inline = call.inline()
+    post = call.request.method == "POST"
+    filters = call.filters(f"{t.ctype}/versions" if post else t.ctype)  # POST answers the new Version
     body = json_object(await json_body(call), t.path)
-    if call.request.method == "POST":
+    if post:
         body = drop_ids(call, body, t.resource_def.id_attribute)
 
         async def build_post(cs: Changeset) -> str:
@@ -441,7 +478,7 @@ async def write_resource(call: Call) -> Response:
             vid, outcome = await run(call, build_post)
         except XRegistryError as err:
             raise name_the_resource(err, t.xid) from None
-        return await _entity_response(call, f"{t.xid}/versions/{vid}", inline, outcome)
+        return await _entity_response(call, f"{t.xid}/versions/{vid}", inline, outcome, filters=filters)
     body = drop_ids(call, body, t.resource_def.id_attribute)
     patch = call.request.method == "PATCH"
 
@@ -456,7 +493,7 @@ async def write_resource(call: Call) -> Response:
         raise name_the_resource(err, t.xid, named) from None
     created = _new_version(outcome, t.xid)
     headers = {"Content-Location": version_url(call, created)} if created else {}
-    return await _entity_response(call, t.xid, inline, outcome, headers)
+    return await _entity_response(call, t.xid, inline, outcome, headers, filters)
 
 
 async def write_meta(call: Call) -> Response:
@@ -481,6 +518,7 @@ async def write_version(call: Call) -> Response:
     if t.document_view:
         return await write_document(call)
     inline = call.inline()
+    filters = call.filters(t.ctype)
     body = drop_ids(call, json_object(await json_body(call), t.path), t.resource_def.id_attribute, "versionid")
     patch = call.request.method == "PATCH"
 
@@ -490,7 +528,7 @@ async def write_version(call: Call) -> Response:
         await apply_default_version(call, cs)
 
     _, outcome = await run(call, build)
-    return await _entity_response(call, t.xid, inline, outcome)
+    return await _entity_response(call, t.xid, inline, outcome, filters=filters)
 
 
 async def write_document(call: Call) -> Response:

@@ -38,6 +38,18 @@ def effective(supported: dict[str, Any], settings: dict[str, Any] | None) -> dic
     return {**copy.deepcopy(supported), **copy.deepcopy(settings or {})}
 
 
+def is_mutable(settings: dict[str, Any] | None, name: str) -> bool:
+    """Whether the stored ``settings`` leave ``name`` (``entities``, ``modelsource``) mutable: its
+    ``available`` entry and the ``mutable`` list, where a client narrowed them (the supported map
+    has both mutable)."""
+    settings = settings or {}
+    if "available" in settings:
+        entry = {k.lower(): v for k, v in settings["available"].items()}.get(name)
+        if not (isinstance(entry, dict) and entry.get("mutable")):
+            return False
+    return "mutable" not in settings or name in {m.lower() for m in settings["mutable"]}
+
+
 def offered(supported: dict[str, Any]) -> dict[str, Any]:
     """The offered-capabilities map (core/spec.md "Offered Capabilities") of ``supported``."""
     out: dict[str, Any] = {}

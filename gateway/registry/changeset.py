@@ -12,12 +12,15 @@ is called, so nothing is written.
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gateway import json_limits
 from gateway.errors import ValidationErrors, XRegistryError, invalid
+from gateway.events.derive import EntityChange, derive_events
+from gateway.events.record import EventDraft
 from gateway.ids import check_id
 from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import model_of_source
@@ -39,7 +42,7 @@ from gateway.registry.validation import (
 )
 from gateway.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
 from gateway.storage.base import EntityRecord, Kind, Query, Store, Write
-from gateway.storage.semantics import Cursor
+from gateway.storage.semantics import Condition, Cursor
 from gateway.xid import Xid
 
 #: Attributes the server computes; ignored when a request carries them.
@@ -66,6 +69,11 @@ class Outcome:
     #: at a message that does not exist here (permitted: reported, not refused).
     dangling: list[tuple[str, str]] = field(default_factory=list)
     revision: int | None = None
+    #: The interaction's ``xregcorrelationid`` (core/events.md): ``None`` for a dry run or a write
+    #: that committed nothing.
+    correlation_id: str | None = None
+    #: The events the commit stored (``gateway.events.derive``), in their order.
+    events: list[EventDraft] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         return {k: len(getattr(self, k)) for k in ("created", "updated", "unchanged", "deleted")}
@@ -80,6 +88,8 @@ class _State:
     stored_rev: int | None  # revision of the stored state, None when it did not exist
     #: The materialisation of a message (``DERIVED``, kept out of ``doc``), see ``materialise``.
     derived: dict[str, Any] | None = None
+    #: The stored state as read (never changed here): what the commit's events compare against.
+    stored: dict[str, Any] | None = None
 
     @property
     def id(self) -> str:
@@ -105,7 +115,7 @@ class Changeset:
 
     def __init__(
         self, store: Store, model: RegistryModel, *, touch: bool = True, ignore_epoch: bool = False,
-        now: str | None = None, validate: bool = True,
+        now: str | None = None, validate: bool = True, capability_settings: dict[str, Any] | None = None,
     ) -> None:
         self.store = store
         self.model = model
@@ -114,11 +124,18 @@ class Changeset:
         #: ``False``: schema documents are not checked against their format and compatibility
         #: rule (their versions record that); see ``gateway.registry.schema_checks``.
         self.skip_validation = not validate
+        #: The ``formats`` / ``compatibilities`` a client narrowed (``None``: all supported ones).
+        settings = capability_settings or {}
+        self.enabled_formats: list[str] | None = settings.get("formats")
+        self.enabled_compatibilities: dict[str, list[str]] | None = settings.get("compatibilities")
         self.now = now or utc_now()
         self._states: dict[str, _State] = {}
         self._versions_loaded: set[str] = set()
         self._versions_of: dict[str, dict[str, _State]] = {}  # resource key -> version key -> state
         self._dirty: dict[str, str] = {}  # key -> "created" | "updated" | "deleted"
+        #: Entities this changeset created, then deleted again (never stored): their event is
+        #: ``deleted`` (core/events.md precedence), though nothing is written for them.
+        self._transient: dict[str, _State] = {}
         self._unchanged: set[str] = set()
         self._children_changed: dict[str, str] = {}  # parent key -> XID, collections gained/lost
         self._errors: list[XRegistryError] = []
@@ -156,7 +173,7 @@ class Changeset:
             rdef = self._rdef_of(rec) if isinstance(holder, dict) else None
             if rdef is not None and rdef.hasdocument and isinstance(holder, dict):
                 upgrade_document_link(holder, rdef.singular)
-            state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived)
+            state = _State(rec.xid, rec.kind, rec.ctype, doc, rec.revision, derived, rec.doc)
         self._states[key] = state
         try:
             parsed = Xid.parse(key)
@@ -198,7 +215,8 @@ class Changeset:
         state.kind, state.ctype, state.doc = kind, ctype, doc
         if doc is None:
             if state.stored_rev is None:
-                self._dirty.pop(key, None)
+                if self._dirty.pop(key, None) == "created":
+                    self._transient[key] = state
             else:
                 self._dirty[key] = "deleted"
         elif state.stored_rev is None:
@@ -375,6 +393,68 @@ class Changeset:
             for rec in page.items:
                 if rec.key.startswith(key + "/") and rec.key not in self._dirty:
                     self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
+            # and the Versions its cross-references show (core/model.md: xref'd Resources "MUST" adhere)
+            sources = await self.store.list(Query(ctype=f"{gdef.plural}/{rtype}", parent=state.xid,
+                                                  any_of=((Condition(("meta", "xref"), "exists"),),)))
+            for source in sources.items:
+                target = str((source.doc.get("meta") or {}).get("xref") or "").lower()
+                if target.count("/") != 4:
+                    continue
+                versions = await self.store.list(Query(ctype=f"{target.split('/')[1]}/{rtype}/versions", parent=target))
+                for rec in versions.items:
+                    self._errors += constraints.violations(rec.doc, in_force, state.doc, rec.xid)
+
+    async def _check_xref_constraints(self) -> None:
+        """core/model.md: "The enum and equals constraints, if specified, MUST be adhered to by
+        the [xref'd] Resource. Note that this includes changes to the Resource in its original
+        location that would then violate any of the Groups' constraints that xref that
+        Resource" (``default`` is not applied: the source is a reference). The Versions written
+        here, of Resources some cross-reference names, against the Groups of those sources;
+        a source written here (its ``xref`` set or changed) against all its target's Versions.
+        One store query per resource collection type involved, none when nothing is involved."""
+        written: dict[str, list[_State]] = {}  # target resource key -> its Versions written here
+        ctypes: set[str] = set()
+        for key, what in self._dirty.items():
+            state = self._states[key]
+            if what == "deleted" or state.doc is None:
+                continue
+            if state.kind == "version":
+                written.setdefault(key.rsplit("/", 2)[0], []).append(state)
+            elif state.kind == "resource" and (state.doc.get("meta") or {}).get("xref"):
+                written.setdefault("", [])
+            else:
+                continue
+            rtype = state.ctype.split("/")[1]
+            ctypes |= {f"{g}/{rtype}" for g, gdef in self.model.groups.items() if rtype in gdef.resources}
+        sources: dict[str, _State] = {}
+        for ctype in sorted(ctypes):
+            page = await self.store.list(Query(ctype=ctype, any_of=((Condition(("meta", "xref"), "exists"),),)))
+            for rec in page.items:
+                sources[rec.key] = self._states.get(rec.key) or _State(rec.xid, rec.kind, rec.ctype, rec.doc,
+                                                                         rec.revision)
+        sources |= {k: st for k, st in self._states.items()
+                    if st.kind == "resource" and k in self._dirty and (st.doc or {}).get("meta", {}).get("xref")}
+        for key, source in sorted(sources.items()):
+            xref = str(((source.doc or {}).get("meta") or {}).get("xref") or "").lower()
+            if not xref:
+                continue
+            if key in self._dirty:  # a new or changed reference: every Version of its target
+                page = await self.store.list(Query(ctype=f"{xref.split('/')[1]}/{xref.split('/')[3]}/versions",
+                                                   parent=xref))
+                versions = [self._states.get(r.key) or _State(r.xid, r.kind, r.ctype, r.doc, r.revision)
+                            for r in page.items]
+                versions += [v for v in written.get(xref, ()) if v.xid.lower() not in {r.key for r in page.items}]
+            else:
+                versions = written.get(xref, [])
+            if not versions:
+                continue
+            parts = Xid.parse(source.xid)
+            group = await self._state(str(parts.group))
+            in_force = [c for c in constraints.in_force(self.group_def(parts.group_type or ""), group.doc,
+                                                        parts.resource_type or "") if c.enum or c.equals]
+            for version in versions:
+                if in_force and version.doc is not None:
+                    self._errors += constraints.violations(version.doc, in_force, group.doc, version.xid)
 
     async def _implicit_group(self, gtype: str, gid: str) -> None:
         state = await self._state(str(Xid(gtype, gid)))
@@ -955,9 +1035,13 @@ class Changeset:
         keys = [*self._dirty, *(k for k in sorted(self._rederived) if k not in self._dirty)]
         return [_write(self._states[key]) for key in keys]
 
-    async def commit(self, note: str = "", *, dry_run: bool = False) -> Outcome:
-        """Validate, then write everything in one store revision. Raises on any violation.
-        ``dry_run``: everything but the write (the outcome's ``revision`` stays ``None``)."""
+    async def commit(self, note: str = "", *, dry_run: bool = False, correlation_id: str | None = None) -> Outcome:
+        """Validate, then write everything in one store revision, with the events it amounts to
+        (``gateway.events.derive``, stamped with :attr:`now` and ``correlation_id``) in the same
+        transaction. Raises on any violation. ``dry_run``: everything but the write (the outcome's
+        ``revision`` and ``correlation_id`` stay ``None``, no event is derived)."""
+        if not self._errors:
+            await self._check_xref_constraints()
         if self._errors:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
@@ -974,12 +1058,24 @@ class Changeset:
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
         writes = self.writes()
-        if dry_run:
+        if dry_run or not writes:
             return outcome
-        outcome.revision = await self.store.commit(writes, note=note) if writes else None
+        correlation_id = correlation_id or new_correlation_id()
+        changes = [EntityChange(w.xid, w.kind, w.ctype, self._states[w.key].stored, w.doc) for w in writes]
+        changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self._transient.items()
+                    if s.doc is None and k not in self._dirty]
+        outcome.events = derive_events(changes, time=self.now, correlation_id=correlation_id)
+        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events)
+        outcome.correlation_id = correlation_id
         return outcome
 
 # -- helpers ----------------------------------------------------------------------------------
+def new_correlation_id() -> str:
+    """An interaction's ``xregcorrelationid``: a random UUID (lower case), so unique,
+    case-insensitively, for the registry's lifetime whatever the process or replica."""
+    return str(uuid.uuid4())
+
+
 def _write(state: _State) -> Write:
     """The store write of a state: its doc with its materialisation (and the links of it)."""
     doc = state.doc

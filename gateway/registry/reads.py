@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -26,7 +26,16 @@ from gateway.registry.filters import FilterExpression, Filters
 from gateway.registry.materialise import materialised_path
 from gateway.registry.views import group_view, registry_view, resource_view, version_view
 from gateway.storage.base import EntityRecord, Page, Query, RevisionGone, Store
-from gateway.storage.semantics import RANK, Condition, Cursor, Sort
+from gateway.storage.semantics import (
+    RANK,
+    Condition,
+    Cursor,
+    Sort,
+    compare_key,
+    cursor_sort_value,
+    matches,
+    record_sort_value,
+)
 from gateway.xid import Xid
 
 #: Resource attributes that are the resource's own, not its default version's.
@@ -111,12 +120,16 @@ class Selection:
 
 
 async def select(store: Store, sel: Selection) -> Page:
-    """A page of entities matching ``sel`` (filters, nested filters, sort, cursors)."""
+    """A page of entities matching ``sel`` (filters, nested filters, sort, cursors); a
+    cross-reference Resource is filtered and sorted by its target's values (see :func:`_sources`)."""
     query = await _query(store, sel)
     if query is None:
         return Page(items=[])
     try:
-        return await store.list(query)
+        sources = await _sources(store, sel)
+        if sources is None:
+            return await store.list(query)
+        return _merged(await store.list(_without_sources(query)), sources, query, sel.limit)
     except RevisionGone as exc:
         raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
 
@@ -127,9 +140,122 @@ async def count(store: Store, sel: Selection) -> int:
     if query is None:
         return 0
     try:
-        return await store.count(query)
+        sources = await _sources(store, _replace(sel, after=None, before=None))
+        if sources is None:
+            return await store.count(query)
+        return await store.count(_without_sources(query)) + len(sources)
     except RevisionGone as exc:
         raise XRegistryError("bad_request", "/", detail=str(exc)) from exc
+
+
+#: Where a resource's stored record holds its ``meta.xref``.
+XREF_PATH = ("meta", "xref")
+
+
+def _reads_values(sel: Selection) -> bool:
+    """Whether ``sel`` lists resources by their values (filters, sort or search), so that a
+    cross-reference among them has to be read as its target first."""
+    filters = sel.filters
+    return level_of(sel.ctype) == "resource" and bool(
+        sel.sort or sel.search or (filters is not None and (filters.branches or filters.reachable_over)))
+
+
+async def _sources(store: Store, sel: Selection) -> list[EntityRecord] | None:
+    """The cross-reference Resources ``sel`` selects, read as their targets; ``None`` when it
+    reads no values or holds no cross-reference (then the store answers alone).
+
+    core/spec.md: "From a consumption (read) perspective, aside from the presence of the xref
+    attribute, the Resource appears to be a normal Resource [...] All of the
+    specification-defined features (e.g. inline, filter request flags) MAY be used": a source
+    matches a filter, and sorts, by the values it is served with: its own ids and ``meta.xref`` with the target's
+    attributes (:func:`gateway.registry.xrefs.as_source`), matched by the reference semantics the
+    stores reproduce (:func:`~gateway.storage.semantics.matches`). Filters reaching into nested
+    collections, and free-text search, are the store's: the same selection over the targets'
+    keys. A dangling source is matched by its ids and ``meta``."""
+    if not _reads_values(sel):
+        return None
+    found = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of,
+                                   any_of=((Condition(XREF_PATH, "exists"),),)))
+    if not found.items:
+        return None
+    targets = await xrefs.targets(store, found.items, sel.as_of)
+    shown = [xrefs.as_source(s, targets[s.key]) if s.key in targets else xrefs.dangling(s) for s in found.items]
+    filters = sel.filters or Filters()
+    if not (filters.nested or filters.reachable_over or sel.search):
+        any_of = tuple(tuple(store_condition(sel.ctype, c, sel.materialised) for c in g) for g in filters.any_of)
+        return [rec for rec in shown if matches(rec.doc, any_of)]
+    plain = _replace(sel, sort=None, limit=None, after=None, before=None)
+    by_ctype: dict[str, set[str]] = {}
+    for target in targets.values():
+        by_ctype.setdefault(target.ctype, set()).add(target.key)
+    matched: dict[str, EntityRecord] = {}
+    for ctype, keys in by_ctype.items():  # a target may be of an imported resource type
+        matched |= await _matching(store, _replace(plain, ctype=ctype, parent=None), keys)
+    matched |= await _matching(store, plain, {s.key for s in found.items if s.key not in targets})
+    out = []
+    for source, rec in zip(found.items, shown, strict=True):
+        hit = matched.get(targets[source.key].key if source.key in targets else source.key)
+        if hit is not None:
+            out.append(_replace(rec, rank=hit.rank))
+    return out
+
+
+async def _matching(store: Store, sel: Selection, keys: set[str]) -> dict[str, EntityRecord]:
+    """The records among ``keys`` that ``sel``'s filters and search select, by key."""
+    if not keys:
+        return {}
+    query = await _query(store, sel)
+    if query is None:
+        return {}
+    keys = keys if query.keys is None else keys & set(query.keys)
+    if not keys:
+        return {}
+    return {rec.key: rec for rec in (await store.list(_replace(query, keys=tuple(sorted(keys))))).items}
+
+
+def _without_sources(query: Query) -> Query:
+    """``query`` less the cross-reference Resources (:func:`_sources` answers for those)."""
+    plain = Condition(XREF_PATH, "null")
+    return _replace(query, any_of=tuple((*group, plain) for group in query.any_of) or ((plain,),))
+
+
+def position(rec: EntityRecord, sort: Sort | None) -> tuple:
+    """Where a record sorts in the stores' order (ascending): its sort value's reference order,
+    then its key."""
+    if sort is None:
+        return ((), rec.key)
+    return (compare_key(cursor_sort_value(record_sort_value(rec, sort.path))), rec.key)
+
+
+def cursor_position(cursor: Cursor, sort: Sort | None) -> tuple:
+    """Where a keyset cursor sits in the order of :func:`position`."""
+    if sort is None:
+        return ((), cursor.key.lower())
+    return (compare_key(cursor_sort_value(cursor.value)), cursor.key.lower())
+
+
+def _merged(page: Page, sources: list[EntityRecord], query: Query, limit: int | None) -> Page:
+    """The store's ``page`` (cross-references left out) with the matching ``sources`` between
+    the query's cursors, in sort order and cut to ``limit`` as the store cuts its pages."""
+    sort, desc = query.sort, bool(query.sort and query.sort.descending)
+
+    def past(rec: EntityRecord, cursor: Cursor) -> bool:  # after the cursor in query order
+        a, b = position(rec, sort), cursor_position(cursor, sort)
+        return a < b if desc else a > b
+
+    rows = [r for r in sources if query.after is None or past(r, query.after)]
+    before_cursor = len(rows) < len(sources)
+    kept = [r for r in rows if query.before is None or not (past(r, query.before) or
+                                                            position(r, sort) == cursor_position(query.before, sort))]
+    after_cursor = len(kept) < len(rows)
+    merged = sorted([*page.items, *kept], key=lambda r: position(r, sort), reverse=desc)
+    has_next, has_prev = page.has_next or after_cursor, page.has_prev or before_cursor
+    if limit is not None and len(merged) > limit:
+        if query.before is not None:  # read backwards: the last rows before the cursor
+            merged, has_prev = merged[-limit:], True
+        else:
+            merged, has_next = merged[:limit], True
+    return Page(items=merged, has_next=has_next, has_prev=has_prev)
 
 
 async def _query(store: Store, sel: Selection) -> Query | None:
@@ -221,10 +347,7 @@ def _group_key(reference: Any, group_type: str) -> str | None:
     return xid.key
 
 
-def _replace(q: Query, **changes: Any) -> Query:
-    from dataclasses import replace
-
-    return replace(q, **changes)
+_replace = replace
 
 
 #: Batches of at least this many views are built in a worker thread.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import fnmatch
 from collections.abc import Iterable
 from typing import Any, Protocol
 
@@ -44,8 +45,30 @@ class Workspace(Protocol):
 
     #: Record the results as not validated instead of checking (``import --no-validate``).
     skip_validation: bool
+    #: The ``formats`` / ``compatibilities`` capabilities a client narrowed (``None``: all the
+    #: supported ones): a format or rule left out is not checked, as an unsupported one.
+    enabled_formats: list[str] | None
+    enabled_compatibilities: dict[str, list[str]] | None
 
     async def state(self, xid: str) -> Any: ...
+
+
+def _enabled(value: str, patterns: Iterable[str]) -> list[str]:
+    """The capability patterns (``*``: any run of characters, case-insensitive) ``value`` matches."""
+    return [p for p in patterns if fnmatch.fnmatchcase(value.lower(), p.lower())]
+
+
+def format_enabled(cs: Workspace, fmt: str) -> bool:
+    """Whether the ``formats`` capability in force names ``fmt``."""
+    return cs.enabled_formats is None or bool(_enabled(fmt, cs.enabled_formats))
+
+
+def compatibility_enabled(cs: Workspace, fmt: str, mode: str) -> bool:
+    """Whether the ``compatibilities`` capability in force lists ``mode`` for ``fmt``."""
+    rules = cs.enabled_compatibilities
+    if rules is None:
+        return True
+    return any(mode.lower() in {m.lower() for m in rules[p]} for p in _enabled(fmt, rules))
 
 
 def flags(rdef: ResourceDef) -> tuple[bool, bool, bool]:
@@ -108,6 +131,12 @@ async def _check(cs: Workspace, state: Any, rdef: ResourceDef, mode: Any, check_
             # so a version may be created first and given its document later
             doc["formatvalidated"] = False
             doc["formatvalidatedreason"] = "not validated: the version has no document"
+        elif not format_enabled(cs, fmt):
+            reason = f"not validated: format {fmt!r} is turned off in the capabilities (formats)"
+            if strict:
+                errors.append(XRegistryError("format_unknown", state.xid, format=fmt, detail=reason))
+            doc["formatvalidated"] = False
+            doc["formatvalidatedreason"] = reason
         else:
             try:
                 result = await default().validate(fmt, document)
@@ -143,6 +172,13 @@ async def _compatibility(cs: Workspace, state: Any, rdef: ResourceDef, mode: str
     if not inside or any(not ok for ok, _ in older):
         doc["compatibilityvalidated"] = False
         doc["compatibilityvalidatedreason"] = "not validated: a document of the lineage is outside the registry"
+        return []
+    if not compatibility_enabled(cs, str(fmt or ""), mode):
+        reason = f"not validated: {mode!r} for format {fmt!r} is turned off in the capabilities (compatibilities)"
+        doc["compatibilityvalidated"] = False
+        doc["compatibilityvalidatedreason"] = reason
+        if strict:
+            return [XRegistryError("compatibility_unknown", str(xid.resource), compat=mode, format=fmt, detail=reason)]
         return []
     try:
         result = await default().check_compatibility(str(fmt or ""), mode, document, [d for _, d in older])

@@ -28,7 +28,7 @@ from gateway.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from gateway.model.modelsource import ModelLimits, check_model_source, model_of_source
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
-from gateway.registry.changeset import Changeset, Outcome
+from gateway.registry.changeset import Changeset, Outcome, new_correlation_id
 from gateway.registry.materialise import materialise_all, materialised_view, needs_materialising
 from gateway.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from gateway.storage import create_store
@@ -108,6 +108,9 @@ class LocalRegistry:
         #: Serialises the writes of this process: two changesets touching the same entity would
         #: only conflict at commit. Writers from other processes are caught by the commit check.
         self._write_lock = asyncio.Lock()
+        #: Called with the revision of each commit this process makes (its events are stored):
+        #: the application's event feed (``adapters.events.EventFeed.notify``) listens here.
+        self.commit_listeners: list[Callable[[int], None]] = []
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LocalRegistry:
@@ -184,20 +187,29 @@ class LocalRegistry:
         :class:`WritePolicy`). ``touch``, ``ignore_epoch`` and ``validate`` (schema documents
         checked against their format and compatibility rule) are the changeset's options;
         ``dry_run`` does everything but the commit: it answers whether the unit would be accepted.
+
+        The commit stores the interaction's events (core/events.md) with it; the outcome carries
+        its ``correlation_id`` (one per interaction, kept across retries) and the
+        :attr:`commit_listeners` are told the new revision.
         """
         policy = self.write_policy
+        correlation_id = new_correlation_id()
         for attempt in range(policy.attempts):
             async with self._write_lock:
                 await self.sync_model()
-                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate)
+                cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate,
+                               capability_settings=self.capability_settings)
                 result = await build(cs)
                 try:
-                    outcome = await cs.commit(note=note, dry_run=dry_run)
+                    outcome = await cs.commit(note=note, dry_run=dry_run, correlation_id=correlation_id)
                 except Conflict:
                     pass
                 else:
                     if (cs.model_changed or cs.capabilities_changed) and not dry_run:
                         await self.sync_model()
+                    if outcome.revision is not None:
+                        for listener in self.commit_listeners:
+                            listener(outcome.revision)
                     return result, outcome
             if attempt + 1 < policy.attempts:
                 await policy.sleep(policy.delay(attempt))

@@ -12,6 +12,7 @@ The stored state is never changed: :func:`resolve` builds read-only records for 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from gateway.registry.views import resource_id_attribute
 from gateway.storage.base import EntityRecord, Store
@@ -37,6 +38,12 @@ def as_source(source: EntityRecord, target: EntityRecord) -> EntityRecord:
     default[id_attr] = sid
     return EntityRecord(xid=source.xid, kind=source.kind, ctype=source.ctype, doc={"meta": meta, "default": default},
                         revision=source.revision, rank=source.rank)
+
+
+def dangling(source: EntityRecord) -> EntityRecord:
+    """The record of a source whose target cannot be read: its ids and ``meta`` ("it will only
+    show the xref and ID-like attributes"), its id also where a Resource's attributes are."""
+    return replace(source, doc={**source.doc, "default": {resource_id_attribute(source): source.id}})
 
 
 async def targets(store: Store, records: Sequence[EntityRecord], as_of: int | None = None) -> dict[str, EntityRecord]:

@@ -4,16 +4,21 @@ A backup is JSON lines (gzip-compressed when the file name ends in ``.gz``; a re
 gzip by its magic bytes), read and written one line at a time, so neither side holds the
 registry in memory::
 
-    {"type": "header", "format": "xregistry-gateway-backup", "version": 1, "instanceid": "…",
-     "revision": 42, "oldest": 0, "store": "sqlite", "createdat": "2026-…Z"}
+    {"type": "header", "format": "xregistry-gateway-backup", "version": 2, "instanceid": "…",
+     "revision": 42, "oldest": 0, "eventshorizon": "3.1" | null, "store": "sqlite", "createdat": "2026-…Z"}
     {"type": "revision", "rev": 1, "at": 1764000000.5, "note": "create registry"}      one per commit kept
     {"type": "state", "xid": "/…", "kind": "group", "ctype": "endpoints", "doc": {…} | null,
      "from": 3, "to": 7 | null, "links": ["/…"], "text": ["title", "body"] | null}  one per state kept
-    {"type": "end", "revisions": 42, "states": 117}
+    {"type": "event", "rev": 4, "idx": 0, "id": "…", "eventtype": "io.xregistry.group.created",
+     "subject": "/…", "time": "2026-…Z", "correlationid": "…", "changed": ["…"] | null}   one per event kept
+    {"type": "end", "revisions": 42, "states": 117, "events": 230}
 
 ``doc`` is the state as stored (a message's ``@materialised`` view included), ``null`` for a
 tombstone; ``from`` / ``to`` its visibility (``rev_from <= R < rev_to``); ``links`` and ``text``
-what the reverse index and the text search hold for it. The end line counts the lines before it:
+what the reverse index and the text search hold for it. An ``event`` line is one of the registry's
+events (``gateway.events``) at its position ``rev.idx``, in position order after the states;
+``eventshorizon`` is the last event position pruned. Version 1 files (before events) are read as
+holding none. The end line counts the lines before it:
 a file cut short is recognised.
 
 :func:`restore` reads the file twice: first to check every line (the header's format and
@@ -46,11 +51,14 @@ from typing import IO, Any, Protocol
 
 from gateway import json_limits
 from gateway.errors import XRegistryError
+from gateway.events.record import ACTIONS, ENTITIES, TYPE_PREFIX, EventPosition, RegistryEvent
 from gateway.ids import parse_xid
 from gateway.storage.base import RevisionEntry, Store, StoredState, StoreNotEmpty
 
 FORMAT = "xregistry-gateway-backup"
-VERSION = 1
+VERSION = 2
+#: The versions a restore reads (1: before events were kept).
+READABLE_VERSIONS = (1, 2)
 #: Nesting accepted in a backup line: a line holds the state's doc, which holds a resource's
 #: default version, which holds its materialised view, which holds the attributes (each set of
 #: attributes is then checked within the write path's bound, see :func:`_check_doc`).
@@ -94,6 +102,8 @@ class BackupInfo:
     created_at: str
     revisions: int
     states: int
+    events: int = 0
+    events_horizon: EventPosition | None = None
 
 
 def _store_kind(store: Store) -> str:
@@ -112,10 +122,12 @@ async def write_backup(store: Store, out: _Sink) -> BackupInfo:
     """Write a backup of the (open) ``store`` to ``out``, line by line; returns what it holds."""
     async with store.dump() as dump:
         created = _now()
+        horizon = dump.events_horizon
         out.write(_line({"type": "header", "format": FORMAT, "version": VERSION, "instanceid": dump.instance_id,
-                         "revision": dump.revision, "oldest": dump.oldest, "store": _store_kind(store),
+                         "revision": dump.revision, "oldest": dump.oldest,
+                         "eventshorizon": None if horizon is None else str(horizon), "store": _store_kind(store),
                          "createdat": created}))
-        revisions = states = 0
+        revisions = states = events = 0
         async for r in dump.revisions():
             out.write(_line({"type": "revision", "rev": r.rev, "at": r.at, "note": r.note}))
             revisions += 1
@@ -124,8 +136,15 @@ async def write_backup(store: Store, out: _Sink) -> BackupInfo:
                              "from": s.rev_from, "to": s.rev_to, "links": list(s.links),
                              "text": list(s.text) if s.text is not None else None}))
             states += 1
-        out.write(_line({"type": "end", "revisions": revisions, "states": states}))
-    return BackupInfo(dump.instance_id, dump.revision, dump.oldest, _store_kind(store), created, revisions, states)
+        async for e in dump.events():
+            out.write(_line({"type": "event", "rev": e.position.revision, "idx": e.position.index, "id": e.id,
+                             "eventtype": e.type, "subject": e.subject, "time": e.time,
+                             "correlationid": e.correlation_id,
+                             "changed": None if e.changed is None else list(e.changed)}))
+            events += 1
+        out.write(_line({"type": "end", "revisions": revisions, "states": states, "events": events}))
+    return BackupInfo(dump.instance_id, dump.revision, dump.oldest, _store_kind(store), created, revisions, states,
+                      events, horizon)
 
 
 async def backup(store: Store, path: Path) -> BackupInfo:
@@ -196,9 +215,9 @@ def _header(path: Path, number: int, line: dict[str, Any]) -> BackupInfo:
     if line.get("type") != "header" or line.get("format") != FORMAT:
         raise BackupError(f"{path}: not a backup of this gateway (line {number} is not a {FORMAT!r} header); "
                           "an `export` document is loaded with `import`")
-    if line.get("version") != VERSION:
+    if line.get("version") not in READABLE_VERSIONS:
         raise BackupError(f"{path}: backup format version {line.get('version')!r} is not supported "
-                          f"(this gateway reads version {VERSION})")
+                          f"(this gateway reads versions {', '.join(map(str, READABLE_VERSIONS))})")
     instance: Any = line.get("instanceid")
     revision: Any = line.get("revision")
     oldest: Any = line.get("oldest")
@@ -209,8 +228,34 @@ def _header(path: Path, number: int, line: dict[str, Any]) -> BackupInfo:
     if not _int(revision) or not _int(oldest) or oldest > revision:
         raise BackupError(f"{path}: the header's revision ({revision!r}) and oldest ({oldest!r}) must be "
                           "revisions, oldest not after revision")
+    horizon: Any = line.get("eventshorizon")
+    try:
+        events_horizon = None if horizon is None else EventPosition.parse(horizon)
+    except XRegistryError:
+        raise BackupError(f"{path}: the header's eventshorizon {horizon!r} is not an event position") from None
     return BackupInfo(str(instance), revision, oldest, str(line.get("store") or ""), str(line.get("createdat") or ""),
-                      0, 0)
+                      0, 0, 0, events_horizon)
+
+
+def _event(line: dict[str, Any]) -> RegistryEvent:
+    rev: Any = line.get("rev")
+    idx: Any = line.get("idx")
+    given = [line.get(k) for k in ("id", "eventtype", "subject", "time", "correlationid")]
+    changed: Any = line.get("changed")
+    fields = [f for f in given if isinstance(f, str) and f]
+    if not _int(rev) or rev == 0 or not _int(idx) or len(fields) != len(given):
+        raise ValueError("an event needs rev (a revision), idx (an index), id, eventtype, subject, time and "
+                         "correlationid (strings)")
+    id_, etype, subject, at, correlation = fields
+    parts = etype.removeprefix(TYPE_PREFIX).split(".")
+    if not etype.startswith(TYPE_PREFIX) or len(parts) != 2 or parts[0] not in ENTITIES or parts[1] not in ACTIONS:
+        raise ValueError(f"the event type {etype!r} is not io.xregistry.<entity>.<action>")
+    if not subject.startswith("/") or len(subject) > 4096:
+        raise ValueError(f"the event subject {subject[:100]!r} is not an XID")
+    if changed is not None and (not isinstance(changed, list) or not all(isinstance(c, str) for c in changed)):
+        raise ValueError("an event's changed is a list of attribute names (or null)")
+    return RegistryEvent(EventPosition(rev, idx), id_, etype, subject, at, correlation,
+                         None if changed is None else tuple(changed))
 
 
 def _revision(line: dict[str, Any]) -> RevisionEntry:
@@ -286,8 +331,8 @@ def _state(line: dict[str, Any]) -> StoredState:
     return StoredState(xid, kind, ctype, doc, rev_from, rev_to, tuple(links), (text[0], text[1]) if text else None)
 
 
-def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEntry | StoredState]:
-    """The header, then every commit and state of a backup, each checked; raises
+def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEntry | StoredState | RegistryEvent]:
+    """The header, then every commit, state and event of a backup, each checked; raises
     :class:`BackupError` at the first defect (the end line is checked when reached)."""
     lines = _lines(path, limits)
     first = next(lines, None)
@@ -295,15 +340,17 @@ def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEn
         raise BackupError(f"{path}: the file is empty")
     info = _header(path, *first)
     yield info
-    counts = {"revision": 0, "state": 0}
+    counts = {"revision": 0, "state": 0, "event": 0}
     last_rev = 0  # revisions come in order, all before the states
+    last_event: EventPosition | None = None  # events in position order, after the states
     for number, line in lines:
         kind = line["type"]
         if kind == "end":
-            if (line.get("revisions"), line.get("states")) != (counts["revision"], counts["state"]):
-                raise BackupError(f"{path}: the end line counts {line.get('revisions')!r} revisions and "
-                                  f"{line.get('states')!r} states, the file holds {counts['revision']} and "
-                                  f"{counts['state']}")
+            if (line.get("revisions"), line.get("states"), line.get("events", 0)) != (
+                    counts["revision"], counts["state"], counts["event"]):
+                raise BackupError(f"{path}: the end line counts {line.get('revisions')!r} revisions, "
+                                  f"{line.get('states')!r} states and {line.get('events', 0)!r} events, the file "
+                                  f"holds {counts['revision']}, {counts['state']} and {counts['event']}")
             if next(lines, None) is not None:
                 raise BackupError(f"{path}: there are lines after the end line {number}")
             return
@@ -318,9 +365,19 @@ def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEn
                 yield entry
             elif kind == "state":
                 state = _state(line)
+                if counts["event"]:
+                    raise ValueError("a state follows the events")
                 if state.rev_from > info.revision or (state.rev_to or 0) > info.revision:
                     raise ValueError(f"the state is of a revision after the header's {info.revision}")
                 yield state
+            elif kind == "event":
+                event = _event(line)
+                if event.position.revision > info.revision:
+                    raise ValueError(f"the event is of a revision after the header's {info.revision}")
+                if last_event is not None and event.position <= last_event:
+                    raise ValueError(f"event {event.position} is out of order")
+                last_event = event.position
+                yield event
             else:
                 raise ValueError(f"unknown record type {kind!r}")
         except ValueError as exc:
@@ -335,11 +392,13 @@ def check_backup(path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
     records = _records(path, limits)
     info = next(records)
     assert isinstance(info, BackupInfo)
-    revisions = states = 0
+    revisions = states = events = 0
     for record in records:
         revisions += isinstance(record, RevisionEntry)
         states += isinstance(record, StoredState)
-    return BackupInfo(info.instance_id, info.revision, info.oldest, info.store, info.created_at, revisions, states)
+        events += isinstance(record, RegistryEvent)
+    return BackupInfo(info.instance_id, info.revision, info.oldest, info.store, info.created_at, revisions, states,
+                      events, info.events_horizon)
 
 
 async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
@@ -349,25 +408,43 @@ async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -
     info = check_backup(path, limits)
     records = _records(path, limits)
     next(records)  # the header, checked above
-    pending: list[StoredState] = []
+    pending: list[StoredState | RegistryEvent] = []
 
     def revisions() -> Iterator[RevisionEntry]:  # the lines up to the first state
         for record in records:
             if isinstance(record, RevisionEntry):
                 yield record
-            elif isinstance(record, StoredState):
+            elif isinstance(record, (StoredState, RegistryEvent)):
                 pending.append(record)
                 return
 
-    def states() -> Iterator[StoredState]:  # the rest (read after the revisions)
-        yield from pending
+    def states() -> Iterator[StoredState]:  # then up to the first event
+        first = pending[0] if pending else None
+        if isinstance(first, StoredState):
+            pending.clear()
+            yield first
+        elif first is not None:
+            return
         for record in records:
             if isinstance(record, StoredState):
+                yield record
+            elif isinstance(record, RegistryEvent):
+                pending.append(record)
+                return
+
+    def events() -> Iterator[RegistryEvent]:  # the rest (read after the states)
+        for held in pending:
+            if isinstance(held, RegistryEvent):
+                yield held
+        pending.clear()
+        for record in records:
+            if isinstance(record, RegistryEvent):
                 yield record
 
     try:
         await store.load(instance_id=info.instance_id, revision=info.revision, oldest=info.oldest,
-                         revisions=revisions(), states=states())
+                         revisions=revisions(), states=states(), events=events(),
+                         events_horizon=info.events_horizon)
     except StoreNotEmpty as exc:
         raise BackupError(f"the target store is not empty ({exc}); restore into a fresh data directory or "
                           "database") from exc

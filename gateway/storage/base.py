@@ -29,11 +29,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterat
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import EllipsisType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gateway import metrics, tracing
 from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
 from gateway.xid import Xid
+
+if TYPE_CHECKING:
+    from gateway.events.record import EventDraft, EventPosition, RegistryEvent
 
 Kind = Literal["registry", "group", "resource", "version"]
 
@@ -179,6 +182,20 @@ class StoreStats:
         return sum(self.calls.values())
 
 
+class StoreError(Exception):
+    """A store refused a request for a reason its caller can explain to a client."""
+
+
+class EventsGone(StoreError):
+    """A read of the event log asked for the events after a position whose successors were
+    pruned: ``horizon`` is the last position dropped (resume from ``None``, the oldest retained)."""
+
+    def __init__(self, after: EventPosition, horizon: EventPosition) -> None:
+        super().__init__(f"the events after {after} are no longer retained (events up to {horizon} were pruned)")
+        self.after = after
+        self.horizon = horizon
+
+
 class RevisionGone(Exception):
     """An as-of read asked for a revision older than the retained history."""
 
@@ -292,13 +309,21 @@ class StoredState:
 class Dump:
     """A consistent read of everything a store holds (see :meth:`Store.dump`): its instance id,
     revision and history horizon, and the commits and states of that revision, each read as
-    the caller iterates (``revisions()`` in revision order, ``states()`` in the order written)."""
+    the caller iterates (``revisions()`` in revision order, ``states()`` in the order written,
+    ``events()`` in position order); ``events_horizon`` is the last event position pruned."""
 
     instance_id: str
     revision: int
     oldest: int
     revisions: Callable[[], AsyncIterator[RevisionEntry]]
     states: Callable[[], AsyncIterator[StoredState]]
+    events: Callable[[], AsyncIterator[RegistryEvent]] = field(default=lambda: _no_events())
+    events_horizon: EventPosition | None = None
+
+
+async def _no_events() -> AsyncIterator[RegistryEvent]:
+    return
+    yield
 
 
 def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: int) -> CommitPlan:
@@ -358,7 +383,7 @@ def retention_horizon(
 
 #: The calls of the :class:`Store` interface that are timed (and traced).
 OBSERVED_CALLS = ("open", "close", "check_ready", "current_revision", "oldest_revision", "get_many", "list", "count",
-                  "count_children", "changes", "referrers", "explain", "commit", "prune")
+                  "count_children", "changes", "referrers", "explain", "commit", "prune", "events_after")
 _in_call: ContextVar[bool] = ContextVar("xreg_store_call", default=False)
 
 
@@ -593,13 +618,41 @@ class Store(abc.ABC):
     async def explain(self, query: Query) -> str:
         """How the database will run ``query`` (SQLite's query plan; Mongo's filter/sort/hint)."""
 
+    # -- events -------------------------------------------------------------------------------
+    async def events_after(
+        self, after: EventPosition | None, *, limit: int, types: Sequence[str] | None = None,
+        subject: str | None = None,
+    ) -> builtins.list[RegistryEvent]:
+        """At most ``limit`` events after position ``after`` (``None``: from the oldest retained),
+        in position order, of any of ``types`` (``None``/empty: all) about ``subject`` (see
+        :func:`gateway.events.record.subject_filter`). Raises :class:`EventsGone` when events
+        after ``after`` were pruned."""
+        self.stats.hit("events_after")
+        if limit <= 0:
+            return []
+        async with self._reading():
+            horizon = await self._events_horizon()
+            if after is not None and horizon is not None and after < horizon:
+                raise EventsGone(after, horizon)
+            return await self._events_after(after, limit, tuple(types or ()), subject)
+
+    @abc.abstractmethod
+    async def _events_after(self, after: EventPosition | None, limit: int, types: tuple[str, ...],
+                            subject: str | None) -> builtins.list[RegistryEvent]:
+        """The read of :meth:`events_after` (the read guard is held, the horizon checked)."""
+
+    @abc.abstractmethod
+    async def _events_horizon(self) -> EventPosition | None:
+        """The last event position pruned (``None``: none was)."""
+
     # -- writes -------------------------------------------------------------------------------
     @abc.abstractmethod
-    async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
-        """Apply ``writes`` atomically under a new revision and return it.
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
+        """Apply ``writes`` atomically under a new revision and return it; ``events`` are stored in
+        the same transaction at positions ``(revision, 0..n-1)`` in the order given.
 
         Raises :class:`Conflict` (and writes nothing) when an ``expect`` does not hold.
-        An empty batch writes nothing and returns the current revision.
+        An empty batch writes nothing and returns the current revision (``events`` need writes).
         """
 
     # -- backups ------------------------------------------------------------------------------
@@ -612,18 +665,21 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[RevisionEntry],
-                   states: Iterable[StoredState]) -> None:
+                   states: Iterable[StoredState], events: Iterable[RegistryEvent] = (),
+                   events_horizon: EventPosition | None = None) -> None:
         """Fill an empty store with what :meth:`dump` read from another (of any backend): the
-        commits, the states, the history horizon ``oldest``, the revision counter (the next commit
+        commits, the states, the events (with their positions and ids), the history horizon
+        ``oldest``, the last event position pruned, the revision counter (the next commit
         gets ``revision + 1``) and the instance id; ``revisions`` is read to its end before
-        ``states`` is read. Raises :class:`StoreNotEmpty` (and changes
+        ``states`` is read, ``states`` before ``events``. Raises :class:`StoreNotEmpty` (and changes
         nothing) when the store holds any revision or state; when anything else fails, what was
         loaded is removed again."""
 
     @abc.abstractmethod
     async def prune(self, *, keep_revisions: int | None = None, keep_seconds: float | None = None) -> int:
-        """Drop superseded states and tombstones older than the retention window; returns how
-        many rows were dropped. Afterwards :meth:`oldest_revision` reflects the new horizon."""
+        """Drop superseded states and tombstones older than the retention window, and the events of
+        the revisions before the new horizon; returns how many states were dropped. Afterwards
+        :meth:`oldest_revision` reflects the new horizon."""
 
 
 _observe_calls(Store)

@@ -14,7 +14,13 @@ Collections::
               a write conflict and the driver retries its transaction).
     revisions ``{_id: rev, at, note}``, one per commit.
     meta      ``{_id: "oldest", value}``: the history horizon; ``{_id: "instance", value}``: the
-              store's instance id (a UUID, set when the store is first opened).
+              store's instance id (a UUID, set when the store is first opened);
+              ``{_id: "events_horizon", value: "<rev>.<idx>"}``: the last event position pruned.
+    events    the registry's events (``gateway.events``): ``{rev, idx, id, type, subject, skey
+              (the subject lower-cased), time, correlation, changed}``, written by the commit of
+              revision ``rev`` (in its transaction) at index ``idx``; indexes ``events_position``
+              (rev, idx; unique), ``events_type`` (type, rev, idx), ``events_subject`` (skey,
+              rev, idx) for the filters of ``events_after``.
 
 Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is null (one current
 state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
@@ -63,6 +69,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
+from gateway.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from gateway.storage import base
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
 from gateway.storage.semantics import (
@@ -92,6 +99,41 @@ INDEXES = {
     "states_rev": [("rev_from", ASCENDING)],
     "states_links": [("links", ASCENDING)],
 }
+
+EVENT_INDEXES = {
+    "events_position": [("rev", ASCENDING), ("idx", ASCENDING)],
+    "events_type": [("type", ASCENDING), ("rev", ASCENDING), ("idx", ASCENDING)],
+    "events_subject": [("skey", ASCENDING), ("rev", ASCENDING), ("idx", ASCENDING)],
+}
+
+
+def _event_document(e: RegistryEvent) -> dict[str, Any]:
+    return {"rev": e.position.revision, "idx": e.position.index, "id": e.id, "type": e.type, "subject": e.subject,
+            "skey": e.subject.lower(), "time": e.time, "correlation": e.correlation_id,
+            "changed": None if e.changed is None else list(e.changed)}
+
+
+def _event(d: dict[str, Any]) -> RegistryEvent:
+    changed = d.get("changed")
+    return RegistryEvent(EventPosition(int(d["rev"]), int(d["idx"])), d["id"], d["type"], d["subject"], d["time"],
+                         d["correlation"], None if changed is None else tuple(changed))
+
+
+def _events_filter(after: EventPosition | None, types: tuple[str, ...], subject: str | None) -> dict[str, Any]:
+    clauses: list[dict[str, Any]] = []
+    if after is not None:
+        clauses.append({"$or": [{"rev": {"$gt": after.revision}},
+                                {"rev": after.revision, "idx": {"$gt": after.index}}]})
+    if types:
+        clauses.append({"type": {"$in": list(types)}})
+    wanted = subject_filter(subject)
+    if wanted is not None:
+        text, prefix = wanted
+        if not prefix:
+            clauses.append({"skey": text})
+        elif text:
+            clauses.append({"skey": {"$gte": text, "$lt": text[:-1] + chr(ord(text[-1]) + 1)}})
+    return _and(clauses)
 
 
 def _fold(value: Any) -> Any:
@@ -249,6 +291,7 @@ class MongoStore(Store):
         self.counters = self._db["counters"]
         self.revisions = self._db["revisions"]
         self.meta = self._db["meta"]
+        self.events = self._db["events"]
         #: Whether commits run in transactions (known after :meth:`open`).
         self.transactions = False
         #: Whether ``states_current`` is a partial index (else unique on ``(xkey, rev_to)``).
@@ -282,6 +325,8 @@ class MongoStore(Store):
             self.text_search = False
         # Also creates the collection: servers before 4.4 cannot create one inside a transaction.
         await self.revisions.create_index([("at", ASCENDING)], name="revisions_at")
+        for name, keys in EVENT_INDEXES.items():
+            await self.events.create_index(keys, name=name, unique=name == "events_position")
         await self.counters.update_one({"_id": "revision"}, {"$setOnInsert": {"value": 0}}, upsert=True)
         self.transactions = await self._supports_transactions()
         # Real MongoDB never finds ``true`` when asked for 1; mongomock compares with Python's ==.
@@ -657,13 +702,13 @@ class MongoStore(Store):
         return json.dumps({"collection": "states", **plan}, default=str, indent=1)
 
     # -- writes -------------------------------------------------------------------------------
-    async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
             async with self._reading():
                 return await self._current()
-        return await self._write(lambda session: self._apply(writes, note, session))
+        return await self._write(lambda session: self._apply(writes, note, session, list(events)))
 
     async def _next_revision(self, session: Any) -> int:
         doc = await self.counters.find_one_and_update(
@@ -671,7 +716,8 @@ class MongoStore(Store):
             return_document=ReturnDocument.AFTER, session=session)
         return int(doc["value"])
 
-    async def _apply(self, writes: builtins.list[Write], note: str, session: Any) -> int:
+    async def _apply(self, writes: builtins.list[Write], note: str, session: Any,
+                     events: builtins.list[EventDraft]) -> int:
         # In a transaction, take the revision first: the counter's write lock makes concurrent
         # committers conflict (and retry), and an abort on Conflict rolls it back. Without
         # one, check first and take it last, so a Conflict leaves nothing behind.
@@ -688,13 +734,33 @@ class MongoStore(Store):
             if rev2 != rev:  # another process committed: only possible without transactions
                 raise RuntimeError(f"concurrent commit detected (revision {rev2}, expected {rev}); "
                                    "MongoStore needs a replica set for several writers")
-        if plan.closing:
-            await self.states.update_many({"xkey": {"$in": plan.closing}, "rev_to": None},
-                                          {"$set": {"rev_to": rev, "live": False}}, session=session)
-        if new:
-            await self.states.insert_many(new, ordered=True, session=session)
-        await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
+        try:
+            if events:
+                await self.events.insert_many(
+                    [_event_document(e.at(EventPosition(rev, i), self.instance_id)) for i, e in enumerate(events)],
+                    ordered=True, session=session)
+            if plan.closing:
+                await self.states.update_many({"xkey": {"$in": plan.closing}, "rev_to": None},
+                                              {"$set": {"rev_to": rev, "live": False}}, session=session)
+            if new:
+                await self.states.insert_many(new, ordered=True, session=session)
+            await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
+        except BaseException:
+            if not session and events:  # no transaction to abort: a failed commit leaves no events
+                await self.events.delete_many({"rev": rev})
+            raise
         return rev
+
+    # -- events -------------------------------------------------------------------------------
+    async def _events_horizon(self) -> EventPosition | None:
+        doc = await self.meta.find_one({"_id": "events_horizon"})
+        return EventPosition.parse(str(doc["value"])) if doc and doc.get("value") else None
+
+    async def _events_after(self, after: EventPosition | None, limit: int, types: tuple[str, ...],
+                            subject: str | None) -> builtins.list[RegistryEvent]:
+        cursor = self.events.find(_events_filter(after, types, subject), {"_id": 0}).sort(
+            [("rev", ASCENDING), ("idx", ASCENDING)]).limit(limit)
+        return [_event(d) for d in await cursor.to_list(length=None)]
 
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -722,29 +788,43 @@ class MongoStore(Store):
                         rev_to if rev_to is not None and rev_to <= revision else None, tuple(d.get("links") or ()),
                         (text["title"], text["body"]) if text else None)
 
-            yield base.Dump(instance, revision, oldest, revisions, states)
+            async def events() -> AsyncIterator[RegistryEvent]:
+                cursor = self.events.find({"rev": {"$lte": revision}}, {"_id": 0}).sort(
+                    [("rev", ASCENDING), ("idx", ASCENDING)])
+                async for d in cursor:
+                    yield _event(d)
+
+            yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
             if await self._oldest() != oldest:
                 raise base.HistoryChanged("the history was pruned while it was read; run the dump again")
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
-                   states: Iterable[base.StoredState]) -> None:
+                   states: Iterable[base.StoredState], events: Iterable[RegistryEvent] = (),
+                   events_horizon: EventPosition | None = None) -> None:
         self.stats.hit("load")
         async with self._lock:
             if (await self._current() or await self.revisions.find_one({}, {"_id": 1})
-                    or await self.states.find_one({}, {"_id": 1})):
+                    or await self.states.find_one({}, {"_id": 1}) or await self.events.find_one({}, {"_id": 1})):
                 raise base.StoreNotEmpty(f"the database {self._db.name} already holds revision {await self._current()}")
             try:
                 for batch in base.batches(revisions):
                     await self.revisions.insert_many([{"_id": r.rev, "at": r.at, "note": r.note} for r in batch])
                 for batch in base.batches(states):
                     await self.states.insert_many([_state_document(st, st.rev_from, st.rev_to) for st in batch])
+                for batch in base.batches(events):
+                    await self.events.insert_many([_event_document(e) for e in batch])
+                if events_horizon is not None:
+                    await self.meta.update_one({"_id": "events_horizon"}, {"$set": {"value": str(events_horizon)}},
+                                               upsert=True)
                 await self.meta.update_one({"_id": "oldest"}, {"$set": {"value": oldest}}, upsert=True)
                 await self.meta.update_one({"_id": "instance"}, {"$set": {"value": instance_id}}, upsert=True)
                 await self.counters.update_one({"_id": "revision"}, {"$set": {"value": revision}}, upsert=True)
             except BaseException:  # leave the store as empty as it was
                 await self.states.delete_many({})
                 await self.revisions.delete_many({})
+                await self.events.delete_many({})
                 await self.meta.delete_one({"_id": "oldest"})
+                await self.meta.delete_one({"_id": "events_horizon"})
                 await self.meta.update_one({"_id": "instance"}, {"$set": {"value": self._instance}}, upsert=True)
                 await self.counters.update_one({"_id": "revision"}, {"$set": {"value": 0}}, upsert=True)
                 raise
@@ -768,6 +848,13 @@ class MongoStore(Store):
             for flt in ({"rev_to": {"$lte": horizon}}, {"deleted": True, "rev_from": {"$lte": horizon}}):
                 dropped += (await self.states.delete_many(flt, session=session)).deleted_count
             await self.revisions.delete_many({"_id": {"$lt": horizon}}, session=session)
+            last = await self.events.find_one({"rev": {"$lt": horizon}},
+                                              sort=[("rev", DESCENDING), ("idx", DESCENDING)], session=session)
+            if last is not None:
+                await self.events.delete_many({"rev": {"$lt": horizon}}, session=session)
+                await self.meta.update_one({"_id": "events_horizon"},
+                                           {"$set": {"value": str(EventPosition(int(last["rev"]), int(last["idx"])))}},
+                                           upsert=True, session=session)
             await self.meta.update_one({"_id": "oldest"}, {"$set": {"value": horizon}}, upsert=True, session=session)
             return dropped
 

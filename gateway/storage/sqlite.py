@@ -18,6 +18,12 @@ Schema::
         the links of the *current* states (``Write.links``): one row per state and linked key,
         indexed by ``target`` for :meth:`SQLiteStore.referrers`; a commit drops the rows of
         the states it closes.
+    events(rev, idx, id, type, subject, skey, time, correlation, changed)
+        the registry's events (``gateway.events``), written by the commit of revision ``rev``
+        at index ``idx``: primary key ``(rev, idx)`` (reads in position order), ``events_type``
+        on ``(type, rev, idx)`` and ``events_subject`` on ``(skey, rev, idx)`` (``skey``: the
+        subject lower-cased) for the filters of ``events_after``; ``changed`` is a JSON array or
+        NULL. ``meta.events_horizon`` is the last position pruned (``"<rev>.<idx>"``).
     search(title, body)
         an FTS5 table (porter stemming, accents folded) of every state's ``Write.text``, its
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
@@ -79,6 +85,7 @@ from typing import Any
 
 import aiosqlite
 
+from gateway.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from gateway.storage import base
 from gateway.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
 from gateway.storage.semantics import (
@@ -109,6 +116,12 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
 CREATE TABLE IF NOT EXISTS links (seq INTEGER NOT NULL, target TEXT NOT NULL, PRIMARY KEY (target, seq))
     WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS links_seq ON links(seq);
+CREATE TABLE IF NOT EXISTS events (
+    rev INTEGER NOT NULL, idx INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
+    skey TEXT NOT NULL, time TEXT NOT NULL, correlation TEXT NOT NULL, changed TEXT,
+    PRIMARY KEY (rev, idx)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS events_type ON events(type, rev, idx);
+CREATE INDEX IF NOT EXISTS events_subject ON events(skey, rev, idx);
 CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(title, body, tokenize = 'porter unicode61 remove_diacritics 2');
 """
 
@@ -120,6 +133,45 @@ _PATH_KEY = re.compile(r'[^"\\\x00-\x1f]*')  # keys a quoted JSON path label can
 _RANK = ("CASE {t} WHEN 'integer' THEN 1 WHEN 'real' THEN 1 WHEN 'text' THEN 2 WHEN 'object' THEN 3 "
          "WHEN 'array' THEN 3 WHEN 'false' THEN 4 WHEN 'true' THEN 4 ELSE 0 END")
 _MAX_INT = 2**63 - 1
+
+
+_EVENT_COLUMNS = "rev, idx, id, type, subject, time, correlation, changed"
+_INSERT_EVENT = ("INSERT INTO events(rev, idx, id, type, subject, skey, time, correlation, changed) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _event_row(e: RegistryEvent) -> tuple[Any, ...]:
+    return (e.position.revision, e.position.index, e.id, e.type, e.subject, e.subject.lower(), e.time,
+            e.correlation_id, None if e.changed is None else json.dumps(list(e.changed)))
+
+
+def _event(row: Any) -> RegistryEvent:
+    rev, idx, id_, type_, subject, at, correlation, changed = row
+    return RegistryEvent(EventPosition(rev, idx), id_, type_, subject, at, correlation,
+                         None if changed is None else tuple(json.loads(changed)))
+
+
+def _events_where(after: EventPosition | None, types: tuple[str, ...], subject: str | None) -> tuple[str, list[Any]]:
+    """The WHERE clause of an event read: after a position, of some types, about a subject (an
+    exact key, or a key range for a prefix)."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if after is not None:
+        clauses.append("(rev, idx) > (?, ?)")
+        params += [after.revision, after.index]
+    if types:
+        clauses.append(f"type IN ({','.join('?' * len(types))})")
+        params += list(types)
+    wanted = subject_filter(subject)
+    if wanted is not None:
+        text, prefix = wanted
+        if not prefix:
+            clauses.append("skey = ?")
+            params.append(text)
+        elif text:
+            clauses.append("skey >= ? AND skey < ?")
+            params += [text, text[:-1] + chr(ord(text[-1]) + 1)]
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def _dumps(doc: Any) -> str:
@@ -661,7 +713,7 @@ class SQLiteStore(Store):
         return "\n".join(r[3] for r in rows)
 
     # -- writes -------------------------------------------------------------------------------
-    async def commit(self, writes: Sequence[Write], *, note: str = "") -> int:
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
@@ -700,7 +752,22 @@ class SQLiteStore(Store):
                                      [(seqs[n.key], t) for n in batch for t in n.links])
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
                                      [(seqs[n.key], *n.text) for n in batch if n.text])
+            if events:
+                await db.executemany(_INSERT_EVENT, [_event_row(e.at(EventPosition(rev, i), self.instance_id))
+                                                     for i, e in enumerate(events)])
         return rev
+
+    # -- events -------------------------------------------------------------------------------
+    async def _events_horizon(self) -> EventPosition | None:
+        rows = self._quick("SELECT value FROM meta WHERE key = 'events_horizon'")
+        return EventPosition.parse(str(rows[0][0])) if rows and rows[0][0] else None
+
+    async def _events_after(self, after: EventPosition | None, limit: int, types: tuple[str, ...],
+                            subject: str | None) -> builtins.list[RegistryEvent]:
+        where, params = _events_where(after, types, subject)
+        rows = await self._all(f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY rev, idx LIMIT ?",
+                               [*params, limit])
+        return [_event(row) for row in rows]
 
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
@@ -731,12 +798,19 @@ class SQLiteStore(Store):
                                 tuple(sorted(json.loads(links))) if links else (),
                                 None if title is None else (title, body))
 
-                yield base.Dump(instance, revision, oldest, revisions, states)
+                async def events() -> AsyncIterator[RegistryEvent]:
+                    async with db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE rev <= ? ORDER BY rev, idx",
+                                          (revision,)) as cur:
+                        async for row in cur:
+                            yield _event(row)
+
+                yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
             finally:
                 await db.execute("ROLLBACK")
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
-                   states: Iterable[base.StoredState]) -> None:
+                   states: Iterable[base.StoredState], events: Iterable[RegistryEvent] = (),
+                   events_horizon: EventPosition | None = None) -> None:
         self.stats.hit("load")
         async with self._transaction() as db:
             if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
@@ -763,6 +837,11 @@ class SQLiteStore(Store):
                                      "live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", links)
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
+            for batch in base.batches(events):
+                await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
+            if events_horizon is not None:
+                await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
+                                 (str(events_horizon),))
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (oldest,))
             await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('instance', ?)", (instance_id,))
         self._instance = instance_id
@@ -785,5 +864,11 @@ class SQLiteStore(Store):
                         dropped += cur.rowcount
                 await db.execute("DELETE FROM search WHERE rowid NOT IN (SELECT seq FROM states)")
                 await db.execute("DELETE FROM revisions WHERE rev < ?", (horizon,))
+                last = await self._all("SELECT rev, idx FROM events WHERE rev < ? ORDER BY rev DESC, idx DESC LIMIT 1",
+                                       (horizon,))
+                if last:
+                    await db.execute("DELETE FROM events WHERE rev < ?", (horizon,))
+                    await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
+                                     (str(EventPosition(*last[0])),))
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('oldest', ?)", (horizon,))
         return dropped

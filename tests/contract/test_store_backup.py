@@ -214,7 +214,7 @@ def _defects(good: list[dict]) -> dict[str, tuple[list, str, str]]:
     return {
         "empty": ([], "", "empty"),
         "an export document": ([{"specversion": "1.0-rc4", "registryid": "r", "type": "x"}], "", "not a backup"),
-        "a newer format version": ([{**header, "version": 2}, *body, end], "", "version 2 is not supported"),
+        "a newer format version": ([{**header, "version": 3}, *body, end], "", "version 3 is not supported"),
         "a header without a UUID": ([{**header, "instanceid": "nope"}, *body, end], "", "not a UUID"),
         "oldest after revision": ([{**header, "oldest": header["revision"] + 1}, *body, end], "", "oldest"),
         "cut short": ([header, *body[:-2]], "", "cut short"),

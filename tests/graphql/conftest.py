@@ -1,4 +1,6 @@
-"""Fixtures of the GraphQL tests: real SQLite registries, the real app over ASGI or uvicorn.
+"""Fixtures of the GraphQL tests: real SQLite registries, the real app over ASGI or uvicorn;
+``store_client``: the HTTP tests' client of a fresh gateway on each embedded store (SQLite,
+mongomock), for tests that run on both.
 
 ``corpus_db`` imports the 117-feed corpus once per session into an SQLite file; tests that only
 read open their own registry on it. Tests that write use a fresh file (``registry`` from the
@@ -25,6 +27,8 @@ from gateway.documents.reader import read_document
 from gateway.registry.service import LocalRegistry
 from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import CORPUS_117
+from tests.http.conftest import client_on
+from tests.http.support import make_settings as http_settings
 from tests.support.live import LiveServer
 
 REGISTRY_ID = "test"
@@ -148,3 +152,11 @@ async def serve_uvicorn(settings: Settings, registry: LocalRegistry) -> AsyncIte
     """The real app on a real uvicorn at 127.0.0.1, in this event loop; yields its base URL."""
     async with LiveServer(create_app(settings, registry=registry)) as live:
         yield live.url
+
+
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def store_client(request, tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """A writer's client of a fresh gateway (the xRegistry API and ``/graphql``) on each embedded
+    store, as the HTTP tests' ``store_client``."""
+    async with client_on(request.param, http_settings(tmp_path)) as c:
+        yield c

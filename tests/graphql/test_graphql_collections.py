@@ -60,7 +60,9 @@ async def test_nested_filters_are_batched_per_listing(empty):
     nodes = (await empty.data(query))["registry"]["endpoints"]["nodes"]
     assert {n["endpointid"]: [m["name"] for m in n["events"]["nodes"]] for n in nodes} == \
         {"e1": ["alpha", "delta"], "e2": ["echo"]}
-    assert empty.registry.store.stats.calls["list"] == 2  # the endpoints page, and one for all their messages
+    # the endpoints page, one for all their messages, and one for the cross-references among
+    # those (filtered by the values of their targets, gateway.registry.reads)
+    assert empty.registry.store.stats.calls["list"] == 3
 
 
 async def test_labels_and_extension_attributes(empty):

@@ -5,8 +5,9 @@ each embedded store), httpx clients through ASGI, and a real uvicorn server (see
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -77,15 +78,23 @@ async def wire(request, settings: Settings):
         yield c
 
 
-@pytest.fixture(params=["sqlite", "mongomock"])
-async def store_client(request, settings: Settings):
-    """``client`` (writer key) on a fresh gateway over each embedded store: SQLite, and
-    ``MongoStore`` on an in-memory ``mongomock_motor`` client."""
+@contextlib.asynccontextmanager
+async def client_on(store: str, settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """A writer's client of a fresh gateway on ``store``: ``sqlite`` (its file in the settings'
+    data directory), or ``mongomock`` (``MongoStore`` on an in-memory ``mongomock_motor`` client)."""
     registry = None
-    if request.param == "mongomock":
+    if store == "mongomock":
         registry = LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database=f"http_{uuid.uuid4().hex[:12]}"),
                                  registry_id=settings.registry_id, base_url=settings.base_url,
                                  model_limits=settings.model_limits)
     app = create_app(settings, registry=registry)
     async with app.router.lifespan_context(app), asgi_client(app) as c:
+        yield c
+
+
+@pytest.fixture(params=["sqlite", "mongomock"])
+async def store_client(request, settings: Settings):
+    """``client`` (writer key) on a fresh gateway over each embedded store: SQLite, and
+    ``MongoStore`` on an in-memory ``mongomock_motor`` client."""
+    async with client_on(request.param, settings) as c:
         yield c

@@ -1,7 +1,8 @@
 """Changing the capabilities (core/spec.md "Updating the Capabilities of a Server", "Offered
 Capabilities"; core/http.md "GET /capabilitiesoffered", "PATCH and PUT /capabilities") over
 HTTP on each embedded store: offered values, PUT and PATCH semantics, the spec's errors with
-nothing changed, enforcement of a flag turned off, and the settings surviving a restart."""
+nothing changed, enforcement of what a client narrowed (flags, ignores, available, mutable,
+version modes, formats, compatibilities), and the settings surviving a restart."""
 
 from __future__ import annotations
 
@@ -112,3 +113,107 @@ async def test_capability_settings_survive_a_restart(settings: Settings, tmp_pat
         other = LocalRegistry(store, registry_id="test")  # another process on the same database
         await other.sync_model()
         assert other.capability_settings == {"pagination": False}
+
+
+async def test_narrowed_ignores_are_enforced(store_client):
+    """core/spec.md ``ignore``: "Specifying an invalid, or unsupported, value for this flag MUST
+    generate an error (bad_ignore)"; "Specifying the flag without any values, an empty string, or
+    * indicates a request to ignore all possible (server supported) aspects" — after a client
+    narrows ``ignores``, a value it removed is ``bad_ignore`` and ``?ignore`` means the rest."""
+    group = "/registry/messagegroups/g1"
+    assert (await store_client.put(group, json={"messagegroupid": "other"}) ).status_code == 400
+    assert (await store_client.put(group + "?ignore=id", json={"messagegroupid": "other"})).status_code == 201
+    assert (await store_client.patch(CAPS, json={"ignores": ["epoch"]})).status_code == 200
+    body = assert_problem(await store_client.put(group + "?ignore=id", json={"messagegroupid": "other"}),
+                          400, "bad_ignore")
+    assert "id" in body["title"]
+    # "all" is the enabled ones: ``id`` is no longer ignored, the ids are compared
+    assert_problem(await store_client.put(group + "?ignore", json={"messagegroupid": "other"}), 400, "mismatched_id")
+    assert (await store_client.put(group + "?ignore=epoch", json={"epoch": 99})).status_code == 200
+
+
+async def test_unavailable_metadata_is_not_available(store_client):
+    """core/spec.md ``available``: "Metadata not listed in this capability is to be assumed to be
+    unavailable via all mechanisms. Attempts to access unavailable metadata MUST generate an
+    error (not_available)" — the API and ``?inline`` alike; ``/export`` leaves it out of its
+    default."""
+    assert (await store_client.get("/registry/export")).json()["modelsource"] == {}
+    keep = {"capabilities": {"mutable": True}, "entities": {"mutable": True}, "model": {"mutable": False},
+            "export": {"mutable": False}}
+    assert (await store_client.patch(CAPS, json={"available": keep})).status_code == 200
+    for path in ("/registry/modelsource", "/registry/capabilitiesoffered", "/registry?inline=modelsource",
+                 "/registry?inline=capabilitiesoffered"):
+        assert_problem(await store_client.get(path), 400, "not_available")
+    assert_problem(await store_client.put("/registry/modelsource", json={}), 400, "not_available")
+    export = await store_client.get("/registry/export")
+    assert export.status_code == 200 and "modelsource" not in export.json() and "capabilities" in export.json()
+    assert (await store_client.get("/registry/model")).status_code == 200
+    keep.pop("export")
+    assert (await store_client.patch(CAPS, json={"available": keep})).status_code == 200
+    assert_problem(await store_client.get("/registry/export"), 400, "not_available")
+
+
+async def test_immutable_entities_refuse_writes_over_http_and_graphql(store_client):
+    """core/spec.md ``available``: "a nested "mutable" boolean attribute indicating whether or not
+    the corresponding data is user-editable": once a client sets ``entities`` (or
+    ``modelsource``) not mutable, writes of them are ``readonly`` — over HTTP and through GraphQL
+    mutations; reads go on, and the capabilities stay changeable to undo it."""
+    assert (await store_client.put("/registry/messagegroups/g1", json={})).status_code == 201
+    frozen = {"capabilities": {"mutable": True}, "entities": {"mutable": False}, "model": {"mutable": False},
+              "modelsource": {"mutable": False}}
+    assert (await store_client.patch(CAPS, json={"available": frozen})).status_code == 200
+    for method, path in (("PUT", "/registry/messagegroups/g2"), ("PATCH", "/registry/messagegroups/g1"),
+                         ("DELETE", "/registry/messagegroups/g1"), ("POST", "/registry/messagegroups"),
+                         ("PATCH", "/registry"), ("PUT", "/registry/modelsource")):
+        r = await store_client.request(method, path, json={} if method != "DELETE" else None)
+        assert_problem(r, 400, "readonly")
+    r = await store_client.post("/graphql", json={"query": """mutation { createGroup(groupType: "messagegroups",
+        groupId: "g3") { revision } }"""})
+    assert r.json()["errors"][0]["extensions"]["code"] == "readonly", r.text
+    assert (await store_client.get("/registry/messagegroups/g1")).status_code == 200
+    # modelsource alone not mutable: a registry write carrying one is refused, others pass
+    only = {**frozen, "entities": {"mutable": True}}
+    assert (await store_client.patch(CAPS, json={"available": only})).status_code == 200
+    assert (await store_client.patch("/registry", json={"description": "d"})).status_code == 200
+    assert_problem(await store_client.patch("/registry", json={"modelsource": {}}), 400, "readonly")
+    assert (await store_client.patch(CAPS, json={"available": None})).status_code == 200
+    assert (await store_client.put("/registry/messagegroups/g2", json={})).status_code == 201
+
+
+async def test_versionmodes_turned_off_are_model_errors(store_client):
+    """core/spec.md ``versionmodes``: the version modes the server offers; a model naming one a
+    client turned off is ``model_error``, as one the server does not know."""
+    model = {"groups": {"dirs": {"plural": "dirs", "singular": "dir", "resources": {"files": {
+        "plural": "files", "singular": "file", "versionmode": "semver"}}}}}
+    assert (await store_client.patch(CAPS, json={"versionmodes": ["manual"]})).status_code == 200
+    assert_problem(await store_client.put("/registry/modelsource", json=model), 400, "model_error")
+    assert_problem(await store_client.put("/registry", json={"modelsource": model}), 400, "model_error")
+    assert (await store_client.patch(CAPS, json={"versionmodes": ["*"]})).status_code == 200
+    assert (await store_client.put("/registry/modelsource", json=model)).status_code == 200
+
+
+async def test_formats_and_compatibilities_turned_off_are_not_checked(store_client):
+    """core/spec.md ``formats``: "The list of case-insensitive Version format values that can be
+    validated"; ``compatibilities``: "The set of compatibility rules that are available for each
+    supported format" — a format or rule a client removed is treated as one the server cannot
+    check: the Version records it as not validated (``strictvalidation``: ``format_unknown`` /
+    ``compatibility_unknown``, see docs/schema-validation.md)."""
+    schemas = "/registry/schemagroups/g/schemas"
+    avro = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}]}
+    caps = (await store_client.get(CAPS)).json()
+    assert (await store_client.patch(CAPS, json={"formats": [f for f in caps["formats"] if "avro" not in f]})
+            ).status_code == 200
+    r = await store_client.put(f"{schemas}/s/versions/1$details", json={"format": "Avro/1.11", "schema": avro})
+    assert r.status_code == 201, r.text
+    assert r.json()["formatvalidated"] is False and "turned off" in r.json()["formatvalidatedreason"]
+    broken = await store_client.put(f"{schemas}/b/versions/1", content=b"{ not avro",
+                                    headers={"xRegistry-format": "Avro/1.11", "Content-Type": "application/json"})
+    assert broken.status_code == 201, broken.text  # not checked: not refused as a format_violation
+    assert (await store_client.patch(CAPS, json={"formats": ["*"], "compatibilities": {"avro/1.*": ["none"]}})
+            ).status_code == 200
+    assert (await store_client.patch(f"{schemas}/s/meta", json={"compatibility": "backward"})).status_code == 200
+    r = await store_client.put(f"{schemas}/s/versions/2$details",
+                               json={"format": "Avro/1.11", "schema": {**avro, "fields": []}, "ancestorid": "1"})
+    assert r.status_code == 201, r.text
+    assert r.json()["formatvalidated"] is True and r.json()["compatibilityvalidated"] is False
+    assert "turned off" in r.json()["compatibilityvalidatedreason"]

@@ -132,6 +132,7 @@ async def test_group_constraint_enum_and_default(store_client):
     body = assert_problem(await store_client.put("/registry/dirs/d1/files/f1", json={"tier": "bronze"}),
                           400, "constraint_failure")
     assert body["subject"].endswith("/dirs/d1/files/f1")
+    assert '"enum" constraint for attribute "tier"' in body["title"], body["title"]  # no placeholder left
     assert (await store_client.get("/registry/dirs/d1/files/f1")).json()["tier"] == "silver"
     r = await store_client.post("/registry/dirs/d1/files/f1/versions", json={"v2": {"tier": "bronze"}})
     assert_problem(r, 400, "constraint_failure")

@@ -45,7 +45,8 @@ async def test_xregistry_headers_are_only_the_described_entitys_attributes(wire)
     namespace holds the attributes of the entity a response describes, so no response (of any
     method, document or ``$details``, success or error) carries one that is not such an
     attribute. The registry's instance id travels as ``X-Registry-Instance`` (and GraphQL
-    ``Registry.instanceId``). And core/http.md "Adherence to HTTP Standards" / RFC 9110: every
+    ``Registry.instanceId``); a write's ``xRegistry-xregcorrelationid`` is core/events.md's. And
+    core/http.md "Adherence to HTTP Standards" / RFC 9110: every
     response with a body says its length (``Content-Length``)."""
     c = wire
     await install(c)
@@ -79,6 +80,13 @@ async def test_xregistry_headers_are_only_the_described_entitys_attributes(wire)
         if method != "HEAD" and r.content:
             assert r.headers["content-length"] == str(len(r.content)), (method, path)
         headers = attribute_headers(r)
+        # core/events.md, the one xRegistry-* header that is no attribute: "In the case of an HTTP
+        # interaction, the following HTTP header MUST be present in the response flow:
+        # xRegistry-xregcorrelationid" — on every write that committed (the PUT /modelsource of the
+        # model already installed commits nothing), on nothing else
+        correlation = headers.pop("xregistry-xregcorrelationid", None)
+        wrote = method not in ("GET", "HEAD", "OPTIONS") and r.status_code < 300 and path != f"{API}/modelsource"
+        assert (correlation is not None) == wrote, (method, path, r.status_code)
         is_document = "$details" not in path and "/files/" in path and not path.endswith(("/versions", "/meta"))
         if not (is_document and r.status_code in (200, 201, 303) and method in ("GET", "HEAD", "PUT", "POST")):
             assert headers == {}, (method, path, headers)
@@ -182,6 +190,34 @@ async def test_read_flags_apply_to_write_responses(wire):
     r = await c.put(f"{API}?inline=dirs", json={"modelsource": {"groups": {"things": {
         "plural": "things", "singular": "thing"}}}, "things": {}})
     assert r.status_code == 400, r.text  # (the new model would leave the dirs without a type)
+    assert (await c.get(f"{API}/export")).json() == before
+
+
+async def test_filter_and_sort_apply_to_write_responses(wire):
+    """core/http.md: the write response "MUST be generated applying the semantics of any request
+    flags specified in the request URL" — ``filter`` too (core/spec.md "Filter Flag": only
+    matching entities, the ancestors of matches kept) and ``sort`` where the response is a
+    collection ("When a request is directed to a collection [...] the Sort flag MAY be used";
+    elsewhere ``sort_noncollection``). A processed entity the filter does not select is still
+    the response to its own write, shown with nothing below it. A bad filter changes nothing."""
+    c = wire
+    await install(c)
+    r = await c.post(f"{API}/dirs/d1/files?filter=kind=text&sort=fileid=desc",
+                     json={"a": {"kind": "text"}, "b": {"kind": "binary"}, "c": {"kind": "text"}})
+    assert r.status_code == 200 and list(r.json()) == ["c", "a"], r.text
+    r = await c.patch(f"{API}/dirs/d1/files?sort=kind=desc", json={"a": {"kind": "binary"}, "b": {}, "c": {}})
+    assert r.status_code == 200 and list(r.json()) == ["c", "b", "a"], r.text  # ties: by id, descending too
+    r = await c.put(f"{API}/dirs/d1?inline=files&filter=files.kind=text", json={"owner": "ops"})
+    assert r.status_code == 200 and set(r.json()["files"]) == {"c"} and r.json()["owner"] == "ops", r.text
+    r = await c.put(f"{API}/dirs/d1?inline=files&filter=owner=nobody", json={"owner": "ops"})
+    assert r.status_code == 200 and r.json()["owner"] == "ops" and r.json()["files"] == {}, r.text
+    r = await c.patch(f"{API}?inline=dirs.files&filter=dirs.files.kind=binary", json={})
+    assert r.status_code == 200 and set(r.json()["dirs"]["d1"]["files"]) == {"a", "b"}, r.text
+    r = await c.post(f"{API}/dirs/d1/files/a?filter=kind=text", json={"kind": "text"})
+    assert r.status_code == 201 and r.json()["kind"] == "text", r.text
+    before = (await c.get(f"{API}/export")).json()
+    check_problem(await c.put(f"{API}/dirs/d9?filter=owner<null", json={}), 400, "bad_filter", "/dirs/d9")
+    check_problem(await c.put(f"{API}/dirs/d9?sort=owner", json={}), 400, "sort_noncollection", "/dirs/d9")
     assert (await c.get(f"{API}/export")).json() == before
 
 

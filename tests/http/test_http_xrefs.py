@@ -1,11 +1,10 @@
 """Cross-reference Resources read as their target (core/spec.md "Cross Referencing
-Resources") over HTTP, on each embedded store. (GraphQL still shows the source as its ids and
-``meta``: docs/conformance.md R15.)"""
+Resources") over HTTP, on each embedded store (GraphQL: tests/graphql/test_graphql_xrefs.py)."""
 
 from __future__ import annotations
 
 from tests.http.support import assert_problem
-from tests.http.test_http_model_features import dirs_model, install
+from tests.http.test_http_model_features import constrained, dirs_model, install
 
 SOURCE = "/registry/dirs/d2/files/x"
 
@@ -96,3 +95,56 @@ async def test_source_versions_are_the_targets(store_client):
     inline = (await store_client.get(SOURCE + "?inline=versions")).json()
     assert inline["versionscount"] == 2
     assert_problem(await store_client.get(SOURCE + "/versions?doc"), 400, "cannot_doc_xref")
+
+
+async def test_filters_and_sort_read_the_values_the_source_is_served_with(store_client):
+    """"From a consumption (read) perspective, aside from the presence of the xref attribute, the
+    Resource appears to be a normal Resource [...] All of the specification-defined features
+    (e.g. inline, filter request flags) MAY be used when retrieving the Resource": ``?filter``
+    matches the source by its target's attributes (and its own ids), ``?sort`` places it by them."""
+    await setup(store_client)
+    r = await store_client.put("/registry/dirs/d2/files/a", json={"tier": "zinc"})
+    assert r.status_code == 201, r.text
+    target = (await store_client.get("/registry/dirs/d1/files/f1")).json()
+    assert target["tier"] == "x"  # its default Version's
+    found = (await store_client.get("/registry/dirs/d2/files?filter=tier=x")).json()
+    assert list(found) == ["x"] and found["x"]["tier"] == "x"
+    assert list((await store_client.get("/registry/dirs/d2/files?filter=fileid=x")).json()) == ["x"]
+    assert (await store_client.get("/registry/dirs/d2/files?filter=tier=null")).json() == {}
+    assert list((await store_client.get("/registry/dirs/d2/files?sort=tier")).json()) == ["x", "a"]
+    assert list((await store_client.get("/registry/dirs/d2/files?sort=tier=desc")).json()) == ["a", "x"]
+    first = await store_client.get("/registry/dirs/d2/files?sort=tier&limit=1")
+    assert list(first.json()) == ["x"]
+    assert list((await store_client.get(first.links["next"]["url"])).json()) == ["a"]
+
+
+async def test_group_constraints_apply_to_xrefd_resources(store_client):
+    """core/model.md: "The enum and equals constraints, if specified, MUST be adhered to by the
+    Resource. Note that this includes changes to the Resource in its original location that
+    would then violate any of the Groups' constraints that xref that Resource." — on creating
+    the reference and on later writes of the target."""
+    await install(store_client, constrained({"files.tier": {"enum": ["gold", "x"]}}))
+    r = await store_client.put("/registry/dirs/d1/files/f1", json={"tier": "x"})
+    assert r.status_code == 201, r.text
+    # the source's Group narrows the rule for its own Resources (core/spec.md "constraints Attribute")
+    r = await store_client.put("/registry/dirs/d2", json={"constraints": {"files.tier": {"enum": ["x"]}}})
+    assert r.status_code == 201, r.text
+    r = await store_client.put(SOURCE, json={"meta": {"xref": "/dirs/d1/files/f1"}})
+    assert r.status_code == 201, r.text
+    body = assert_problem(await store_client.patch("/registry/dirs/d1/files/f1", json={"tier": "gold"}), 400,
+                          "constraint_failure")
+    assert body["subject"].startswith("/dirs/d1/files/f1")
+    assert (await store_client.get("/registry/dirs/d1/files/f1")).json()["tier"] == "x"
+    assert (await store_client.patch("/registry/dirs/d1/files/f9", json={"tier": "gold"})).status_code == 201
+    # a new reference to a Resource outside the referencing Group's rules is refused
+    r = await store_client.put("/registry/dirs/d1/files/f2", json={"tier": "gold"})
+    assert r.status_code == 201, r.text
+    assert_problem(await store_client.put("/registry/dirs/d2/files/y", json={"meta": {"xref": "/dirs/d1/files/f2"}}),
+                   400, "constraint_failure")
+    assert (await store_client.get("/registry/dirs/d2/files/y")).status_code == 404
+    # outside Groups with narrower rules the same reference is fine; narrowing that Group's rules
+    # afterwards is checked against the Versions its references show
+    assert (await store_client.put("/registry/dirs/d3/files/y", json={"meta": {"xref": "/dirs/d1/files/f2"}})
+            ).status_code == 201
+    assert_problem(await store_client.put("/registry/dirs/d3", json={"constraints": {"files.tier": {"enum": ["x"]}}}),
+                   400, "constraint_failure")

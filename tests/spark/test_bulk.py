@@ -10,10 +10,14 @@ import httpx
 import pyarrow as pa
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from gateway.app import create_app
-from gateway.bulk import ROWS_PATH, arrow_schema
-from pyspark_xregistry.bulk import BulkClient, KeyRange, key_ranges
+from gateway.bulk import NEXT_HEADER, REVISION_HEADER, ROWS_PATH, arrow_schema
+from pyspark_xregistry.bulk import LEGACY_NEXT_HEADER, BulkClient, KeyRange, key_ranges
 from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient, GatewayError
 from pyspark_xregistry.schemas import ENTITIES, schema_for
 from pyspark_xregistry.source import BulkPartition, ReadOptions, SnapshotPartition, XRegistryReader
@@ -66,7 +70,49 @@ def test_the_bulk_read_needs_the_read_scope(gateway):
     assert wrong.status_code == 401
     ok = httpx.get(_base(gateway) + ROWS_PATH, params=params, timeout=30, headers={"authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200 and ok.headers["content-type"] == "application/vnd.apache.arrow.stream"
-    assert pa.ipc.open_stream(ok.content).read_all().num_rows == 5 and "xRegistry-bulk-before" in ok.headers
+    assert pa.ipc.open_stream(ok.content).read_all().num_rows == 5
+
+
+def test_bulk_headers_are_outside_the_xregistry_namespace(gateway):
+    """core/http.md keeps ``xRegistry-*`` headers for the attributes of the entity a response
+    describes; the bulk read's paging and revision headers are the gateway's own
+    (``X-Registry-Bulk-Before``, ``X-Registry-Bulk-Revision``, like ``X-Registry-Instance``)."""
+    params = {"registry": REGISTRY_ID, "entity": "messagegroups", "asOf": str(gateway.corpus_revision), "limit": "5"}
+    ok = httpx.get(_base(gateway) + ROWS_PATH, params=params, timeout=30, headers={"authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 200, ok.text
+    assert ok.headers[NEXT_HEADER] and ok.headers[REVISION_HEADER] == str(gateway.corpus_revision)
+    assert NEXT_HEADER == "X-Registry-Bulk-Before" and REVISION_HEADER == "X-Registry-Bulk-Revision"
+    assert not [h for h in ok.headers if h.lower().startswith("xregistry-")]
+
+
+def _rows_app(header: str) -> Starlette:
+    """A gateway's ``/bulk/rows`` reduced to paging: rows ``a``…``e`` of one column, two per answer
+    (the last ones of the range first), the next ``before`` in ``header``."""
+    keys = ["a", "b", "c", "d", "e"]
+
+    async def rows(request: Request) -> Response:
+        before = request.query_params.get("before")
+        inside = [k for k in keys if before is None or k < before]
+        page = inside[-2:]
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, pa.schema([("xid", pa.string())])) as writer:
+            writer.write_batch(pa.record_batch([pa.array(page)], names=["xid"]))
+        headers = {header: page[0]} if len(page) == 2 and inside[:-2] else {}
+        return Response(sink.getvalue().to_pybytes(), media_type="application/vnd.apache.arrow.stream",
+                        headers=headers)
+
+    return Starlette(routes=[Route("/bulk/rows", rows)])
+
+
+@pytest.mark.parametrize("header", [NEXT_HEADER, LEGACY_NEXT_HEADER])
+def test_the_connector_pages_by_the_bulk_header(header):
+    """The connector follows ``X-Registry-Bulk-Before`` (and the ``xRegistry-bulk-before`` of
+    gateways of earlier releases) until an answer names no next page."""
+    with serve(_rows_app(header)) as url:
+        client = BulkClient(ClientConfig(url=url + "/graphql"), "messagegroups", page_rows=2)
+        with client:
+            batches = client.read(KeyRange("r", 1, None, None, None, 5))
+    assert [x for b in batches for x in b.column("xid").to_pylist()] == ["a", "b", "c", "d", "e"]
 
 
 def _problem(gateway, **params: Any) -> tuple[int, dict[str, Any]]:

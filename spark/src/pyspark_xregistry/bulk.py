@@ -3,7 +3,8 @@
 The gateway builds every column of the data source's fixed schema and answers one key range of
 rows (bounds on the lower-cased XIDs) per request, pinned to a revision and a registry instance,
 as an Arrow IPC stream, its last rows first; the next page's ``before`` comes in the
-``xRegistry-bulk-before`` header.
+``X-Registry-Bulk-Before`` header (``xRegistry-bulk-before`` from gateways before it moved out of
+the namespace core/http.md keeps for entity attributes).
 The batches go to Spark as they are: no per-row work in the Python worker.
 """
 
@@ -24,7 +25,9 @@ from pyspark_xregistry.client import RETRY_STATUSES, CheckpointMismatch, ClientC
 
 #: The bulk read's path, relative to the GraphQL endpoint's folder.
 ROWS_PATH = "bulk/rows"
-NEXT_HEADER = "xRegistry-bulk-before"
+NEXT_HEADER = "X-Registry-Bulk-Before"
+#: The header's name on gateways of earlier releases.
+LEGACY_NEXT_HEADER = "xRegistry-bulk-before"
 #: Rows per request.
 ROWS_PER_REQUEST = 5000
 #: A key no XID reaches (XIDs are ASCII): ``<group key> + "/" + END`` follows every row of the
@@ -32,6 +35,11 @@ ROWS_PER_REQUEST = 5000
 END = "\U0010ffff"
 
 T = TypeVar("T")
+
+
+def next_before(headers: httpx.Headers) -> str | None:
+    """The ``before`` of the next page an answer names (``None``: the range is done)."""
+    return headers.get(NEXT_HEADER, headers.get(LEGACY_NEXT_HEADER))
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,7 @@ class BulkClient:
             resp = self._get(params)
             with pa.ipc.open_stream(resp.content) as reader:
                 out[:0] = [b for b in reader if b.num_rows]
-            before = resp.headers.get(NEXT_HEADER)
+            before = next_before(resp.headers)
             if before is None:
                 return out
 
