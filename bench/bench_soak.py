@@ -9,7 +9,8 @@ set of groups, so the registry does not grow), ``validateMessage`` calls, federa
 remote, and refused requests (a wrong bearer token, a malformed query, an entity that does not
 exist, a query whose first field fails). Every ``--sample`` seconds it reads the server's RSS
 (``/proc/<pid>/status``); at the end it prints the first and last RSS, the least-squares slope
-of RSS over the samples after the warm-up (MB per 10 minutes), the requests made by kind and
+of RSS over the samples after the warm-up and over the last half (MB per 10 minutes: growth
+that levels off shows as a smaller slope in the last half), the requests made by kind and
 status, and how many "never awaited" warnings the server logged.
 
 Usage: python bench/bench_soak.py [--smoke] [--duration 1200] [--sample 10] [--warmup 60]
@@ -221,7 +222,8 @@ def main() -> None:
     print(f"RSS first {samples[0][1]:.1f} MB, after warm-up {steady[0][1] if steady else float('nan'):.1f} MB, "
           f"last {samples[-1][1]:.1f} MB, peak {max(r for _, r in samples):.1f} MB ({len(samples)} samples)")
     print(f"RSS slope after {args.warmup:.0f} s warm-up: {slope_per_10_min(steady):+.2f} MB per 10 minutes "
-          f"(whole run {slope_per_10_min(samples):+.2f})")
+          f"(whole run {slope_per_10_min(samples):+.2f}, last half "
+          f"{slope_per_10_min([p for p in samples if p[0] >= args.duration / 2]):+.2f})")
     print(f"requests: {sum(done.values())} in {args.duration:.0f} s")
     for (kind, status), n in sorted(done.items(), key=lambda x: (x[0][0], str(x[0][1]))):
         print(f"  {kind:16} {status!s:>22}  {n}")

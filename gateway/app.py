@@ -93,7 +93,8 @@ def evaluator_limits(settings: Settings) -> formats.Limits:
         max_document_bytes=settings.eval_max_document_bytes, max_payload_bytes=settings.eval_max_payload_bytes,
         max_depth=settings.eval_max_depth, cpu_seconds=settings.eval_cpu_seconds,
         wall_seconds=settings.eval_wall_seconds, memory_bytes=settings.eval_memory_bytes,
-        workers=settings.eval_workers, queue_seconds=settings.eval_queue_seconds)
+        workers=settings.eval_workers, queue_size=settings.eval_queue_size,
+        queue_seconds=settings.eval_queue_seconds)
 
 
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,

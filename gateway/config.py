@@ -338,6 +338,9 @@ class Settings(BaseSettings):
     eval_memory_bytes: int = Field(
         1 << 30, ge=256 << 20, description="Address space of an evaluator worker process (RLIMIT_AS).")
     eval_workers: int = Field(2, ge=1, le=64, description="Evaluator worker processes (started on first use).")
+    eval_queue_size: int = Field(
+        16, ge=0, description="Evaluations that may wait for a free worker; more are refused at once "
+                              "(server_busy: 503 + Retry-After).")
     eval_queue_seconds: float = Field(
         30.0, gt=0, description="How long an evaluation waits for a free worker before it is refused (503).")
 
@@ -386,6 +389,9 @@ class Settings(BaseSettings):
     apq_max_bytes: int = Field(65536, ge=256, description="Longest query document kept as a persisted query.")
     apq_memory_entries: int = Field(
         10000, ge=1, description="Most persisted queries kept per process when cache_url is memory://.")
+    apq_memory_bytes: int = Field(
+        16 << 20, ge=256, description="Most bytes (UTF-8) of persisted query documents kept per process when "
+                                      "cache_url is memory:// (least recently used dropped first).")
     trusted_documents: Path | None = Field(
         None, description="Allowlist of GraphQL operations (Apollo persisted query manifest or GraphQL "
                           "Codegen persisted-documents.json; relative: to the settings file); when set, "

@@ -131,6 +131,8 @@ class Checks:
         try:
             result = await default().validate_payload(str(fmt), document, data, references)
         except Refused as e:
+            if e.kind == "busy":  # not an answer about the payload: the caller retries
+                raise XRegistryError("server_busy", xid, detail=e.detail, retry_after=e.retry_after) from None
             return _outcome(findings, str(fmt), schema_xid, e.reason())
         if not result.validated:
             return _outcome(findings, str(fmt), schema_xid, result.reason)

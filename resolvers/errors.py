@@ -43,6 +43,8 @@ def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
     if isinstance(cause, XRegistryError):
         message = cause.title
         extensions.update(code=cause.type, **cause.to_problem())
+        if cause.type == "server_busy" and "retry_after" in cause.args_map:
+            extensions["retryAfter"] = cause.args_map["retry_after"]  # as too_many_requests has it
         if isinstance(cause, ValidationErrors) and len(cause.errors) > 1:
             extensions["errors"] = [e.to_problem() for e in cause.errors]
     elif isinstance(cause, AuthError):

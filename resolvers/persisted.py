@@ -6,9 +6,11 @@ Unknown: the error ``PersistedQueryNotFound`` (``extensions.code`` ``PERSISTED_Q
 after which the client sends the document with the hash; the hash must be the document's SHA-256
 (else 400), and once the document has parsed and validated it is kept under ``h`` — in the
 shared cache (``cache_url`` Redis: every replica knows it) for ``apq_ttl_seconds``, or with
-``memory://`` in a per-process store of at most ``apq_memory_entries`` (least recently used
-dropped). Documents longer than ``apq_max_bytes`` run but are not kept. ``GET`` works with the
-hash alone (queries only). A failing cache never fails a request: it is a miss.
+``memory://`` in a per-process store of at most ``apq_memory_entries`` documents and
+``apq_memory_bytes`` in all (least recently used dropped: its hash is a miss again, and the
+client sends the document once more). Documents longer than ``apq_max_bytes`` run but are not
+kept. ``GET`` works with the hash alone (queries only). A failing cache never fails a request:
+it is a miss.
 
 **Trusted documents** (``trusted_documents``, see :mod:`resolvers.trusted_documents`): callers
 without ``trusted_documents_bypass_scope`` run only listed documents — named by id
@@ -68,28 +70,43 @@ class Document:
 
 
 class _LocalStore:
-    """Persisted queries of one process: at most ``entries``, each for ``ttl`` seconds."""
+    """Persisted queries of one process, least recently used dropped first: at most ``entries``
+    documents of at most ``max_bytes`` in all (their UTF-8 size), each for ``ttl`` seconds."""
 
-    def __init__(self, entries: int, ttl: float) -> None:
+    def __init__(self, entries: int, max_bytes: int, ttl: float) -> None:
         self.entries = entries
+        self.max_bytes = max_bytes
         self.ttl = ttl
-        self._items: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        #: The UTF-8 size of the documents kept (never above ``max_bytes``).
+        self.bytes = 0
+        self._items: OrderedDict[str, tuple[float, str, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def get(self, key: str) -> str | None:
         item = self._items.get(key)
         if item is None:
             return None
         if item[0] < time.monotonic():
-            del self._items[key]
+            self._drop(key)
             return None
         self._items.move_to_end(key)
         return item[1]
 
     def set(self, key: str, text: str) -> None:
-        self._items[key] = (time.monotonic() + self.ttl, text)
-        self._items.move_to_end(key)
-        while len(self._items) > self.entries:
-            self._items.popitem(last=False)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if key in self._items:
+            self._drop(key)
+        if size > self.max_bytes:
+            return
+        self._items[key] = (time.monotonic() + self.ttl, text, size)
+        self.bytes += size
+        while len(self._items) > self.entries or self.bytes > self.max_bytes:
+            self._drop(next(iter(self._items)))
+
+    def _drop(self, key: str) -> None:
+        self.bytes -= self._items.pop(key)[2]
 
 
 class PersistedQueries:
@@ -98,7 +115,7 @@ class PersistedQueries:
     def __init__(self, settings: Settings, trusted: TrustedDocuments | None = None) -> None:
         self.settings = settings
         self.trusted = trusted
-        self.local = _LocalStore(settings.apq_memory_entries, settings.apq_ttl_seconds)
+        self.local = _LocalStore(settings.apq_memory_entries, settings.apq_memory_bytes, settings.apq_ttl_seconds)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PersistedQueries:

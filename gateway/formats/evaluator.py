@@ -15,6 +15,12 @@ Bounds, each a setting (``XREG_EVAL_*``, docs/untrusted-content.md):
   (:mod:`gateway.formats.regex`); syntax RE2 lacks is refused with the reason. The patterns
   ``xmlschema`` (XSD facets) and ``json-structure`` (``pattern``) match with Python's ``re``
   have no public hook: they are bounded by the next point alone;
+- waiting: at most :attr:`Limits.workers` evaluations run at once and at most
+  :attr:`Limits.queue_size` more wait for a worker, each at most :attr:`Limits.queue_seconds`;
+  an evaluation that finds the line full, or waits too long, is refused at once with ``busy``
+  (the service answers ``server_busy``: HTTP 503 with ``Retry-After``, GraphQL
+  ``extensions.code``). Nothing queues without bound, not even in the thread pool: it has a
+  thread for every evaluation admitted;
 - CPU, memory and time: the evaluation runs in a worker process (:mod:`gateway.formats.worker`)
   whose address space is capped (``RLIMIT_AS``), whose CPU per evaluation is capped
   (``RLIMIT_CPU``, the kernel ends it), and which the service kills and replaces when an
@@ -48,6 +54,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import select
 import signal
@@ -87,7 +94,13 @@ class Limits:
     wall_seconds: float = 10.0
     memory_bytes: int = 1 << 30
     workers: int = 2
+    queue_size: int = 16
     queue_seconds: float = 30.0
+
+    @property
+    def retry_after(self) -> int:
+        """Seconds a refused caller is told to wait: within one evaluation's wall bound a worker is free."""
+        return max(1, math.ceil(self.wall_seconds))
 
 
 class _CutOff(Exception):
@@ -172,7 +185,12 @@ class Evaluator:
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._slots = threading.BoundedSemaphore(self.limits.workers)
-        self._threads = ThreadPoolExecutor(self.limits.workers * 4, thread_name_prefix="xreg-evaluator")
+        #: Evaluations admitted (at work or waiting for a worker): at most ``workers + queue_size``.
+        self.admitted = 0
+        #: Evaluations refused at once because the line was full, since start.
+        self.refused = 0
+        self._threads = ThreadPoolExecutor(self.limits.workers + self.limits.queue_size,
+                                           thread_name_prefix="xreg-evaluator")
         #: Answers per request digest (refusals that a retry could change are not kept).
         self.results: LRUCache[Any] = LRUCache(1024)
         #: Workers killed at their deadline or ended by the kernel (CPU, memory), since start.
@@ -241,8 +259,32 @@ class Evaluator:
         return encoded
 
     async def _run(self, op: str, args: list[Any]) -> Any:
+        self._admit()
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._threads, functools.partial(self.run, op, args))
+        return await loop.run_in_executor(self._threads, functools.partial(self._admitted_run, op, args))
+
+    def _admit(self) -> None:
+        """Count one more evaluation in, or refuse it (``busy``) when the line is full."""
+        with self._lock:
+            if self.admitted >= self.limits.workers + self.limits.queue_size:
+                self.refused += 1
+                full = True
+            else:
+                self.admitted += 1
+                full = False
+        if full:
+            raise Refused("busy", f"every evaluator worker is at work and {self.limits.queue_size} evaluations "
+                                  "wait already (XREG_EVAL_WORKERS, XREG_EVAL_QUEUE_SIZE); try again",
+                          self.limits.retry_after)
+
+    def _admitted_run(self, op: str, args: list[Any]) -> Any:
+        """:meth:`run` for an evaluation :meth:`_admit` counted in (out again when it ends, on its
+        thread: a caller that stops waiting does not free the place of work still going on)."""
+        try:
+            return self.run(op, args)
+        finally:
+            with self._lock:
+                self.admitted -= 1
 
     def run(self, op: str, args: list[Any]) -> Any:
         """One evaluation on a worker, blocking the calling thread (never the event loop's):
@@ -257,7 +299,7 @@ class Evaluator:
     def _evaluate(self, request: bytes) -> dict[str, Any]:
         if not self._slots.acquire(timeout=self.limits.queue_seconds):
             raise Refused("busy", f"every evaluator worker stayed at work for {self.limits.queue_seconds} s "
-                                  "(XREG_EVAL_WORKERS); try again")
+                                  "(XREG_EVAL_WORKERS, XREG_EVAL_QUEUE_SECONDS); try again", self.limits.retry_after)
         try:
             worker = self._take()
             try:
@@ -289,7 +331,7 @@ class Evaluator:
             return _Worker(self.limits)
         except (_CutOff, OSError) as e:
             log.error("an evaluator worker did not start: %s", e)
-            raise Refused("busy", "no evaluator worker could be started; try again") from None
+            raise Refused("busy", "no evaluator worker could be started; try again", self.limits.retry_after) from None
 
     def _cut_off(self, detail: str) -> Refused:
         if detail == "deadline":

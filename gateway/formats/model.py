@@ -118,12 +118,14 @@ class Refused(Exception):
     ``reference`` (a ``$ref`` / import outside the document and the registries), ``pattern`` (a
     regular expression RE2 does not evaluate), ``unsafe`` (XML entities, DTDs), ``budget`` (the
     CPU, memory or time bound), ``failed`` (the format's library gave up on the content),
-    ``busy`` (every worker stayed at work for the whole wait)."""
+    ``busy`` (every worker at work and the line of waiting evaluations full, or a wait too long;
+    ``retry_after`` then says in how many seconds to try again)."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: str, detail: str, retry_after: int | None = None) -> None:
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
+        self.retry_after = retry_after
 
     def reason(self) -> str:
         """One line for ``formatvalidatedreason``-like fields and error details."""

@@ -183,6 +183,8 @@ class XRegistryAPI:
         except XRegistryError as err:
             if err.status == 405 and target is not None:
                 extra["Allow"] = allowed_methods(target)
+            if err.type == "server_busy":
+                extra["Retry-After"] = str(err.args_map.get("retry_after", 1))
             response = problem_response(err, request_id, extra)
         except Exception as exc:
             log.exception("request %s %r failed (%s)", request.method, request.scope["path"], request_id)

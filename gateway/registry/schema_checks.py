@@ -142,7 +142,7 @@ async def _check(cs: Workspace, state: Any, rdef: ResourceDef, mode: Any, check_
                 result = await default().validate(fmt, document)
             except Refused as e:
                 if e.kind == "busy":
-                    return [XRegistryError("server_busy", state.xid, detail=e.detail)]
+                    return [XRegistryError("server_busy", state.xid, detail=e.detail, retry_after=e.retry_after)]
                 return [XRegistryError("format_violation", state.xid, format=fmt, detail=e.reason(),
                                        errors=[{"path": "", "message": e.reason(), "refused": e.kind}])]
             if result.validated and result.violations:
@@ -184,7 +184,7 @@ async def _compatibility(cs: Workspace, state: Any, rdef: ResourceDef, mode: str
         result = await default().check_compatibility(str(fmt or ""), mode, document, [d for _, d in older])
     except Refused as e:
         if e.kind == "busy":
-            return [XRegistryError("server_busy", state.xid, detail=e.detail)]
+            return [XRegistryError("server_busy", state.xid, detail=e.detail, retry_after=e.retry_after)]
         return [XRegistryError("compatibility_violation", str(xid.resource), compat=mode,
                                detail=f"version {xid.version_id}: {e.reason()}",
                                errors=[{"version": state.xid, "path": "", "message": e.reason(), "refused": e.kind}])]

@@ -41,7 +41,9 @@ class Instrumented:
     """ASGI wrapper of a remote: counts requests by path, can hold every request until released
     (``held`` counts those waiting), can hide capabilities, can be down (every request answered
     503), can add a delay to every request (for the benchmarks only: the network's round trip),
-    keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state`` (GET) and ``/_test/configure`` (POST)."""
+    keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state`` (GET)
+    and ``/_test/configure`` (POST); ``/_test/held?at_least=n`` answers once ``n`` requests are
+    held (woken by each new one)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -54,6 +56,8 @@ class Instrumented:
         self.held = 0
         #: set: requests go through; cleared: each waits for it (created in the server's loop)
         self._released: asyncio.Event | None = None
+        #: notified each time a request starts to wait (created in the server's loop)
+        self._holding: asyncio.Condition | None = None
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -70,12 +74,19 @@ class Instrumented:
         self.traceparents += [v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"traceparent"]
         released = self._gate()
         if not released.is_set():
-            self.held += 1
+            async with self._held_condition():
+                self.held += 1
+                self._held_condition().notify_all()
             try:
                 await released.wait()
             finally:
                 self.held -= 1
         await self._serve(scope, receive, send, path, query)
+
+    def _held_condition(self) -> asyncio.Condition:
+        if self._holding is None:
+            self._holding = asyncio.Condition()
+        return self._holding
 
     def _gate(self) -> asyncio.Event:
         if self._released is None:
@@ -102,6 +113,11 @@ class Instrumented:
         await self.app(scope, receive, send)
 
     async def _control(self, request: Request) -> Response:
+        if request.url.path == "/_test/held":
+            wanted = int(request.query_params.get("at_least", "1"))
+            async with self._held_condition():
+                await self._held_condition().wait_for(lambda: self.held >= wanted)
+            return JSONResponse({"held": self.held})
         if request.url.path == "/_test/configure":
             body = await request.json()
             if body.get("reset"):
@@ -170,6 +186,15 @@ class RemoteControl:
         """How many requests wait to be released."""
         return self._call()["held"]
 
+    async def holding(self, at_least: int = 1, seconds: float = 60.0) -> None:
+        """Return once the remote holds ``at_least`` requests (it answers when the last one
+        arrives; ``seconds`` only ends a wait that would otherwise never end)."""
+        import httpx
+
+        async with httpx.AsyncClient(timeout=seconds, trust_env=False) as client:
+            response = await client.get(self.origin + "/_test/held", params={"at_least": at_least})
+        response.raise_for_status()
+
     @property
     def hide_flags(self) -> set[str]:
         raise AttributeError("write-only")
@@ -198,12 +223,12 @@ class RemoteControl:
 
 async def all_held(controls: list[RemoteControl], seconds: float = 60.0) -> None:
     """Wait until each remote holds a request at once (what asking them one after another could
-    never give); the bound only ends a wait that would otherwise never end."""
-    for _ in range(int(seconds / 0.05)):
-        if all(c.held for c in controls):
-            return
-        await asyncio.sleep(0.05)  # the test's event loop sends the requests meanwhile
-    raise AssertionError(f"never all held at once: {[c.held for c in controls]}")
+    never give: held requests stay held until released); the test's event loop sends the
+    requests meanwhile. The bound only ends a wait that would otherwise never end."""
+    try:
+        await asyncio.gather(*(c.holding(1, seconds) for c in controls))
+    except Exception as exc:
+        raise AssertionError(f"never all held at once: {[c.held for c in controls]} ({exc!r})") from exc
 
 
 class GatewayServer:

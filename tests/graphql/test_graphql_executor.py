@@ -4,12 +4,14 @@ data, same errors at the same paths — it only takes a shorter path to them."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from inspect import CORO_CREATED, getcoroutinestate, iscoroutine
 from typing import Any
 
 import pytest
 import strawberry
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from adapters.local import LocalSource
 from gateway.config import Settings
@@ -43,10 +45,38 @@ class _Reported(SchemaExtension):
             result.errors = with_reported(result.errors, self.execution_context.context)
 
 
+class StrawberrysExecutor(StrawberryGraphQLCoreExecutionContext):
+    """Strawberry's own executor (the comparison), closing the resolver coroutines it abandons.
+
+    When a non-null field fails, graphql-core cancels its siblings' completions; one cancelled
+    before it started never awaits the resolver coroutine it holds, which then warns "coroutine
+    ... was never awaited". Once the response is built nothing will await them: they are closed."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._resolving: list[Any] = []
+        check = self.is_awaitable
+
+        def is_awaitable(value: Any) -> Any:
+            if iscoroutine(value):
+                self._resolving.append(value)
+            return check(value)
+
+        self.is_awaitable = is_awaitable  # type: ignore[method-assign]
+
+    def build_response(self, data: Any) -> Any:
+        for coroutine in self._resolving:
+            if getcoroutinestate(coroutine) == CORO_CREATED:
+                coroutine.close()
+        self._resolving.clear()
+        return super().build_response(data)
+
+
 def _plain_schema() -> strawberry.Schema:
     """The gateway's types on strawberry's own schema: its operation steps and its executor."""
     return strawberry.Schema(query=Query, mutation=Mutation, types=list(TYPES), extensions=[_Reported],
-                             config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field))
+                             config=StrawberryConfig(scalar_map=SCALARS, default_resolver=read_field),
+                             execution_context_class=StrawberrysExecutor)
 
 
 async def test_corpus_page_is_the_same_as_strawberrys(corpus_db, tmp_path):
@@ -119,7 +149,7 @@ class Things:
 ])
 async def test_errors_and_nulls_are_the_same_as_strawberrys(query: str):
     ours = strawberry.Schema(query=Things, execution_context_class=GatewayExecutor)
-    theirs = strawberry.Schema(query=Things)
+    theirs = strawberry.Schema(query=Things, execution_context_class=StrawberrysExecutor)
     a, b = await ours.execute(query), await theirs.execute(query)
 
     def errors(result: Any) -> list:
@@ -165,7 +195,7 @@ async def test_interfaces_resolve_as_strawberrys_casts_included():
     """The object type an interface resolves to is remembered per class, except for a cast object."""
     query = "{ first { __typename name } shapes { __typename name ... on Circle { radius } ... on Square { side } } }"
     ours = strawberry.Schema(query=Shapes, types=[Circle, Square], execution_context_class=GatewayExecutor)
-    theirs = strawberry.Schema(query=Shapes, types=[Circle, Square])
+    theirs = strawberry.Schema(query=Shapes, types=[Circle, Square], execution_context_class=StrawberrysExecutor)
     for _ in range(2):  # the second time, the classes' types are known
         a, b = await ours.execute(query), await theirs.execute(query)
         assert a.data == b.data and not a.errors and not b.errors
@@ -380,7 +410,7 @@ async def test_nulls_errors_and_abstract_types_are_the_same_as_strawberrys(query
 
     monkeypatch.setattr(execution, "LIST_CHUNK", 2)  # lists of several chunks
     ours = strawberry.Schema(query=Tree, types=[Leaf, Other], execution_context_class=GatewayExecutor)
-    theirs = strawberry.Schema(query=Tree, types=[Leaf, Other])
+    theirs = strawberry.Schema(query=Tree, types=[Leaf, Other], execution_context_class=StrawberrysExecutor)
     variables = {"n": 4, "s": True}
     a, b = await ours.execute(query, variables), await theirs.execute(query, variables)
     assert a.data == b.data
@@ -423,7 +453,7 @@ class Shelves:
 ])
 async def test_read_lists_of_objects_are_the_same_as_strawberrys(query: str):
     ours = strawberry.Schema(query=Shelves, types=[Box], execution_context_class=GatewayExecutor)
-    theirs = strawberry.Schema(query=Shelves, types=[Box])
+    theirs = strawberry.Schema(query=Shelves, types=[Box], execution_context_class=StrawberrysExecutor)
     a, b = await ours.execute(query), await theirs.execute(query)
     assert a.data == b.data
     assert _errors(a) == _errors(b)
@@ -486,7 +516,7 @@ async def test_levels_answer_as_strawberrys_with_one_call_per_level_and_reports_
     from types import SimpleNamespace
 
     ours = strawberry.Schema(query=Parts, execution_context_class=GatewayExecutor)
-    theirs = strawberry.Schema(query=Parts)
+    theirs = strawberry.Schema(query=Parts, execution_context_class=StrawberrysExecutor)
     MANY_CALLS.update(many=0, one=0)
     mine = SimpleNamespace(reported=[])
     a = await ours.execute(query, context_value=mine)

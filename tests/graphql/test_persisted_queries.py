@@ -18,6 +18,7 @@ import pytest
 from gateway.app import create_app
 from gateway.auth import hash_key
 from gateway.config import ApiKey, Settings
+from resolvers.persisted import PersistedQueries
 from resolvers.trusted_documents import TrustedDocuments
 from tests.graphql.conftest import READ_KEY, WRITE_KEY, make_settings, open_registry
 from tests.support.live import LiveServer
@@ -116,6 +117,41 @@ async def test_documents_that_fail_or_are_too_long_are_not_kept(tmp_path: Path):
         ran = await http.post("/graphql", json={"query": long, "extensions": persisted(long)})
         assert ran.json()["data"]["registry"]["alias19"] == "/"
         assert code(await http.post("/graphql", json={"extensions": persisted(long)})) == "PERSISTED_QUERY_NOT_FOUND"
+
+
+async def test_the_memory_store_never_holds_more_than_its_bounds():
+    """Many distinct documents, of many sizes: the per-process store stays within both bounds, and
+    what it counts is what it holds (the most recently used documents)."""
+    settings = Settings(apq_memory_entries=50, apq_memory_bytes=4096, apq_max_bytes=65536)
+    queries = PersistedQueries(settings)
+    store = queries.local
+    kept: list[tuple[str, str]] = []
+    for i in range(2000):
+        text = f"query Q{i} {{ registry {{ xid " + "é" * (i % 300) + " }} }}"  # 30 to 630 bytes
+        await queries.keep(sha(text), text, None)
+        kept.append((sha(text), text))
+        assert len(store) <= 50 and store.bytes <= 4096
+    held = [text for key, text in kept if store.get(key) is not None]
+    assert store.bytes == sum(len(t.encode()) for t in held)
+    assert held == [t for _, t in kept[-len(held):]]  # the newest ones, none skipped
+    assert await queries.lookup(kept[0][0], None) is None
+    huge = "query Huge { registry { xid } } #" + "x" * 5000  # over the whole bound: not kept, nothing dropped
+    await queries.keep(sha(huge), huge, None)
+    assert store.get(sha(huge)) is None and [t for key, t in kept if store.get(key) is not None] == held
+
+
+async def test_an_evicted_hash_is_a_miss_and_the_client_sends_the_document_again(tmp_path: Path):
+    documents = [f"query Q{i} {{ registry {{ xid }} }}" for i in range(20)]  # 30 bytes each: 8 fit in 256
+    async with gateway(make_settings(tmp_path, apq_memory_bytes=256), tmp_path / "r.db") as http:
+        for text in documents:
+            kept = await http.post("/graphql", json={"query": text, "extensions": persisted(text)})
+            assert kept.json() == {"data": {"registry": {"xid": "/"}}}
+        assert (await http.post("/graphql", json={"extensions": persisted(documents[-1])})).json()["data"]
+        first = persisted(documents[0])
+        assert code(await http.post("/graphql", json={"extensions": first})) == "PERSISTED_QUERY_NOT_FOUND"
+        again = await http.post("/graphql", json={"query": documents[0], "extensions": first})  # the APQ retry
+        assert again.json() == {"data": {"registry": {"xid": "/"}}}
+        assert (await http.post("/graphql", json={"extensions": first})).json() == again.json()
 
 
 async def test_apq_switched_off(tmp_path: Path):

@@ -18,7 +18,7 @@ STRUCTURE_REDOS = {"$schema": "https://json-structure.org/meta/extended/v0/#", "
 
 @pytest.fixture
 def evaluator() -> Iterator[Evaluator]:
-    ev = Evaluator(Limits(cpu_seconds=1, wall_seconds=600.0, workers=1))
+    ev = Evaluator(Limits(cpu_seconds=1, wall_seconds=600.0, workers=1, queue_size=32))
     yield ev
     ev.close()
 
