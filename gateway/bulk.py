@@ -8,7 +8,8 @@ data source hands to Spark as they are. The data path is the GraphQL one: the re
 of the federation (local, remote and document registries alike), one
 :meth:`~adapters.base.RegistrySource.list` keyset page, the views completed with their collection
 counts (``json``) and messages materialised across registries (``effective``) by the request's
-loaders (:class:`~resolvers.loaders.Loaders`). Every column holds what the GraphQL path gives it.
+loaders (:class:`~resolvers.loaders.Loaders`). Every column holds what the GraphQL path gives it;
+columns are gathered with one lookup per row and converted whole (:mod:`gateway.bulk_columns`).
 
 Parameters (query string):
 
