@@ -153,6 +153,7 @@ class WebhookDispatcher:
         self.holder = holder or _holder()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._leases: dict[str, float] = {}
         webhooks.on_change = self.wake
 
@@ -181,26 +182,31 @@ class WebhookDispatcher:
         return sum(await asyncio.gather(*(one(s) for s in due)))
 
     async def run(self) -> None:
-        """Turns until cancelled: at once while there is work, else on a wake-up or every poll."""
-        while True:
+        """Turns until stopped (:meth:`aclose`): at once while there is work, else on a wake-up or
+        every poll. The stop is a flag as well as a cancellation: Python 3.11's ``wait_for`` loses a
+        cancellation that arrives as the wake-up completes, and the loop must still end."""
+        while not self._stopping:
             self._wakeup.clear()
             try:
                 done = await self.run_once()
             except Exception:
                 log.exception("webhook delivery turn failed")
                 done = 0
-            if done:
+            if done or self._stopping:
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), self.config.poll_seconds)
 
     def start(self) -> None:
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self.run(), name="webhook-delivery")
 
     async def aclose(self) -> None:
         """Stop delivering, release the leases held, close the HTTP client."""
         if self._task is not None:
+            self._stopping = True
+            self._wakeup.set()
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
