@@ -174,7 +174,13 @@ async def _sources(store: Store, sel: Selection) -> list[EntityRecord] | None:
     keys. A dangling source is matched by its ids and ``meta``."""
     if not _reads_values(sel):
         return None
-    found = await store.list(Query(ctype=sel.ctype, parent=sel.parent, as_of=sel.as_of,
+    parents = None  # where the listing reads: its parent, or the parents a reachableOver reaches
+    reach = sel.filters.reachable_over if sel.filters is not None else None
+    if reach is not None:
+        parents = await _reaching(store, sel, reach)
+        if not parents:
+            return None
+    found = await store.list(Query(ctype=sel.ctype, parent=sel.parent, parents=parents, as_of=sel.as_of,
                                    any_of=((Condition(XREF_PATH, "exists"),),)))
     if not found.items:
         return None
