@@ -3,7 +3,7 @@ for everything, ``GET`` for queries.
 
 A request is handled in this order:
 
-1. A browser's ``GET`` without a query gets GraphiQL (when ``gateway.graphiql`` provides it).
+1. A browser's ``GET`` without a query gets GraphiQL (:mod:`gateway.graphiql`).
 2. The response media type is chosen from ``Accept`` (:mod:`resolvers.media`); neither
    ``application/graphql-response+json`` nor ``application/json`` acceptable: 406.
 3. The request is read: ``POST`` bodies must be ``application/json`` (a ``charset`` other than
@@ -40,20 +40,25 @@ from typing import Any
 from aiocache.base import BaseCache
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
+from adapters.request import RequestSources, Served
 from gateway import http_cache, json_limits
-from gateway.auth import AuthError, Principal, principal_of
+from gateway.auth import Authenticator, AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import GraphQLRequestError
+from gateway.graphiql import graphiql_page, graphiql_routes
 from gateway.json_encoding import dumps
-from resolvers.context import Context, references_of, sources_of
+from gateway.ratelimit import budget_of
+from gateway.request_context import current
+from resolvers.context import Context
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
 from resolvers.pacing import LARGE_COST, json_response
 from resolvers.persisted import Document, PersistedQueries, bad_request
-from resolvers.schema import GatewaySchema
+from resolvers.schema import GatewaySchema, build_schema
 from resolvers.trusted_documents import sha256_hex
 
 JSON_TYPES = ("application/json",)
@@ -140,14 +145,6 @@ def wants_html(request: Request) -> bool:
         {"query", "documentId", "extensions"} & set(request.query_params))
 
 
-def shared_cache(app: Any) -> BaseCache | None:
-    """The cache replicas share (``cache_url`` Redis), or ``None`` with ``memory://``."""
-    federation = getattr(app.state, "federation", None)
-    if federation is None or federation.settings.cache_url == "memory://":
-        return None
-    return federation.backend
-
-
 def _request_error_status(body: dict[str, Any]) -> int:
     statuses = [_REQUEST_ERROR_STATUS.get(e.get("extensions", {}).get("code"), 400) for e in body.get("errors", [])]
     client = [s for s in statuses if s < 500]
@@ -156,9 +153,12 @@ def _request_error_status(body: dict[str, Any]) -> int:
 
 def graphql_endpoint(
     settings: Settings, schema: GatewaySchema, graphiql_page: Callable[[], Any] | None,
-    persisted: PersistedQueries | None = None,
+    persisted: PersistedQueries | None = None, *, served: Served, auth: Authenticator,
+    shared: Callable[[], BaseCache | None] = lambda: None,
 ) -> Callable[[Request], Awaitable[Response]]:
-    """The Starlette endpoint for ``GET`` and ``POST /graphql``."""
+    """The Starlette endpoint for ``GET`` and ``POST /graphql``: operations over the registries
+    ``served``, for callers ``auth`` lets read; ``shared`` gives the cache replicas share
+    (``cache_url`` Redis; ``None`` with ``memory://``), where automatic persisted queries are kept."""
     persisted = persisted or PersistedQueries(settings)
     salt = http_cache.deployment_salt(settings)
 
@@ -192,23 +192,23 @@ def graphql_endpoint(
         except GraphQLRequestError as exc:
             return _refused(media, exc)
         try:
-            principal = await principal_of(request)
-            request.app.state.auth.require(principal, "read")
+            principal = await principal_of(request, auth)
+            auth.require(principal, "read")
         except AuthError as exc:
             return _problem(media, exc.status, exc.code, exc.title, exc.headers())
-        shared = shared_cache(request.app)
         try:
-            document = await persisted.resolve(params, principal, shared)
+            document = await persisted.resolve(params, principal, shared())
         except GraphQLRequestError as exc:
             return _refused(media, exc)
-        sources = sources_of(request.app)
+        reads = RequestSources(served)
+        sources = reads.sources
         tags = await validators(request, media, document, params, principal, sources) if get else None
         asked = request.headers.get("if-none-match")
         if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
             return http_cache.not_modified(tags)
         context = Context(settings=settings, sources=sources, default_registry=settings.registry_id,
-                          principal=principal, auth=request.app.state.auth,
-                          rules=references_of(request.app, sources))
+                          principal=principal, auth=auth, rules=reads.references,
+                          budget=budget_of(request), record=current())
         try:
             allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
             try:
@@ -228,7 +228,7 @@ def graphql_endpoint(
             if ran:
                 body["data"] = result.data  # absent only when the request failed before execution
                 if document.register is not None:
-                    await persisted.keep(document.register, document.text, shared)
+                    await persisted.keep(document.register, document.text, shared())
             status = 200 if media == JSON or ran else _request_error_status(body)
             response = await json_response(body, status, media_type=content_type(media),
                                            large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
@@ -249,3 +249,11 @@ def graphql_endpoint(
             context.close()  # the request's loaded entities are freed now, not by a full collection
 
     return endpoint
+
+
+def build_routes(settings: Settings, served: Served, auth: Authenticator,
+                 shared: Callable[[], BaseCache | None] = lambda: None) -> list[BaseRoute]:
+    """``/graphql`` (GET and POST) over the registries ``served``, and GraphiQL's own routes."""
+    endpoint = graphql_endpoint(settings, build_schema(settings), lambda: graphiql_page(settings),
+                                PersistedQueries.from_settings(settings), served=served, auth=auth, shared=shared)
+    return [Route("/graphql", endpoint, methods=["GET", "POST"], name="graphql"), *graphiql_routes(settings)]
