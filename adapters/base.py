@@ -20,13 +20,16 @@ import abc
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.errors import InstanceMismatch, UserInputError, XRegistryError
 from gateway.model.registry_model import RegistryModel
 from gateway.registry.filters import Filters
 from gateway.storage.semantics import Sort
 from gateway.xid import Xid
+
+if TYPE_CHECKING:
+    from gateway.registry.service import LocalRegistry
 
 #: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
 #: ``meta``, a version.
@@ -282,6 +285,17 @@ class RegistrySource(abc.ABC):
     def status(self) -> SourceStatus:
         """The source's health."""
         return SourceStatus(self.id, self.kind, self.base_url or None)
+
+    async def refresh(self) -> bool:
+        """Load what the source serves again when it changed (a document registry's file);
+        ``True`` when a new copy now serves. Sources that read live answer ``False``."""
+        return False
+
+    # -- capabilities -----------------------------------------------------------------------------
+    def own_registry(self) -> LocalRegistry | None:
+        """The gateway's own registry when this source serves it (``None`` for remote and document
+        registries), for what only it can do: dry-run writes, model synchronisation."""
+        return None
 
     @property
     def instance_id(self) -> str | None:

@@ -214,6 +214,9 @@ class LocalSource(RegistrySource):
         self.base_url = registry.base_url
         self._messages: tuple[RegistryModel, Materialised] | None = None
 
+    def own_registry(self) -> LocalRegistry:
+        return self.registry
+
     @property  # read from the registry: a modelsource write replaces it
     def model(self) -> RegistryModel:  # type: ignore[override]
         """The registry's current model (it changes through ``modelsource``)."""

@@ -17,7 +17,6 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.effective import is_message
-from adapters.local import LocalSource
 from gateway.errors import UserInputError, ValidationErrors, XRegistryError
 from gateway.formats import Refused, default
 from gateway.registry.changeset import Changeset
@@ -68,7 +67,8 @@ class Checks:
         resource_type: str = "schemas", registry: str | None = None,
     ) -> SchemaVersionCheck:
         source = info.context.source(registry)
-        if not isinstance(source, LocalSource):
+        own = source.own_registry()
+        if own is None:
             raise UserInputError(f"registry {source.id!r} is not the gateway's own: it cannot be checked here")
         rdef = source.model.resource(group_type, resource_type)
         if rdef is None:
@@ -84,7 +84,7 @@ class Checks:
             return vid, dict(state.doc or {})
 
         try:
-            (vid, doc), _ = await source.registry.write(build, subject=f"/{group_type}/{group_id}", note="dry run",
+            (vid, doc), _ = await own.write(build, subject=f"/{group_type}/{group_id}", note="dry run",
                                                         dry_run=True)
         except XRegistryError as exc:
             errors = exc.errors if isinstance(exc, ValidationErrors) else [exc]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters.local import LocalSource
 from gateway.registry.service import MODEL_MAX_AGE
 from resolvers.context import Context
 
@@ -21,6 +20,7 @@ from resolvers.context import Context
 async def sync_current_model(context: Any) -> None:
     """Bring the local registry's model up to date before an operation with ``context`` executes."""
     if isinstance(context, Context):
-        local = context.sources.get(context.default_registry)
-        if isinstance(local, LocalSource):
-            await local.registry.sync_model(max_age=MODEL_MAX_AGE)
+        source = context.sources.get(context.default_registry)
+        registry = source.own_registry() if source is not None else None
+        if registry is not None:
+            await registry.sync_model(max_age=MODEL_MAX_AGE)

@@ -15,7 +15,6 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLSyntaxError
 
-from gateway.auth import AuthError
 from gateway.errors import GatewayError, ValidationErrors, XRegistryError
 
 INTERNAL = "INTERNAL_SERVER_ERROR"
@@ -47,9 +46,6 @@ def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
             extensions["retryAfter"] = cause.args_map["retry_after"]  # as too_many_requests has it
         if isinstance(cause, ValidationErrors) and len(cause.errors) > 1:
             extensions["errors"] = [e.to_problem() for e in cause.errors]
-    elif isinstance(cause, AuthError):
-        message = cause.title
-        extensions["code"] = cause.code
     elif isinstance(cause, GatewayError):
         message = str(cause)
         extensions["code"] = cause.code

@@ -61,7 +61,7 @@ def _object(value: Any, subject: str) -> dict[str, Any]:
 
 
 def _correlated(info: Info, outcome: WriteOutcome) -> None:
-    """The write's correlation id goes to the response's ``extensions`` (see ``resolvers/http.py``)."""
+    """The write's correlation id goes to the response's ``extensions`` (see ``gateway/graphql_http.py``)."""
     if outcome.correlation_id is not None:
         info.context.correlation_ids.append(outcome.correlation_id)
 

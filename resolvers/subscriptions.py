@@ -8,7 +8,7 @@ from now on), then the live ones, in position order, without gap or duplicate. R
 
 Each event's ``entity`` is the entity the event is about as it is *now* (its GraphQL type, read
 when the event is delivered), ``null`` once it was deleted or for events about the model or
-capabilities. The transports (``resolvers/websocket.py``, ``resolvers/sse.py``) deliver the
+capabilities. The transports (``gateway/graphql_ws.py``, ``gateway/graphql_sse.py``) deliver the
 stream; a consumer further behind than ``subscription_buffer`` events is disconnected
 (:class:`~adapters.events.SlowConsumer`).
 """

@@ -4,8 +4,8 @@ GraphQL over SSE protocol (the ``graphql-sse`` client's default), one operation 
 A ``GET`` or ``POST`` to ``/graphql`` whose ``Accept`` names ``text/event-stream`` is such a
 request. It is an ordinary request to ``/graphql`` until its operation is set up: the same
 middleware (CORS, rate limits, admission control), body limits, credentials and persisted
-documents (``resolvers/http.py``), then :func:`resolvers.streaming.open_stream` (document
-limits, cost ceiling, the rate limit charged the operation's cost). A refusal is answered as
+documents (:mod:`gateway.graphql_http`), then :func:`resolvers.streaming.open_stream` (document
+limits, cost ceiling, the request's rate-limit budget charged the operation's cost). A refusal is answered as
 JSON with the status the GraphQL HTTP binding gives it (400, 401, 403, 429, 503…); an accepted
 operation is answered ``200 text/event-stream``: one ``next`` event per result, then
 ``complete``. The request gives its admission slot back once the stream is open
@@ -36,8 +36,9 @@ from strawberry.types.graphql import OperationType
 
 from adapters.events import SlowConsumer
 from gateway import metrics
-from gateway.admission import Busy, busy_error, release_early
+from gateway.admission import Admission, Busy, busy_error, release_early
 from gateway.json_encoding import dumps
+from resolvers.context import Budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
 from resolvers.streaming import Subscriber, open_stream
@@ -78,17 +79,19 @@ class _EventStreamResponse(StreamingResponse):
 
 
 async def event_stream(request: Request, schema: GatewaySchema, query: str, params: dict[str, Any],
-                       subscriber: Subscriber, get: bool) -> ExecutionResult | Response:
+                       subscriber: Subscriber, get: bool, admission: Admission, *, budget: Budget | None = None,
+                       record: Any = None) -> ExecutionResult | Response:
     """The response to an event-stream request, or the result refusing its operation (for the
-    HTTP binding to answer as JSON). Raises what :func:`open_stream` raises."""
+    HTTP binding to answer as JSON): open streams are counted by ``admission``, the operation is
+    charged to the request's ``budget`` and named on its log ``record``. Raises what
+    :func:`open_stream` raises."""
     settings = subscriber.settings
     allowed = ((OperationType.QUERY, OperationType.SUBSCRIPTION) if get else
                (OperationType.QUERY, OperationType.MUTATION, OperationType.SUBSCRIPTION))
     opened = await open_stream(schema, schema.limits, query, params.get("variables"), subscriber,
-                               params.get("operationName"), allowed)
+                               params.get("operationName"), allowed, budget=budget, record=record)
     if isinstance(opened, ExecutionResult):
         return opened
-    admission = request.app.state.admission
     held = admission.subscriptions.held("sse")
     try:
         held.__enter__()

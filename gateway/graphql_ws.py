@@ -11,8 +11,9 @@ A connection is held to the same rules as a request to ``/graphql``:
   payload; the caller must hold the ``read`` scope, else the socket closes with ``4401``
   (no or bad credentials) or ``4403`` (scope missing) and the reason;
 - **every operation** (``subscribe`` message) runs :func:`resolvers.streaming.open_stream`:
-  the document limits, the cost ceiling and the caller's rate limit (charged the operation's
-  cost) apply as to a query, and it takes a slot of the ``graphql`` admission gate while it is
+  the document limits, the cost ceiling and the caller's rate limit (a budget of the rate
+  limiter's, :func:`gateway.ratelimit.operation_budget`, charged the operation's cost) apply as
+  to a query, and it takes a slot of the ``graphql`` admission gate while it is
   set up; a refusal is the operation's ``error`` message (``extensions.code`` as over HTTP);
 - **open subscriptions** are bounded per process (``subscriptions_max``, ``server_busy``) and per
   connection (:data:`PER_CONNECTION`).
@@ -40,14 +41,14 @@ from strawberry.subscriptions.protocols.graphql_transport_ws.types import Connec
 from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
-from adapters.events import SlowConsumer
+from adapters.events import EventFeed, SlowConsumer
+from adapters.request import RequestSources, Served
 from gateway import metrics
-from gateway.admission import Busy, busy_error
-from gateway.auth import AuthError, Principal
+from gateway.admission import Admission, Busy, busy_error
+from gateway.auth import Authenticator, AuthError, Principal
 from gateway.config import Settings
 from gateway.json_encoding import dumps
-from gateway.ratelimit import budget_of, charging
-from resolvers.context import references_of, sources_of
+from gateway.ratelimit import RateLimiter, operation_budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
 from resolvers.streaming import Subscriber, open_stream
@@ -93,9 +94,11 @@ def _message(operation: Operation[Subscriber, None], kind: str, payload: Any = N
 
 class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
     """strawberry's ``graphql-transport-ws`` handler, with the gateway's credentials check on
-    ``connection_init`` and its operation pipeline (:func:`open_stream`) for every operation."""
+    ``connection_init`` and its operation pipeline (:func:`open_stream`) for every operation,
+    under the admission control and rate limiter of the :class:`GraphQLWebSocket` view."""
 
     context: Subscriber
+    view: GraphQLWebSocket
 
     @property
     def _socket(self) -> WebSocket:
@@ -116,25 +119,25 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
         await super().handle_connection_init(message)
 
     async def _authenticate(self, payload: dict[str, Any]) -> Principal:
-        auth = self.context.auth
-        assert auth is not None
+        auth = self.view.auth
         principal = await auth.authenticate(_credentials(payload, self._socket))
         auth.require(principal, "read")
         return principal
 
     async def run_operation(self, operation: Operation[Subscriber, None]) -> None:
         """One ``subscribe`` message: set up under admission and the rate limit, then its results."""
-        settings, app = self.context.settings, self._socket.app
-        admission = app.state.admission
+        settings, admission = self.context.settings, self.view.admission
         gate = admission.gates["graphql"] if admission.enabled else None
+        principal = cast(Principal | None, self.context.principal)
+        limiter = self.view.limiter
+        budget = operation_budget(limiter, principal, self._socket.scope) if limiter is not None else None
         try:
             if gate is not None:
                 await gate.acquire()
             try:
-                with charging(budget_of(app.state.rate_limiter, self.context.principal, self._socket.scope)):
-                    schema = cast(GatewaySchema, self.schema)
-                    opened = await open_stream(schema, schema.limits, operation.query,
-                                               operation.variables, self.context, operation.operation_name, _ALL)
+                schema = cast(GatewaySchema, self.schema)
+                opened = await open_stream(schema, schema.limits, operation.query, operation.variables,
+                                           self.context, operation.operation_name, _ALL, budget=budget)
             finally:
                 if gate is not None:
                     gate.release()
@@ -181,21 +184,26 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
 
 class GraphQLWebSocket(GraphQL[Subscriber, None]):
     """strawberry's ASGI view, for WebSocket connections only (``/graphql``'s HTTP binding is
-    ``resolvers/http.py``)."""
+    :mod:`gateway.graphql_http`): operations over the registries ``served`` and the local
+    registry's ``events``, for callers ``auth`` lets read, under ``admission`` and ``limiter``
+    (``None``: rates not limited)."""
 
     graphql_transport_ws_handler_class = TransportHandler
 
-    def __init__(self, settings: Settings, schema: GatewaySchema) -> None:
+    def __init__(self, settings: Settings, schema: GatewaySchema, *, served: Served, auth: Authenticator,
+                 admission: Admission, limiter: RateLimiter | None = None, events: EventFeed | None = None,
+                 webhooks: Any = None) -> None:
         super().__init__(schema, graphql_ide=None, subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
                          connection_init_wait_timeout=timedelta(seconds=settings.subscription_init_seconds),
                          max_subscriptions_per_connection=PER_CONNECTION, allowed_origins=settings.cors_origins)
-        self.settings = settings
+        self.settings, self.served, self.auth = settings, served, auth
+        self.admission, self.limiter = admission, limiter
+        self.events, self.webhooks = events, webhooks
 
     async def get_context(self, request: Any, response: Any) -> Subscriber:
-        app = request.app
-        sources = sources_of(app)
-        return Subscriber(settings=self.settings, sources=sources, events=getattr(app.state, "events", None),
-                          auth=app.state.auth, rules=references_of(app, sources))
+        reads = RequestSources(self.served)  # the connection's snapshot: a reload does not change it
+        return Subscriber(settings=self.settings, sources=reads.sources, events=self.events, auth=self.auth,
+                          rules=reads.references, webhooks=self.webhooks)
 
     def encode_json(self, data: object) -> str:
         return dumps(data).decode("utf-8")

@@ -3,7 +3,7 @@ for everything, ``GET`` for queries.
 
 A request is handled in this order:
 
-1. A browser's ``GET`` without a query gets GraphiQL (when ``gateway.graphiql`` provides it).
+1. A browser's ``GET`` without a query gets GraphiQL (:mod:`gateway.graphiql`).
 2. The response media type is chosen from ``Accept`` (:mod:`resolvers.media`); neither
    ``application/graphql-response+json`` nor ``application/json`` acceptable: 406.
 3. The request is read: ``POST`` bodies must be ``application/json`` (a ``charset`` other than
@@ -17,7 +17,8 @@ A request is handled in this order:
 6. A ``GET`` whose ``If-None-Match`` holds the current entity tag gets 304 (see below).
 7. The operation runs; a mutation over ``GET`` is refused with 405 and ``Allow: POST``, a
    subscription without ``Accept: text/event-stream`` with 400. With ``text/event-stream`` the
-   operation streams (GraphQL over SSE, :mod:`resolvers.sse`; WebSockets: :mod:`resolvers.websocket`).
+   operation streams (GraphQL over SSE, :mod:`gateway.graphql_sse`; WebSockets, on the same path:
+   :mod:`gateway.graphql_ws`).
 
 Status codes: with ``application/json`` every request that got this far is answered 200 (legacy
 clients read ``errors``); with ``application/graphql-response+json`` a response without
@@ -42,21 +43,30 @@ from typing import Any
 from aiocache.base import BaseCache
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
+from adapters.events import EventFeed
+from adapters.request import RequestSources, Served
+from adapters.webhook_admin import Webhooks
 from gateway import http_cache, json_limits
-from gateway.auth import AuthError, Principal, principal_of
+from gateway.admission import Admission
+from gateway.auth import Authenticator, AuthError, Principal, principal_of
 from gateway.config import Settings
 from gateway.errors import GraphQLRequestError
+from gateway.graphiql import graphiql_page, graphiql_routes
+from gateway.graphql_sse import accepts_event_stream, event_stream
+from gateway.graphql_ws import GraphQLWebSocket
 from gateway.json_encoding import dumps
-from resolvers.context import Context, events_of, references_of, sources_of
+from gateway.ratelimit import RateLimiter, budget_of
+from gateway.request_context import current
+from resolvers.context import Context
 from resolvers.errors import INTERNAL, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
 from resolvers.pacing import LARGE_COST, json_response
 from resolvers.persisted import Document, PersistedQueries, bad_request
-from resolvers.schema import GatewaySchema
-from resolvers.sse import accepts_event_stream, event_stream
+from resolvers.schema import GatewaySchema, build_schema
 from resolvers.streaming import Subscriber
 from resolvers.trusted_documents import sha256_hex
 
@@ -147,14 +157,6 @@ def wants_html(request: Request) -> bool:
         {"query", "documentId", "extensions"} & set(request.query_params))
 
 
-def shared_cache(app: Any) -> BaseCache | None:
-    """The cache replicas share (``cache_url`` Redis), or ``None`` with ``memory://``."""
-    federation = getattr(app.state, "federation", None)
-    if federation is None or federation.settings.cache_url == "memory://":
-        return None
-    return federation.backend
-
-
 def _request_error_status(body: dict[str, Any]) -> int:
     statuses = [_REQUEST_ERROR_STATUS.get(e.get("extensions", {}).get("code"), 400) for e in body.get("errors", [])]
     client = [s for s in statuses if s < 500]
@@ -163,10 +165,17 @@ def _request_error_status(body: dict[str, Any]) -> int:
 
 def graphql_endpoint(
     settings: Settings, schema: GatewaySchema, graphiql_page: Callable[[], Any] | None,
-    persisted: PersistedQueries | None = None,
+    persisted: PersistedQueries | None = None, *, served: Served, auth: Authenticator,
+    shared: Callable[[], BaseCache | None] = lambda: None, events: EventFeed | None = None,
+    webhooks: Webhooks | None = None, admission: Admission | None = None,
 ) -> Callable[[Request], Awaitable[Response]]:
-    """The Starlette endpoint for ``GET`` and ``POST /graphql``."""
+    """The Starlette endpoint for ``GET`` and ``POST /graphql``: operations over the registries
+    ``served``, for callers ``auth`` lets read; ``shared`` gives the cache replicas share
+    (``cache_url`` Redis; ``None`` with ``memory://``), where automatic persisted queries are kept.
+    Subscriptions stream the local registry's ``events`` (open streams counted by ``admission``);
+    ``webhooks`` are the webhook subscriptions GraphQL manages (``None``: not served)."""
     persisted = persisted or PersistedQueries(settings)
+    admission = admission or Admission(settings)
     salt = http_cache.deployment_salt(settings)
 
     async def validators(request: Request, media: str, document: Document, params: dict[str, Any],
@@ -189,7 +198,7 @@ def graphql_endpoint(
                 return _problem(JSON, 404, "NOT_FOUND", "GraphiQL is not available on this server.")
             page = graphiql_page()
             return page if isinstance(page, Response) else HTMLResponse(str(page))
-        stream = accepts_event_stream(request)  # GraphQL over SSE (resolvers/sse.py): refusals answer as JSON
+        stream = accepts_event_stream(request)  # GraphQL over SSE (gateway/graphql_sse.py): refusals answer as JSON
         media = JSON if stream else negotiate(request.headers.get("accept"))
         if media is None:
             return _problem(JSON, 406, "NOT_ACCEPTABLE",
@@ -200,34 +209,34 @@ def graphql_endpoint(
         except GraphQLRequestError as exc:
             return _refused(media, exc)
         try:
-            principal = await principal_of(request)
-            request.app.state.auth.require(principal, "read")
+            principal = await principal_of(request, auth)
+            auth.require(principal, "read")
         except AuthError as exc:
             return _problem(media, exc.status, exc.code, exc.title, exc.headers())
-        shared = shared_cache(request.app)
         try:
-            document = await persisted.resolve(params, principal, shared)
+            document = await persisted.resolve(params, principal, shared())
         except GraphQLRequestError as exc:
             return _refused(media, exc)
-        sources = sources_of(request.app)
+        reads = RequestSources(served)
+        sources = reads.sources
         tags = await validators(request, media, document, params, principal, sources) if get and not stream else None
         asked = request.headers.get("if-none-match")
         if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
             return http_cache.not_modified(tags)
         context = Context(settings=settings, sources=sources, default_registry=settings.registry_id,
-                          principal=principal, auth=request.app.state.auth,
-                          rules=references_of(request.app, sources),
-                          webhooks=getattr(request.app.state, "webhooks", None))
+                          principal=principal, auth=auth, rules=reads.references, events=events,
+                          webhooks=webhooks, budget=budget_of(request), record=current())
         try:
             allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
             try:
                 if stream:
-                    subscriber = Subscriber(settings=settings, sources=sources, events=events_of(request.app),
-                                            auth=request.app.state.auth, principal=principal, rules=context.rules)
-                    opened = await event_stream(request, schema, document.text, params, subscriber, get)
+                    subscriber = Subscriber(settings=settings, sources=sources, events=events, auth=auth,
+                                            principal=principal, rules=context.rules, webhooks=webhooks)
+                    opened = await event_stream(request, schema, document.text, params, subscriber, get, admission,
+                                                budget=context.budget, record=context.record)
                     if isinstance(opened, Response):
                         if document.register is not None:
-                            await persisted.keep(document.register, document.text, shared)
+                            await persisted.keep(document.register, document.text, shared())
                         return opened
                     result = opened
                 else:
@@ -249,7 +258,7 @@ def graphql_endpoint(
             if ran:
                 body["data"] = result.data  # absent only when the request failed before execution
                 if document.register is not None:
-                    await persisted.keep(document.register, document.text, shared)
+                    await persisted.keep(document.register, document.text, shared())
             if context.correlation_ids:  # core/events.md: the response names the events' interaction
                 body["extensions"] = {"xregcorrelationid": list(context.correlation_ids)}
             status = 200 if (media == JSON and not stream) or ran else _request_error_status(body)
@@ -272,3 +281,23 @@ def graphql_endpoint(
             context.close()  # the request's loaded entities are freed now, not by a full collection
 
     return endpoint
+
+
+def build_routes(settings: Settings, served: Served, auth: Authenticator,
+                 shared: Callable[[], BaseCache | None] = lambda: None, *, events: EventFeed | None = None,
+                 webhooks: Webhooks | None = None, admission: Admission | None = None,
+                 limiter: RateLimiter | None = None) -> list[BaseRoute]:
+    """``/graphql`` over the registries ``served`` — HTTP (GET and POST, with GraphQL over SSE)
+    and WebSocket (:class:`~gateway.graphql_ws.GraphQLWebSocket`) — and GraphiQL's own routes.
+    Subscriptions stream the local registry's ``events``; WebSocket operations, which no
+    middleware sees, take their slot of ``admission`` and are charged to ``limiter``'s buckets
+    (``None``: not limited)."""
+    schema = build_schema(settings)
+    admission = admission or Admission(settings)
+    endpoint = graphql_endpoint(settings, schema, lambda: graphiql_page(settings),
+                                PersistedQueries.from_settings(settings), served=served, auth=auth, shared=shared,
+                                events=events, webhooks=webhooks, admission=admission)
+    socket = GraphQLWebSocket(settings, schema, served=served, auth=auth, admission=admission, limiter=limiter,
+                              events=events, webhooks=webhooks)
+    return [Route("/graphql", endpoint, methods=["GET", "POST"], name="graphql"),
+            WebSocketRoute("/graphql", socket, name="graphql-ws"), *graphiql_routes(settings)]
