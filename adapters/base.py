@@ -70,6 +70,13 @@ class SourceStatus:
     breaker: str | None = None
     requests: int = 0
     cache: dict[str, int] = field(default_factory=dict)
+    #: ``reachable``, ``unreachable`` (its circuit is not closed, or its requests fail) or
+    #: ``unknown`` (not asked yet).
+    state: str = "reachable"
+    #: When its requests began to fail, with no success since.
+    unreachable_since: float | None = None
+    #: When it first answered from a stale cache in the current outage (``None``: it has not).
+    stale_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

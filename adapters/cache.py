@@ -91,6 +91,8 @@ class Entry:
     value: Any
     fresh: bool
     revalidate: bool
+    #: When it was fetched (wall seconds).
+    at: float = 0.0
 
 
 class RegistryCache:
@@ -110,6 +112,8 @@ class RegistryCache:
         self._tasks: set[asyncio.Task] = set()
         #: Moved by :meth:`invalidate`: part of every key (``""``: none yet).
         self.generation = ""
+        #: Told of every stale answer served: ``(when it was fetched, whether the registry just failed)``.
+        self.on_stale: Callable[[float, bool], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -145,7 +149,8 @@ class RegistryCache:
                 continue
             age = now - float(stored["at"])
             if age <= self.ttl + self.sie:
-                out[key] = Entry(stored.get("v"), age <= self.ttl, self.ttl < age <= self.ttl + self.swr)
+                out[key] = Entry(stored.get("v"), age <= self.ttl, self.ttl < age <= self.ttl + self.swr,
+                                 float(stored["at"]))
         return out
 
     async def store(self, values: dict[str, Any]) -> None:
@@ -177,6 +182,7 @@ class RegistryCache:
             return entry.value
         if entry is not None and entry.revalidate:
             self.background(key, fetch)
+            self.served_stale(entry, failed=False)
             return entry.value
         try:
             return await self._single_flight(key, fetch)
@@ -184,7 +190,13 @@ class RegistryCache:
             if entry is None:
                 raise
             self.stats.add("stale_on_error")
+            self.served_stale(entry, failed=True)
             return entry.value
+
+    def served_stale(self, entry: Entry, *, failed: bool) -> None:
+        """Tell :attr:`on_stale` that ``entry`` was served stale (``failed``: because the registry failed)."""
+        if self.on_stale is not None:
+            self.on_stale(entry.at, failed)
 
     def background(self, key: str, fetch: Fetch) -> None:
         """Fetch ``key`` anew in the background (once at a time), keeping the old value on failure."""

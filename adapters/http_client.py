@@ -103,6 +103,9 @@ class RemoteClient:
         self.last_success: float | None = None
         self.last_error: str | None = None
         self.last_error_at: float | None = None
+        #: When its requests began to fail (connection, timeout, 5xx: what opens the circuit) with
+        #: no success since; ``None`` while it answers.
+        self.failing_since: float | None = None
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -138,12 +141,17 @@ class RemoteClient:
             self.breaker.success()
             verdict = True
             self.last_success = self.clock.wall()
+            self.failing_since = None
             self._count("ok" if answer.status == 200 else "not_found")
             return answer
         except _Failure as failure:
             self.breaker.failure() if failure.counts else self.breaker.success()
             verdict = True
             self.last_error, self.last_error_at = failure.reason, self.clock.wall()
+            if not failure.counts:
+                self.failing_since = None
+            elif self.failing_since is None:
+                self.failing_since = self.last_error_at
             self._count("error")
             log.warning("registry %s: %s (%s)", self.registry, failure.reason, url)
             raise SourceUnavailable(self.registry, failure.reason, subject, remote_status=failure.status) from None

@@ -53,9 +53,10 @@ from typing import Any, TypeVar
 
 import httpx
 
+from adapters import staleness
 from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.breaker import CLOSED
-from adapters.cache import RegistryCache, caller_digest
+from adapters.cache import Entry, RegistryCache, caller_digest
 from adapters.caller import current_credentials
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
@@ -118,6 +119,10 @@ class RemoteSource(RegistrySource):
         self.events = (RemoteEvents(self.id, self.client.http, events_url(self.base_url, config.events_url), cache,
                                     poll_interval=config.events_poll_seconds)
                        if config.follow_events and cache.enabled else None)
+        #: ``(the outage's start, when it first answered stale in it)``: see :meth:`_served_stale`.
+        self._stale: tuple[float | None, float] | None = None
+        self._prober: asyncio.Task | None = None
+        cache.on_stale = self._served_stale
 
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
@@ -127,8 +132,14 @@ class RemoteSource(RegistrySource):
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
         if self.events is not None:
             self.events.start()
+        if self.config.probe_seconds > 0 and self._prober is None:
+            self._prober = asyncio.ensure_future(self._probing())
 
     async def close(self) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            await asyncio.gather(self._prober, return_exceptions=True)
+            self._prober = None
         if self.events is not None:
             await self.events.close()
         self.snapshots.clear()
@@ -141,7 +152,51 @@ class RemoteSource(RegistrySource):
         healthy = state == CLOSED and (c.last_error_at is None or (c.last_success or 0) > c.last_error_at)
         return SourceStatus(self.id, self.kind, self.base_url, healthy=healthy, last_success=c.last_success,
                             last_error=c.last_error, last_error_at=c.last_error_at, breaker=state,
-                            requests=c.requests, cache=self.cache.stats.as_dict())
+                            requests=c.requests, cache=self.cache.stats.as_dict(), state=self._state(),
+                            unreachable_since=c.failing_since,
+                            stale_since=self._stale[1] if self._stale and self._stale[0] == c.failing_since
+                            and self._state() == "unreachable" else None)
+
+    def _state(self) -> str:
+        """The circuit breaker first: not closed is ``unreachable``; then the last verdict."""
+        c = self.client
+        if c.breaker.state != CLOSED or c.failing_since is not None:
+            return "unreachable"
+        return "unknown" if c.last_success is None and c.last_error_at is None else "reachable"
+
+    def _served_stale(self, fetched_at: float, failed: bool) -> None:
+        """A cached answer fetched at ``fetched_at`` was served stale: because the registry just
+        failed, or while revalidating it (reported only while it is unreachable)."""
+        if not failed and self._state() != "unreachable":
+            return
+        outage = self.client.failing_since
+        if self._stale is None or self._stale[0] != outage:
+            self._stale = (outage, self.clock.wall())
+        staleness.note(self.id, fetched_at, self.client.last_error, outage,
+                       fetched_at + self.cache.ttl - self.clock.wall())
+
+    async def probe(self) -> None:
+        """Ask for the root, unless something was asked of the registry within ``probe_seconds``:
+        its answer (or failure, or the circuit open) is its status from now on."""
+        c = self.client
+        latest = max(c.last_success or 0.0, c.last_error_at or 0.0)
+        if latest and self.clock.wall() - latest < self.config.probe_seconds:
+            return
+        try:
+            if not self._discovered:
+                await self._discover()
+            else:
+                await self.client.get(self.client.url("/"))
+        except SourceUnavailable as exc:
+            log.info("registry %s: health probe failed (%s)", self.id, exc.reason)
+
+    async def _probing(self) -> None:
+        while True:
+            await self.clock.sleep(self.config.probe_seconds)
+            try:
+                await self.probe()
+            except Exception:  # never ends the probing
+                log.exception("registry %s: health probe failed", self.id)
 
     def supports(self, flag: str) -> bool:
         """Whether the remote declares the request flag ``flag`` (``filter``, ``inline``, …; the
@@ -311,30 +366,40 @@ class RemoteSource(RegistrySource):
             return await self._held_entities(snap, spelled)
         caller, _ = self._caller()
         keys = {x: self.cache.key("e:" + x, caller) for x in wanted}
-        entries = await self.cache.lookup(keys.values())
-        self.cache.count(entries, len(keys))
+        along = _resources_of(spelled)  # read with their versions: who asks for a version asks for it next
+        along_keys = {x: self.cache.key("e:" + x, caller) for x in along}
+        entries = await self.cache.lookup([*keys.values(), *along_keys.values()])
+        self.cache.count({k: e for k, e in entries.items() if k not in along_keys.values()}, len(keys))
         found: dict[str, Any] = {}
-        stale: dict[str, Any] = {}
+        stale: dict[str, Entry] = {}
         for x, k in keys.items():
             entry = entries.get(k)
             if entry is not None and (entry.fresh or entry.revalidate):
                 found[x] = entry.value
+                if entry.revalidate:
+                    self.cache.served_stale(entry, failed=False)
             elif entry is not None:
-                stale[x] = entry.value
+                stale[x] = entry
         revalidate = [spelled[x] for x, k in keys.items() if k in entries and entries[k].revalidate]
         if revalidate:
             self.cache.spawn(self._refresh(revalidate, keys))
         missing = [x for x in wanted if x not in found]
         if missing:
-            fetched, failure = await self._fetch_entities([spelled[x] for x in missing])
-            await self.cache.store({keys[x]: v for x, v in fetched.items()})
-            found.update(fetched)
+            companions = {x: k for x, k in along_keys.items() if k not in entries
+                          and any(m.startswith(x + "/versions/") for m in missing)}
+            fetched, failure = await self._fetch_entities([spelled[x] for x in missing]
+                                                          + [along[x] for x in companions])
+            await self.cache.store({(keys.get(x) or companions[x]): v for x, v in fetched.items()
+                                    if x in keys or x in companions})
+            found.update({x: v for x, v in fetched.items() if x in keys})
             unserved = [x for x in missing if x not in fetched]
             if unserved and failure is not None:
                 if any(x not in stale for x in unserved):
                     raise failure
                 self.cache.stats.add("stale_on_error", len(unserved))
-                found.update({x: stale[x] for x in unserved})
+                found.update({x: stale[x].value for x in unserved})
+                for x in unserved:
+                    self.cache.served_stale(stale[x], failed=True)
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
 
     async def _held_entities(self, snap: int, spelled: dict[str, str]) -> dict[str, Entity]:
@@ -723,6 +788,17 @@ async def _all(*aws: Any) -> list[Any]:
         if isinstance(result, BaseException):
             raise result
     return list(results)
+
+
+def _resources_of(spelled: dict[str, str]) -> dict[str, str]:
+    """The resources (lower-cased XID → as written) of the versions among ``spelled`` that are
+    not asked for themselves."""
+    out: dict[str, str] = {}
+    for written in spelled.values():
+        head, sep, _ = written.rpartition("/versions/")
+        if sep and head.count("/") == 4 and head.lower() not in spelled:
+            out.setdefault(head.lower(), head)
+    return out
 
 
 def _shape(path: str, params: Sequence[tuple[str, str]]) -> str:

@@ -31,9 +31,6 @@ from gateway.storage.webhooks_sqlite import SQLiteWebhookStore
 
 log = logging.getLogger("xreg.webhooks")
 
-#: Index of a start position that follows every event of its revision (the largest index an
-#: event position's text may hold).
-END_OF_REVISION = 999_999_999
 MODES = ("structured", "binary")
 _TYPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 MAX_URL = 2048
@@ -124,7 +121,7 @@ class Webhooks:
         if after is not None:
             cursor = check_position(after)
         else:
-            cursor = f"{await self.store.current_revision()}.{END_OF_REVISION}"
+            cursor = str(EventPosition.end_of(await self.store.current_revision()))
         secret = new_secret()
         sub = Subscription(id=str(uuid.uuid4()), url=target, types=check_types(types), subject=check_subject(subject),
                            mode=check_mode(mode), secret=secret, owner=owner, created=self._clock(), cursor=cursor)  # type: ignore[arg-type]

@@ -13,7 +13,9 @@ this one writes. Figures:
   subscribers connected, less before, scaled;
 - **write throughput with vs without subscribers**: ``--writes`` writes as fast as
   ``--writers`` concurrent clients send them, with no subscriber, then with all of them
-  receiving (the ratio: what fanning the events out costs the writers).
+  receiving (the ratio: what fanning the events out costs the writers);
+- **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
+  deliveries to a local receiver against plain POSTs of the same bodies).
 
 Deliveries that did not arrive (a subscriber disconnected as a slow consumer) are counted and
 printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers, 10 writes/s for
@@ -281,9 +283,21 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
     if closed:
         print(f"first close                     {closed[0]}")
+    hooks = webhook_deliveries(args.smoke)
+    print(f"webhooks                        {hooks} (bench/bench_webhooks.py)")
     print(f"summary: {args.subscribers} subscribers at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
-          f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered")
+          f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered; {hooks}")
+
+
+def webhook_deliveries(smoke: bool) -> str:
+    """Webhook deliveries per second (and their ratio to plain POSTs of the same bodies), as
+    ``bench_webhooks.py`` measures them in a run of its own."""
+    script = Path(__file__).with_name("bench_webhooks.py")
+    out = subprocess.run([sys.executable, str(script), *(["--smoke"] if smoke else [])], check=True,
+                         capture_output=True, text=True, timeout=600).stdout
+    line = next(line for line in reversed(out.splitlines()) if line.startswith("summary: "))
+    return line.removeprefix("summary: ")
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

@@ -16,6 +16,12 @@ their own registry does not hold (``…/versions/v1.0:Payload`` in Sparkplug B):
 ``unresolved_reference`` errors beside the data, the same ones federated and local (checked);
 any other error stops the run.
 
+**Waves**: the remote requests of the last cold query, each placed one wave after the latest
+wave among the requests that had ended when it started (so requests sent together share a
+wave, and a request sent only once another came back is one wave later); the waiting between
+waves is the time from the last answer of a wave to the first request of the next (gateway work,
+and the executor's turns). Unlike the times, the number of waves does not move with the load.
+
 Baselines: **local** — the same query on a gateway whose own registry holds the three documents
 and the same entities with relative references (no federation at all); **round trip** — one
 plain GET of one entity from a remote (the network floor per remote request).
@@ -40,6 +46,7 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
+from adapters import http_client  # noqa: E402
 from gateway.app import create_app  # noqa: E402
 from gateway.config import Settings  # noqa: E402
 from gateway.documents.normalise import normalise  # noqa: E402
@@ -75,6 +82,42 @@ def referring_document(
     doc["messagegroups"]["fan-erp"]["messages"]["m000"].update(
         dataschemaformat="JsonSchema/draft-07", dataschemauri=root["erp"] + SCHEMA)
     return doc
+
+
+class Waves:
+    """Times of the remote requests sent while recording (``adapters.http_client.RemoteClient.get``
+    wrapped for the benchmark)."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[float, float]] = []
+        self._get = http_client.RemoteClient.get
+        waves = self
+
+        async def get(client: Any, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await waves._get(client, *args, **kwargs)
+            finally:
+                waves.spans.append((started, time.perf_counter()))
+
+        http_client.RemoteClient.get = get  # type: ignore[method-assign,assignment]
+
+    def close(self) -> None:
+        http_client.RemoteClient.get = self._get  # type: ignore[method-assign]
+
+    def count(self) -> tuple[int, list[float]]:
+        """The waves, and the waits between them (seconds)."""
+        spans = sorted(self.spans)
+        wave: list[int] = []
+        for start, _ in spans:
+            before = [wave[i] for i, (_, end) in enumerate(spans[:len(wave)]) if end <= start]
+            wave.append(max(before, default=0) + 1)
+        gaps = []
+        for k in range(1, max(wave, default=0)):
+            ended = max(end for (_, end), w in zip(spans, wave, strict=True) if w == k)
+            nxt = min(start for (start, _), w in zip(spans, wave, strict=True) if w == k + 1)
+            gaps.append(max(nxt - ended, 0.0))
+        return max(wave, default=0), gaps
 
 
 async def gateway(tmp: Path, registries: list[dict], documents: list[dict]):
@@ -135,7 +178,7 @@ async def main() -> None:
                 bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
             for server in servers.values():
                 server.wrapper.reset()
-                server.wrapper.delay = args.delay
+                server.wrapper.add_delay(args.delay)
             trips = []
             for _ in range(args.runs):
                 started = time.perf_counter()
@@ -151,7 +194,11 @@ async def main() -> None:
             await federation.backend.clear()
             for server in servers.values():
                 server.wrapper.clear()
-            elapsed, data, dangling = await run_query(client)
+            waves = Waves()
+            try:
+                elapsed, data, dangling = await run_query(client)
+            finally:
+                waves.close()
             cold.append(elapsed)
             per_remote = {rid: s.wrapper.requests for rid, s in servers.items()}
             asked_cold.append(sum(per_remote.values()))
@@ -196,8 +243,12 @@ async def main() -> None:
           f"≈ {(statistics.median(cold) - statistics.median(local)) / statistics.median(trips):.1f} round trips; "
           "requests of the last cold run per remote: "
           + ", ".join(f"{rid} {n}" for rid, n in per_remote.items()))
+    count, gaps = waves.count()
+    print(f"remote waves of the last cold query: {count}; waiting between waves: "
+          + (", ".join(f"{g * 1000:.1f}" for g in gaps) or "none") + " ms")
     print(f"summary: federated {statistics.median(cold) / statistics.median(local):.1f}× the local baseline's time "
-          f"with a cold cache, {statistics.median(warm) / statistics.median(local):.1f}× with a warm one")
+          f"with a cold cache, {statistics.median(warm) / statistics.median(local):.1f}× with a warm one, "
+          f"{count} remote waves")
 
 
 if __name__ == "__main__":

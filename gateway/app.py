@@ -124,14 +124,14 @@ def webhook_dispatcher(settings: Settings, registry: LocalRegistry, *,
 
 
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,
-               webhooks: WebhookDispatcher | None = None) -> Starlette:
+               webhooks: WebhookDispatcher | None = None, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build, ``webhooks``
-    the webhook dispatcher (tests)."""
+    the webhook dispatcher, ``clock`` the time the remote registries' sources read (tests)."""
     settings = settings or load_settings()
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
     dispatcher = webhooks or webhook_dispatcher(settings, registry)
-    federation = Federation(settings, LocalSource(registry))
+    federation = Federation(settings, LocalSource(registry), clock=clock)
     events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
     registry.commit_listeners.append(events.notify)
     registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll

@@ -9,7 +9,8 @@ of the federation (local, remote and document registries alike), one
 :meth:`~adapters.base.RegistrySource.list` keyset page, the views completed with their collection
 counts (``json``) and messages materialised across registries (``effective``) by the request's
 :class:`~adapters.request.Materialiser`, the one GraphQL's loaders use. Every column holds what
-the GraphQL path gives it.
+the GraphQL path gives it; columns are gathered with one lookup per row and converted whole
+(:mod:`gateway.bulk_columns`).
 
 Parameters (query string):
 
@@ -30,7 +31,6 @@ GraphQL's; errors are the xRegistry API's problem documents.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +45,7 @@ from adapters.batching import EntityBatcher
 from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
 from gateway.auth import Authenticator, AuthError, principal_of
+from gateway.bulk_columns import column, dumps
 from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
@@ -110,12 +111,8 @@ def arrow_schema(entity: str) -> pa.Schema:
 
 # -- values, converted as the connector's GraphQL path converts them ----------------------------
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def _text(value: Any) -> Any:
-    return value if value is None or type(value) is str else _dumps(value)
+    return value if value is None or type(value) is str else dumps(value)
 
 
 def _integer(value: Any) -> Any:
@@ -175,7 +172,7 @@ def _endpoint_urls(e: dict[str, Any]) -> list[Any] | None:
 
 def _schema_text(e: dict[str, Any]) -> str | None:
     value = e.get("schema")
-    return value if value is None or isinstance(value, str) else _dumps(value)
+    return value if value is None or isinstance(value, str) else dumps(value)
 
 
 #: Columns that are not plain top-level attributes.
@@ -214,35 +211,42 @@ class RowBuilder:
         self._counts = frozenset(n for n in names if n.endswith("count"))
 
     def batch(self, rows: Sequence[tuple[Entity, dict[str, Any], int]]) -> pa.RecordBatch:
-        """One batch: per row its entity (materialised), its full view and its revision."""
-        columns: dict[str, list[Any]] = {name: [] for name in self._names}
-        messages, versions = self.entity == "messages", self.entity == "schemaversions"
-        for entity, view, revision in rows:
-            xid = view.get("xid") or entity.xid
-            parts = xid.strip("/").split("/")
-            columns["registry"].append(entity.registry)
-            columns["xid"].append(xid)
-            columns["group"].append(parts[1])
-            columns["id"].append(parts[-1])
-            columns["revision"].append(revision)
-            if messages:
-                columns["grouptype"].append(parts[0])
-            elif versions:
-                columns["schemaid"].append(parts[3] if len(parts) >= 4 else None)
-            # a message's attributes are materialised, but for the collection counts of its full view
-            m = entity.materialised
-            shown = view if m is None else m.attributes
-            for name, derive, convert in self._attributes:
-                if derive is not None:
-                    value = derive(shown)
-                elif shown is view or not (name in self._counts and _is_link(name, entity.view)):
-                    value = shown.get(name)
-                else:
-                    value = view.get(name)
-                columns[name].append(convert(value))
-            columns["entity"].append(_dumps(view))
-        return pa.RecordBatch.from_arrays([pa.array(columns[f.name], type=f.type) for f in self.schema],
-                                          schema=self.schema)
+        """One batch: per row its entity (materialised), its full view and its revision.
+
+        Built column by column: each attribute's values are gathered in one pass and converted
+        as a whole (:func:`gateway.bulk_columns.column`).
+        """
+        entities = [row[0] for row in rows]
+        views = [row[1] for row in rows]
+        xids = [view.get("xid") or entity.xid for entity, view, _ in rows]
+        parts = [xid.strip("/").split("/") for xid in xids]
+        columns: dict[str, Any] = {
+            "registry": [entity.registry for entity in entities], "xid": xids,
+            "group": [p[1] for p in parts], "id": [p[-1] for p in parts],
+            "revision": [row[2] for row in rows], "entity": list(map(dumps, views))}
+        if self.entity == "messages":
+            columns["grouptype"] = [p[0] for p in parts]
+        elif self.entity == "schemaversions":
+            columns["schemaid"] = [p[3] if len(p) >= 4 else None for p in parts]
+        # a message's attributes are materialised, but for the collection counts of its full view
+        materialised = [entity.materialised for entity in entities]
+        shown = views if materialised.count(None) == len(materialised) else [
+            view if m is None else m.attributes for view, m in zip(views, materialised, strict=True)]
+        arrays = {}
+        for name, derive, convert in self._attributes:
+            if derive is not None:
+                values = list(map(derive, shown))
+            elif shown is views:
+                values = [view.get(name) for view in views]
+            elif name in self._counts:
+                values = [s.get(name) if s is view or not _is_link(name, entity.view) else view.get(name)
+                          for entity, view, s in zip(entities, views, shown, strict=True)]
+            else:
+                values = [s.get(name) for s in shown]
+            arrays[name] = column(values, self.schema.field(name).type, convert)
+        return pa.RecordBatch.from_arrays(
+            [arrays[f.name] if f.name in arrays else pa.array(columns[f.name], type=f.type) for f in self.schema],
+            schema=self.schema)
 
 
 def ipc_stream(batch: pa.RecordBatch) -> bytes:

@@ -142,6 +142,9 @@ class RegistryConfig(BaseModel):
     backoff_seconds: float = Field(0.2, gt=0, description="First back-off delay (doubled each retry, jittered).")
     max_backoff_seconds: float = Field(5.0, gt=0, description="Longest delay, Retry-After included (longer: no retry).")
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    probe_seconds: float = Field(30.0, ge=0, description=(
+        "xregistry: seconds between health probes (a GET of its root, sent only when nothing else was asked "
+        "of it meanwhile), so that its status follows it while idle; 0: none."))
     max_connections: int = Field(20, ge=1, description="Connection pool size.")
     page_size: int = Field(500, ge=1, description=(
         "?limit asked of the remote when reading collections (only of a remote declaring pagination)."))

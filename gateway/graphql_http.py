@@ -47,6 +47,7 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
+from adapters import staleness
 from adapters.events import EventFeed
 from adapters.request import RequestSources, Served
 from adapters.webhook_admin import Webhooks
@@ -230,6 +231,7 @@ def graphql_endpoint(
             allowed = (OperationType.QUERY,) if get else (OperationType.QUERY, OperationType.MUTATION)
             try:
                 if stream:
+                    stale = staleness.StaleReport()  # a stream's events are the registry's own
                     subscriber = Subscriber(settings=settings, sources=sources, events=events, auth=auth,
                                             principal=principal, rules=context.rules, webhooks=webhooks)
                     opened = await event_stream(request, schema, document.text, params, subscriber, get, admission,
@@ -240,9 +242,10 @@ def graphql_endpoint(
                         return opened
                     result = opened
                 else:
-                    result = await schema.execute(document.text, params.get("variables"), context,
-                                                  operation_name=params.get("operationName"),
-                                                  allowed_operation_types=allowed)
+                    with staleness.collecting() as stale:
+                        result = await schema.execute(document.text, params.get("variables"), context,
+                                                      operation_name=params.get("operationName"),
+                                                      allowed_operation_types=allowed)
             except InvalidOperationTypeError as exc:
                 if exc.operation_type is OperationType.SUBSCRIPTION:
                     return _problem(media, 400, "BAD_REQUEST", SUBSCRIPTIONS_STREAM)
@@ -257,15 +260,21 @@ def graphql_endpoint(
             ran = result.data is not None or not result.errors or any(e.path for e in result.errors)
             if ran:
                 body["data"] = result.data  # absent only when the request failed before execution
+                if result.extensions:
+                    body["extensions"] = result.extensions
                 if document.register is not None:
                     await persisted.keep(document.register, document.text, shared())
             if context.correlation_ids:  # core/events.md: the response names the events' interaction
-                body["extensions"] = {"xregcorrelationid": list(context.correlation_ids)}
+                body["extensions"] = {**body.get("extensions", {}), "xregcorrelationid": list(context.correlation_ids)}
             status = 200 if (media == JSON and not stream) or ran else _request_error_status(body)
             response = await json_response(body, status, media_type=content_type(media),
                                            large=context.cost >= LARGE_COST, slice_seconds=context.pacer.slice_seconds)
+            if stale:  # RFC 9211; RFC 9111 dropped Warning's 110/111
+                response.headers["Cache-Status"] = staleness.cache_status(stale)
             if not get:
                 response.headers["Cache-Control"] = http_cache.NO_STORE
+            elif stale:  # a stale answer is not kept as if it were fresh
+                response.headers["Cache-Control"] = "no-cache"
             elif status == 200 and ran and not result.errors:
                 if tags is None:  # registries without revisions: the body is the validator
                     credentials = request.headers.get("authorization")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC
+from enum import Enum
 from typing import Any
 
 import strawberry
@@ -44,6 +45,13 @@ def _timestamp(seconds: float | None) -> Timestamp | None:
     return Timestamp(datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z"))
 
 
+@strawberry.enum(description="Whether a registry answers.")
+class Reachability(Enum):
+    REACHABLE = "reachable"
+    UNREACHABLE = "unreachable"
+    UNKNOWN = "unknown"
+
+
 @strawberry.type(description="The health of a registry source.")
 class RegistryStatus:
     status: strawberry.Private[SourceStatus]
@@ -59,6 +67,22 @@ class RegistryStatus:
     @strawberry.field(description="Whether its last request succeeded and its circuit is closed.")
     def healthy(self) -> bool:
         return self.status.healthy
+
+    @strawberry.field(description=(
+        "Whether it answers: its circuit breaker first (open or half open: `UNREACHABLE`), then its last "
+        "request or health probe; `UNKNOWN` before anything was asked of it."))
+    def state(self) -> Reachability:
+        return Reachability(self.status.state)
+
+    @strawberry.field(description="When its requests began to fail, with no success since (null: it answers).")
+    def unreachable_since(self) -> Timestamp | None:
+        return _timestamp(self.status.unreachable_since)
+
+    @strawberry.field(description=(
+        "When it first answered from a stale cache in the current outage (null: it has not); each answer "
+        "served stale also names it in the response's `extensions.stale`."))
+    def stale_since(self) -> Timestamp | None:
+        return _timestamp(self.status.stale_since)
 
     @strawberry.field(description="When it last answered (a document: when it was loaded).")
     def last_success(self) -> Timestamp | None:

@@ -12,7 +12,9 @@ The steps, in order, all inside one :class:`~resolvers.observed.ObservedOperatio
 4. **the current model** of the local registry (``resolvers/current_model.py``);
 5. **execute** with the schema's executor (``resolvers/execution.py``);
 6. **errors**: the execution's are logged when internal (``GatewaySchema.process_errors``), then
-   the errors resolvers reported without failing a field are appended (``resolvers/reported.py``).
+   the errors resolvers reported without failing a field are appended (``resolvers/reported.py``);
+7. **stale registries**: the registries that answered from a stale cache because they are down
+   (:mod:`adapters.staleness`) are named in the result's ``extensions.stale``.
 
 These are strawberry's own steps (``strawberry.Schema.execute``) with its schema-extension
 hooks replaced by direct calls: the gateway's concerns around an operation are fixed, and
@@ -34,6 +36,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 from strawberry.utils.operation import get_first_operation, get_operation_type
 
+from adapters import staleness
 from resolvers.current_model import sync_current_model
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
@@ -47,12 +50,15 @@ async def run_operation(
     """The result of one operation of ``schema`` under ``limits`` (see the module for its steps).
     A failure other than the strawberry errors raised for the HTTP binding is the result's one
     error."""
-    with ObservedOperation(getattr(context, "record", None)) as observed:
+    with ObservedOperation(getattr(context, "record", None)) as observed, staleness.collecting() as stale:
         if not query:
             raise MissingQueryError
         try:
-            return await _run(schema, limits, query, variables, context, root_value, operation_name, allowed,
-                              observed)
+            result = await _run(schema, limits, query, variables, context, root_value, operation_name, allowed,
+                                observed)
+            if stale:
+                result.extensions = {**(result.extensions or {}), "stale": stale.as_json()}
+            return result
         except (CannotGetOperationTypeError, InvalidOperationTypeError):
             raise
         except Exception as exc:  # reported as the result's error, and logged when internal

@@ -25,6 +25,9 @@ TYPE_PREFIX = "io.xregistry."
 POSITION_ATTRIBUTE = "xregposition"
 CORRELATION_ATTRIBUTE = "xregcorrelationid"
 _POSITION = re.compile(r"(0|[1-9][0-9]{0,17})\.(0|[1-9][0-9]{0,8})")
+#: The largest index a position's text holds: above any commit's event count, so ``R.MAX_INDEX``
+#: (:meth:`EventPosition.end_of`) means "after every event of revision R" and parses back.
+MAX_INDEX = 999_999_999
 
 
 def event_type(entity: str, action: str) -> str:
@@ -54,7 +57,7 @@ class EventPosition:
     @classmethod
     def end_of(cls, revision: int) -> EventPosition:
         """A position after every event of ``revision`` and before those of the next one."""
-        return cls(revision, 2**31 - 1)
+        return cls(revision, MAX_INDEX)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ def remote_config(rid: str, url: str, **overrides: Any) -> RegistryConfig:
     which offer their event log; these tests count the requests reads make and the TTL's effects,
     so the log is not followed (tests/federation/test_remote_events.py follows it)."""
     values: dict[str, Any] = dict(id=rid, kind="xregistry", url=url, backoff_seconds=0.01, max_backoff_seconds=2.0,
-                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0}, follow_events=False)
+                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0}, follow_events=False,
+                                  probe_seconds=0)
     values.update(overrides)
     return RegistryConfig(**values)
 

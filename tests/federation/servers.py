@@ -39,9 +39,11 @@ class Served(LiveServer):
 
 class Instrumented:
     """ASGI wrapper of a remote: counts requests by path, can hold every request until released
-    (``held`` counts those waiting), can hide capabilities, keeps the ``traceparent`` headers it
-    receives; controlled over HTTP at ``/_test/state`` (GET) and ``/_test/configure`` (POST);
-    ``/_test/held?at_least=n`` answers once ``n`` requests are held (woken by each new one)."""
+    (``held`` counts those waiting), can hide capabilities, can be down (every request answered
+    503), can add a delay to every request (for the benchmarks only: the network's round trip),
+    keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state`` (GET)
+    and ``/_test/configure`` (POST); ``/_test/held?at_least=n`` answers once ``n`` requests are
+    held (woken by each new one)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -49,6 +51,8 @@ class Instrumented:
         self.log: list[str] = []
         self.traceparents: list[str] = []
         self.hide_flags: set[str] = set()
+        self.down = False
+        self.delay = 0.0
         self.held = 0
         #: set: requests go through; cleared: each waits for it (created in the server's loop)
         self._released: asyncio.Event | None = None
@@ -91,6 +95,11 @@ class Instrumented:
         return self._released
 
     async def _serve(self, scope: Any, receive: Any, send: Any, path: str, query: str) -> None:
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.down:
+            await JSONResponse({"title": "down for the test"}, 503)(scope, receive, send)
+            return
         if self.hide_flags and any(f"{flag}=" in query for flag in self.hide_flags):
             await JSONResponse({"title": "unsupported flag"}, 400)(scope, receive, send)
             return
@@ -116,9 +125,15 @@ class Instrumented:
                 self.log.clear()
                 self.traceparents.clear()
                 self.hide_flags = set()
+                self.down = False
+                self.delay = 0.0
                 self._gate().set()
             if "hold" in body:
                 (self._gate().clear if body["hold"] else self._gate().set)()
+            if "delay" in body:
+                self.delay = float(body["delay"])
+            if "down" in body:
+                self.down = bool(body["down"])
             if "hide_flags" in body:
                 self.hide_flags = set(body["hide_flags"])
             if body.get("clear"):
@@ -157,6 +172,14 @@ class RemoteControl:
     def release(self) -> None:
         """Let the held requests, and all later ones, through."""
         self._call(hold=False)
+
+    def add_delay(self, seconds: float) -> None:
+        """Add ``seconds`` to every request from now on (benchmarks: the network's round trip)."""
+        self._call(delay=seconds)
+
+    def down(self, down: bool = True) -> None:
+        """Answer every request with 503 from now on (``False``: serve again)."""
+        self._call(down=down)
 
     @property
     def held(self) -> int:

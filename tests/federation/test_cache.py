@@ -119,3 +119,17 @@ async def test_forwarded_credentials_are_part_of_the_cache_key(tmp_path, open_re
         assert "HTTP 401" in exc.value.reason
     finally:
         server.stop()
+
+
+async def test_a_versions_resource_is_read_along_with_it(remotes, open_remote):
+    """Who asks for a version (a data schema reference) asks for its resource next: both are
+    read in the same wave, the second ask costs nothing."""
+    erp = remotes["erp"]
+    schema = "/schemagroups/Contoso.ERP/schemas/Contoso.ERP.EmployeeData"
+    source = await open_remote(remote_config("erp", erp.base_url))
+    erp.wrapper.clear()
+    assert list(await source.get_many([schema + "/versions/1"])) == [(schema + "/versions/1").lower()]
+    assert set(erp.wrapper.hits) == {f"/registry{schema}/versions/1$details", f"/registry{schema}$details"}
+    assert schema.lower() in await source.get_many([schema])
+    assert erp.wrapper.requests == 2
+    assert source.status().cache["misses"] == 1 and source.status().cache["hits"] == 1

@@ -70,3 +70,11 @@ def test_derivation_is_a_pure_function_of_the_states() -> None:
         ("resource.updated", "/dirs/d/files/f", ("meta.epoch", "meta.modifiedat", "versions", "versionscount")),
         ("version.created", "/dirs/d/files/f/versions/2", None)]
     assert derive(EntityChange("/dirs/d", "group", "dirs", {"dirid": "d"}, {"dirid": "d"})) == []
+
+
+def test_the_end_of_a_revision_parses_back() -> None:
+    """``EventPosition.end_of(R)`` is what clients send back as ``after`` (a webhook's start
+    cursor, a stream's offset): its text must be a position ``GET /events`` accepts."""
+    end = EventPosition.end_of(41)
+    assert EventPosition.parse(str(end)) == end
+    assert EventPosition(41, 7) < end < EventPosition(42, 0)
