@@ -31,8 +31,8 @@ from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.file import FileSource
 from adapters.references import References, rules_over
 from adapters.remote import RemoteSource
-from gateway.config import RegistryConfig, Settings, load_settings
-from gateway.errors import XRegistryError
+from xreg.config import RegistryConfig, Settings, load_settings
+from xreg.errors import XRegistryError
 
 log = logging.getLogger("xreg.federation")
 

@@ -1,9 +1,9 @@
 """The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app,
 and the operations endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness, see
-:mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`gateway.metrics`).
+:mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`xreg.metrics`).
 
 :func:`create_app` builds what the handlers need and hands it to them (constructor injection):
-the :class:`~gateway.registry.service.LocalRegistry`, its :class:`~adapters.events.EventFeed`
+the :class:`~xreg.registry.service.LocalRegistry`, its :class:`~adapters.events.EventFeed`
 (told of every commit of this process), the :class:`~gateway.auth.Authenticator`, the
 configured registries (:class:`~adapters.federation.Federation`, reloaded on SIGHUP and
 settings-file changes), the webhook subscriptions (:class:`~adapters.webhook_admin.Webhooks`;
@@ -36,11 +36,10 @@ from adapters.local import LocalSource
 from adapters.outbound import OutboundPolicy
 from adapters.webhook_admin import Webhooks
 from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, store_events
-from gateway import formats, gc_tuning, metrics, readiness, tracing
+from gateway import gc_tuning, readiness
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.bulk import build_routes as bulk_routes
-from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
 from gateway.event_log import build_routes as event_routes
 from gateway.graphql_http import build_routes as graphql_routes
@@ -49,9 +48,11 @@ from gateway.http_errors import http_exception
 from gateway.logs import redact_url
 from gateway.observe import ObserveMiddleware
 from gateway.ratelimit import RateLimiter, RateLimitMiddleware
-from gateway.registry.service import LocalRegistry
 from gateway.request_limits import RequestLimitsMiddleware
 from gateway.webhooks_http import build_routes as webhook_routes
+from xreg import formats, metrics, tracing
+from xreg.config import Settings, load_settings
+from xreg.registry.service import LocalRegistry
 
 log = logging.getLogger("xreg.gateway")
 

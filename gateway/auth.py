@@ -24,8 +24,8 @@ import httpx
 import jwt
 from starlette.requests import Request
 
-from gateway.config import Settings
-from gateway.errors import GatewayError
+from xreg.config import Settings
+from xreg.errors import GatewayError
 
 log = logging.getLogger("xreg.auth")
 

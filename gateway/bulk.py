@@ -46,10 +46,10 @@ from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
 from gateway.auth import Authenticator, AuthError, principal_of
 from gateway.bulk_columns import column, dumps
-from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.semantics import Cursor
+from xreg.errors import XRegistryError
+from xreg.storage.semantics import Cursor
 
 #: The path of the bulk read.
 ROWS_PATH = f"{BULK_PREFIX}/rows"

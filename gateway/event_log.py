@@ -32,13 +32,13 @@ from starlette.routing import Route
 
 from gateway.admission import EVENTS_PATH
 from gateway.auth import Authenticator, AuthError, principal_of
-from gateway.errors import XRegistryError
-from gateway.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.routes import INSTANCE_HEADER
-from gateway.registry.service import LocalRegistry
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.base import EventsGone
+from xreg.errors import XRegistryError
+from xreg.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
+from xreg.registry.service import LocalRegistry
+from xreg.storage.base import EventsGone
 
 #: The media type of the answer (CloudEvents JSON batch format).
 BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"

@@ -51,15 +51,12 @@ from adapters import staleness
 from adapters.events import EventFeed
 from adapters.request import RequestSources, Served
 from adapters.webhook_admin import Webhooks
-from gateway import http_cache, json_limits
+from gateway import http_cache
 from gateway.admission import Admission
 from gateway.auth import Authenticator, AuthError, Principal, principal_of
-from gateway.config import Settings
-from gateway.errors import GraphQLRequestError
 from gateway.graphiql import graphiql_page, graphiql_routes
 from gateway.graphql_sse import accepts_event_stream, event_stream
 from gateway.graphql_ws import GraphQLWebSocket
-from gateway.json_encoding import dumps
 from gateway.ratelimit import RateLimiter, budget_of
 from gateway.request_context import current
 from resolvers.context import Context
@@ -70,6 +67,10 @@ from resolvers.persisted import Document, PersistedQueries, bad_request
 from resolvers.schema import GatewaySchema, build_schema
 from resolvers.streaming import Subscriber
 from resolvers.trusted_documents import sha256_hex
+from xreg import json_limits
+from xreg.config import Settings
+from xreg.errors import GraphQLRequestError
+from xreg.json_encoding import dumps
 
 JSON_TYPES = ("application/json",)
 #: The answer to a subscription sent without a streaming transport.

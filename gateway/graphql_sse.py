@@ -35,13 +35,13 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from adapters.events import SlowConsumer
-from gateway import metrics
 from gateway.admission import Admission, Busy, busy_error, release_early
-from gateway.json_encoding import dumps
 from resolvers.context import Budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
 from resolvers.streaming import Subscriber, open_stream
+from xreg import metrics
+from xreg.json_encoding import dumps
 
 log = logging.getLogger("xreg.graphql.sse")
 

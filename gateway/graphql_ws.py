@@ -43,15 +43,15 @@ from strawberry.types.graphql import OperationType
 
 from adapters.events import EventFeed, SlowConsumer
 from adapters.request import RequestSources, Served
-from gateway import metrics
 from gateway.admission import Admission, Busy, busy_error
 from gateway.auth import Authenticator, AuthError, Principal
-from gateway.config import Settings
-from gateway.json_encoding import dumps
 from gateway.ratelimit import RateLimiter, operation_budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
 from resolvers.streaming import Subscriber, open_stream
+from xreg import metrics
+from xreg.config import Settings
+from xreg.json_encoding import dumps
 
 log = logging.getLogger("xreg.graphql.ws")
 

@@ -33,7 +33,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.auth import Principal
-from gateway.config import Settings
+from xreg.config import Settings
 
 NO_STORE = "no-store"
 

@@ -43,11 +43,11 @@ from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import metrics
 from gateway.admission import work_kind
 from gateway.auth import Authenticator, AuthError, Principal, principal_of
-from gateway.config import Settings
-from gateway.errors import XRegistryError
+from xreg import metrics
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 log = logging.getLogger("xreg.ratelimit")
 

@@ -32,11 +32,11 @@ from starlette.routing import BaseRoute, Route
 
 from adapters.webhook_admin import Webhooks
 from gateway.auth import Authenticator, AuthError, Principal, principal_of
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.webhooks import DeadLetter
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.storage.webhooks import DeadLetter
 
 log = logging.getLogger("xreg.webhooks")
 

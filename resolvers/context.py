@@ -15,10 +15,10 @@ from strawberry.types import Info
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
 from adapters.references import References, rules_over
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from resolvers.loaders import Loaders
 from resolvers.pacing import Pacer
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 
 class Caller(Protocol):
@@ -36,7 +36,7 @@ class Caller(Protocol):
 
 class Access(Protocol):
     """The caller's rights (the service roof's ``gateway.auth.Authenticator``): :meth:`require`
-    raises a :class:`~gateway.errors.GatewayError` (``unauthorized``, ``forbidden``) unless
+    raises a :class:`~xreg.errors.GatewayError` (``unauthorized``, ``forbidden``) unless
     ``principal`` holds ``scope``; :meth:`require_admin` unless it also holds the administration
     ``scope`` or is one of the identities ``allowed``."""
 

@@ -17,10 +17,10 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.base import WriteOutcome
-from gateway.errors import XRegistryError
-from gateway.xid import Xid
 from resolvers.types import Node, to_node
 from resolvers.webhooks import WebhookMutations
+from xreg.errors import XRegistryError
+from xreg.xid import Xid
 
 
 @strawberry.type(description="What a write did.")

@@ -5,7 +5,7 @@ request's log line.
 without errors), ``error`` (executed; some field failed or a registry was reported down) or
 ``refused`` (not executed: a syntax or validation error, a limit, an operation type the method
 does not allow), which it stays unless the operation says otherwise. Operation names become
-labels through :func:`gateway.metrics.operation_label` (``anonymous`` without a name, a bounded
+labels through :func:`xreg.metrics.operation_label` (``anonymous`` without a name, a bounded
 set).
 """
 
@@ -15,7 +15,7 @@ import time
 from types import TracebackType
 from typing import Any
 
-from gateway import metrics, tracing
+from xreg import metrics, tracing
 
 
 class ObservedOperation:

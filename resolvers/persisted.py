@@ -30,10 +30,10 @@ from typing import Any
 
 from aiocache.base import BaseCache
 
-from gateway.config import Settings
-from gateway.errors import GraphQLRequestError
 from resolvers.context import Caller
 from resolvers.trusted_documents import TrustedDocuments, sha256_hex
+from xreg.config import Settings
+from xreg.errors import GraphQLRequestError
 
 log = logging.getLogger("xreg.graphql")
 

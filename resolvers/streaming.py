@@ -37,13 +37,13 @@ from strawberry.utils.operation import get_first_operation, get_operation_type
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
 from adapters.references import References
-from gateway.config import Settings
 from resolvers.context import Access, Budget, Caller, Context
 from resolvers.current_model import sync_current_model
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
 from resolvers.operation import run_operation
 from resolvers.reported import with_reported
+from xreg.config import Settings
 
 
 @dataclass

@@ -22,11 +22,11 @@ import strawberry
 from strawberry.types import Info
 
 from adapters.events import EventFeed, EventStream
-from gateway.errors import UserInputError, XRegistryError
-from gateway.events import EventPosition, RegistryEvent
-from gateway.storage.base import EventsGone
 from resolvers.scalars import Timestamp
 from resolvers.types import Node, to_node
+from xreg.errors import UserInputError, XRegistryError
+from xreg.events import EventPosition, RegistryEvent
+from xreg.storage.base import EventsGone
 
 #: The kinds of entity (``io.xregistry.<entity>.<action>``) whose events have an ``entity``.
 _ENTITIES = frozenset({"registry", "group", "resource", "version"})

@@ -12,10 +12,10 @@ from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
 from gateway.auth import Authenticator
-from gateway.config import Settings
 from gateway.http_api.responses import json_response
 from gateway.http_api.routes import XRegistryAPI
-from gateway.registry.service import LocalRegistry
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
 
 
 class PrefixRoute(BaseRoute):

@@ -24,16 +24,16 @@ from starlette.types import Receive, Scope, Send
 
 from gateway import http_cache
 from gateway.auth import Authenticator, AuthError, Principal, principal_of
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from gateway.http_api import reading, writing
 from gateway.http_api.capabilities import capabilities, enforce
 from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.targets import Target, parse_target
-from gateway.registry.service import MODEL_MAX_AGE, LocalRegistry
 from gateway.request_context import current, new_request_id
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.registry.service import MODEL_MAX_AGE, LocalRegistry
 
 log = logging.getLogger("xreg.http")
 

@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 import gateway.auth as auth_mod
 from gateway.auth import Authenticator, AuthError, Principal, hash_key, principal_of
 from gateway.cli import app as cli_app
-from gateway.config import ApiKey, Settings
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
 
 SECRET = "a-shared-secret-of-at-least-32-bytes!!"
 RW_KEY = "rw-key-plaintext-5b1f0c8e"

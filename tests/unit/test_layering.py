@@ -6,8 +6,8 @@
   (``resolvers``) → sources (``adapters``) → the xRegistry engine (:data:`ENGINE`);
 * the top-level packages form no cycle, and each lies in one layer;
 * the bulk rows read through the sources, not through GraphQL;
-* the storage layer stands on its own: no module of ``gateway/storage`` imports the registry
-  engine (``gateway.registry``), the sources (``adapters``) or GraphQL (``resolvers``);
+* the storage layer stands on its own: no module of ``xreg/storage`` imports the registry
+  engine (``xreg.registry``), the sources (``adapters``) or GraphQL (``resolvers``);
 * the imports between the project's modules form no cycle (imports under ``TYPE_CHECKING``
   count too: a cycle hidden there is still a cycle of the design);
 * an import inside a function is allowed only for the reasons listed in :data:`DEFERRED` (never
@@ -24,13 +24,13 @@ from tests.corpus import REPO
 
 #: The project's packages and the folders their import roots are in (the Spark connector is a
 #: distribution of its own under spark/, with a src layout).
-PACKAGES = {"gateway": REPO, "resolvers": REPO, "adapters": REPO, "pyspark_xregistry": REPO / "spark" / "src"}
+PACKAGES = {"gateway": REPO, "resolvers": REPO, "adapters": REPO, "xreg": REPO, "pyspark_xregistry": REPO / "spark" / "src"}
 
 #: The engine's package, and the modules of the engine by name prefix.
 ENGINE_PACKAGE = "xreg"
-ENGINE = ("gateway.errors", "gateway.xid", "gateway.ids", "gateway.json_encoding", "gateway.json_limits",
-          "gateway.config", "gateway.metrics", "gateway.tracing", "gateway.registry", "gateway.storage",
-          "gateway.formats", "gateway.model", "gateway.documents", "gateway.events")
+ENGINE = ("xreg.errors", "xreg.xid", "xreg.ids", "xreg.json_encoding", "xreg.json_limits",
+          "xreg.config", "xreg.metrics", "xreg.tracing", "xreg.registry", "xreg.storage",
+          "xreg.formats", "xreg.model", "xreg.documents", "xreg.events")
 
 #: The layers, top to bottom, by module name prefix (the longest prefix decides).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
@@ -44,8 +44,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 DEFERRED: dict[tuple[str, str], str] = {
     ("gateway.cli", "gateway.app"): "the CLI loads the ASGI app (strawberry, Starlette) only to serve",
     ("gateway.cli", "gateway.auth"): "hash-key needs no app",
-    ("gateway.cli", "gateway.documents.normalise"): "only import reads documents",
-    ("gateway.cli", "gateway.documents.reader"): "only import reads documents",
+    ("gateway.cli", "xreg.documents.normalise"): "only import reads documents",
+    ("gateway.cli", "xreg.documents.reader"): "only import reads documents",
     ("gateway.cli", "gateway.request_limits"): "the server's head limits (uvicorn's protocol) only to serve",
     ("gateway.cli", "gateway.forwarded"): "whose forwarded headers are believed matters only to serve",
 }
@@ -176,10 +176,10 @@ def test_bulk_rows_read_through_the_sources() -> None:
 def test_storage_imports_nothing_above_it() -> None:
     offending = []
     for module in MODULES:
-        if module.startswith("gateway.storage"):
+        if module.startswith("xreg.storage"):
             top, inner = _imports(module)
             offending += [(module, t) for t in top | inner
-                          if t.startswith(("gateway.registry", "adapters", "resolvers", "gateway.http_api"))
+                          if t.startswith(("xreg.registry", "adapters", "resolvers", "gateway.http_api"))
                           or layer_of(t) != layer_of(module)]
     assert offending == []
 
