@@ -27,6 +27,7 @@ COPY pyproject.toml requirements.lock README.md ./
 COPY gateway/ gateway/
 COPY resolvers/ resolvers/
 COPY adapters/ adapters/
+COPY xreg/ xreg/
 COPY web/copy_assets.py web/
 COPY --from=assets /src/web/node_modules/ web/node_modules/
 # Copies the manifest's files into gateway/static/graphiql/ and fails on any SHA-384 mismatch.

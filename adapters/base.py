@@ -8,7 +8,7 @@ xRegistry JSON view plus which registry it came from and the revision it was rea
 
 Collections are read through a :class:`Listing` (collection types, filters, sort, one keyset
 page). Cursors are opaque to callers, but every source issues them the same way — a
-:class:`~gateway.storage.base.Cursor` (the row's key and sort value) — and accepts any such
+:class:`~xreg.storage.base.Cursor` (the row's key and sort value) — and accepts any such
 position as ``after`` / ``before``, so that listings across registries can be merged. Writes exist
 only on writable sources; the
 others raise ``action_not_supported``.
@@ -20,13 +20,16 @@ import abc
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.errors import InstanceMismatch, UserInputError, XRegistryError
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import Filters
-from gateway.storage.semantics import Sort
-from gateway.xid import Xid
+from xreg.errors import InstanceMismatch, UserInputError, XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.filters import Filters
+from xreg.storage.semantics import Sort
+from xreg.xid import Xid
+
+if TYPE_CHECKING:
+    from xreg.registry.service import LocalRegistry
 
 #: Entity kinds: the registry, a group, a resource (its default version's view), a resource's
 #: ``meta``, a version.
@@ -289,6 +292,17 @@ class RegistrySource(abc.ABC):
     def status(self) -> SourceStatus:
         """The source's health."""
         return SourceStatus(self.id, self.kind, self.base_url or None)
+
+    async def refresh(self) -> bool:
+        """Load what the source serves again when it changed (a document registry's file);
+        ``True`` when a new copy now serves. Sources that read live answer ``False``."""
+        return False
+
+    # -- capabilities -----------------------------------------------------------------------------
+    def own_registry(self) -> LocalRegistry | None:
+        """The gateway's own registry when this source serves it (``None`` for remote and document
+        registries), for what only it can do: dry-run writes, model synchronisation."""
+        return None
 
     @property
     def instance_id(self) -> str | None:

@@ -32,7 +32,7 @@ from aiocache.base import BaseCache
 
 from adapters.base import SourceUnavailable
 from adapters.clock import SYSTEM_CLOCK, Clock
-from gateway import metrics
+from xreg import metrics
 
 log = logging.getLogger("xreg.cache")
 

@@ -1,7 +1,7 @@
 """Materialising messages at read time, across registries.
 
 The local registry keeps each message's materialisation in its store (see
-``gateway.registry.materialise``): a chain that stays inside it needs nothing here. What is
+``xreg.registry.materialise``): a chain that stays inside it needs nothing here. What is
 left is a chain that leaves a registry — a remote registry's message naming its
 ``basemessageuri`` (remotes keep no materialised view), or a local chain ending at an absolute
 URL of another registry. :func:`complete` follows it through the federation's reference rules,
@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import Any
 
 from adapters.base import Entity, Materialisation
-from gateway.errors import XRegistryError
-from gateway.registry.materialise import BASE, IDENTITY, MAX_DEPTH, merge
+from xreg.errors import XRegistryError
+from xreg.registry.materialise import BASE, IDENTITY, MAX_DEPTH, merge
 
 #: Resolves a reference made in a registry by an entity (``unresolved_reference`` on failure).
 Resolve = Callable[[Any, str, str], Awaitable[Entity]]

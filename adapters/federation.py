@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import httpx
+from aiocache.base import BaseCache
 
 from adapters.base import RegistrySource, SourceStatus
 from adapters.cache import RegistryCache, create_backend, fingerprint
@@ -30,8 +31,8 @@ from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.file import FileSource
 from adapters.references import References, rules_over
 from adapters.remote import RemoteSource
-from gateway.config import RegistryConfig, Settings, load_settings
-from gateway.errors import XRegistryError
+from xreg.config import RegistryConfig, Settings, load_settings
+from xreg.errors import XRegistryError
 
 log = logging.getLogger("xreg.federation")
 
@@ -161,7 +162,7 @@ class Federation:
                     self.backend = old_backend
                 raise ConfigError(f"settings not reloaded: {exc}") from exc
             for source in kept.values():
-                if isinstance(source, FileSource) and await source.refresh():
+                if await source.refresh():
                     changes.append(f"reloaded {source.id}")
             retired = [s for i, s in self._sources.items() if s is not self.local and (i in fresh or i not in kept)]
             changes += [f"removed {i}" for i in self._sources if i not in kept and i not in fresh]
@@ -235,6 +236,10 @@ class Federation:
                     *getattr(source, "aliases", [])]
             out[rid] = list(dict.fromkeys(u.rstrip("/") for u in urls if u))
         return out
+
+    def shared_cache(self) -> BaseCache | None:
+        """The cache replicas share (``cache_url`` Redis), or ``None`` with ``memory://``."""
+        return None if self.settings.cache_url == "memory://" else self.backend
 
     def references(self, sources: Sequence[RegistrySource] | None = None) -> References:
         """The reference rules over the current registries."""

@@ -1,7 +1,7 @@
 """A static registry: one xRegistry document, from a file or a URL, served read-only.
 
 The document is read (JSON or YAML; by URL: JSON), normalised to 1.0-rc4 like an import
-(``gateway.documents``) and loaded into a registry of its own on an SQLite file in a temporary
+(``xreg.documents``) and loaded into a registry of its own on an SQLite file in a temporary
 directory — so it is queried by the same engine as the local registry (filters, sorts, keyset
 pages, history-free reads): a :class:`FileSource` holds a :class:`~adapters.local.LocalSource`
 over that copy and hands it every read; it has no writes (``action_not_supported``).
@@ -29,13 +29,13 @@ from typing import Any
 from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.http_client import RemoteClient
 from adapters.local import LocalSource
-from gateway.config import RegistryConfig
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.errors import XRegistryError
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
+from xreg.config import RegistryConfig
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 
 log = logging.getLogger("xreg.file")
 

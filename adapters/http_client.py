@@ -28,8 +28,8 @@ from adapters.base import SourceUnavailable
 from adapters.breaker import STATE_VALUES, CircuitBreaker, CircuitOpen
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.retry import RETRY_ERRORS, RETRY_STATUSES, backoff_delay, retry_after
-from gateway import json_limits, metrics, tracing
-from gateway.config import RegistryConfig
+from xreg import json_limits, metrics, tracing
+from xreg.config import RegistryConfig
 
 log = logging.getLogger("xreg.remote")
 

@@ -1,10 +1,10 @@
-"""The gateway's own registry as a source: reads through ``gateway.registry.reads``, writes
-through :class:`~gateway.registry.changeset.Changeset`.
+"""The gateway's own registry as a source: reads through ``xreg.registry.reads``, writes
+through :class:`~xreg.registry.changeset.Changeset`.
 
 Pages are keyset pages of the store. :meth:`LocalSource.list_children` reads one collection
 under many parents with one store call: a range of the key index from the first parent to the
 last, grouped, ordered and cut into pages in memory by the store's reference order
-(:func:`gateway.registry.filters.compare_key`, ties by key) — so a page of 100 groups with
+(:func:`xreg.registry.filters.compare_key`, ties by key) — so a page of 100 groups with
 their resources costs the same number of store calls as a page of 10.
 """
 
@@ -29,14 +29,14 @@ from adapters.base import (
     WriteOutcome,
 )
 from adapters.slicing import decode as decode_cursor
-from gateway.documents.normalise import normalise
-from gateway.errors import InstanceMismatch, XRegistryError
-from gateway.model.registry_model import RegistryModel
-from gateway.registry import xrefs
-from gateway.registry.capabilities import is_mutable
-from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.materialise import derived_of, message_ctypes
-from gateway.registry.reads import (
+from xreg.documents.normalise import normalise
+from xreg.errors import InstanceMismatch, XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry import xrefs
+from xreg.registry.capabilities import is_mutable
+from xreg.registry.changeset import Changeset, Outcome
+from xreg.registry.materialise import derived_of, message_ctypes
+from xreg.registry.reads import (
     NOTHING,
     THREAD_VIEWS,
     Materialised,
@@ -50,10 +50,10 @@ from gateway.registry.reads import (
     store_sort,
     view_of,
 )
-from gateway.registry.service import LocalRegistry
-from gateway.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
-from gateway.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
-from gateway.storage.semantics import Cursor, Sort, cursor_for
+from xreg.registry.service import LocalRegistry
+from xreg.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
+from xreg.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
+from xreg.storage.semantics import Cursor, Sort, cursor_for
 
 #: A key past every stored key (XIDs are ASCII).
 _KEY_END = "\U0010ffff"
@@ -213,6 +213,9 @@ class LocalSource(RegistrySource):
         self.id = registry.registry_id
         self.base_url = registry.base_url
         self._messages: tuple[RegistryModel, Materialised] | None = None
+
+    def own_registry(self) -> LocalRegistry:
+        return self.registry
 
     @property  # read from the registry: a modelsource write replaces it
     def model(self) -> RegistryModel:  # type: ignore[override]

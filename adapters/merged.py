@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 from adapters.base import Entity, InvalidCursor, Listing, RegistrySource, SourceUnavailable
 from adapters.slicing import KEY_END, order_key
-from gateway.storage.semantics import Cursor
+from xreg.storage.semantics import Cursor
 
 #: The listing a source is asked for (``None``: it has no such collection).
 ListingFor = Callable[[RegistrySource], "Listing | None"]

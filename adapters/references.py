@@ -30,9 +30,9 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from adapters.base import Entity, RegistrySource, SourceUnavailable
-from gateway.errors import XRegistryError
-from gateway.ids import id_problem
-from gateway.xid import Xid
+from xreg.errors import XRegistryError
+from xreg.ids import id_problem
+from xreg.xid import Xid
 
 #: Loads one entity (``None``: it does not exist); raises :class:`SourceUnavailable`.
 Load = Callable[[str, str], Awaitable["Entity | None"]]

@@ -22,7 +22,7 @@ gateway has never seen included); the ``flags`` capability says whether ``filter
   parents' collection with the children inlined, when the remote filters and inlines.
 
 Answers of a remote on an older specification version are rewritten into the current shape by
-the importer's rules (:mod:`gateway.documents.normalise`).
+the importer's rules (:mod:`xreg.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
 caller's credentials are forwarded; a remote offering an event log (a gateway like this one,
@@ -63,13 +63,13 @@ from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
 from adapters.remote_events import RemoteEvents, events_url
 from adapters.slicing import cut, matches, nested_paths
 from adapters.snapshots import SnapshotGone, SnapshotStore, SnapshotStoreError
-from gateway import json_limits
-from gateway.config import RegistryConfig
-from gateway.documents.normalise import normalise
-from gateway.errors import XRegistryError
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import FilterExpression, Filters
-from gateway.xid import Xid
+from xreg import json_limits
+from xreg.config import RegistryConfig
+from xreg.documents.normalise import normalise
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.filters import FilterExpression, Filters
+from xreg.xid import Xid
 
 log = logging.getLogger("xreg.remote")
 

@@ -30,7 +30,7 @@ from typing import Any
 import httpx
 
 from adapters.cache import RegistryCache
-from gateway import json_limits
+from xreg import json_limits
 
 log = logging.getLogger("xreg.remote")
 

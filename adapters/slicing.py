@@ -1,7 +1,7 @@
 """Filters, order and keyset pages over collections held in memory (a remote registry's, read
-whole), with exactly the store's semantics (``gateway.registry.filters``): rows sort by the
+whole), with exactly the store's semantics (``xreg.registry.filters``): rows sort by the
 reference order of their sort value, ties by key; cursors are
-:class:`~gateway.storage.base.Cursor` positions, so pages of a remote collection merge with
+:class:`~xreg.storage.base.Cursor` positions, so pages of a remote collection merge with
 pages of any other source.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from adapters.base import Entity, InvalidCursor, Listing, SourcePage
-from gateway.registry.filters import FilterExpression, Filters
-from gateway.storage.semantics import (
+from xreg.registry.filters import FilterExpression, Filters
+from xreg.storage.semantics import (
     Condition,
     Cursor,
     Sort,

@@ -20,14 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
-from gateway.errors import XRegistryError
-from gateway.events import EventPosition
-from gateway.storage.base import Store
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
-from gateway.storage.webhooks import DeadLetter, Subscription, WebhookStore, position_key
-from gateway.storage.webhooks_mongo import MongoWebhookStore
-from gateway.storage.webhooks_sqlite import SQLiteWebhookStore
+from xreg.errors import XRegistryError
+from xreg.events import EventPosition
+from xreg.storage.base import Store
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
+from xreg.storage.webhooks import DeadLetter, Subscription, WebhookStore, position_key
+from xreg.storage.webhooks_mongo import MongoWebhookStore
+from xreg.storage.webhooks_sqlite import SQLiteWebhookStore
 
 log = logging.getLogger("xreg.webhooks")
 

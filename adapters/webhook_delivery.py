@@ -55,9 +55,9 @@ from standardwebhooks.webhooks import Webhook
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
 from adapters.webhook_admin import Webhooks
-from gateway.events import EventPosition
-from gateway.storage.base import EventsGone, Store
-from gateway.storage.webhooks import DeadLetter, Subscription
+from xreg.events import EventPosition
+from xreg.storage.base import EventsGone, Store
+from xreg.storage.webhooks import DeadLetter, Subscription
 
 log = logging.getLogger("xreg.webhooks")
 
@@ -67,7 +67,7 @@ MAX_ERROR = 300
 
 
 class Event(Protocol):
-    """What the dispatcher needs of a registry event (``gateway.events.RegistryEvent``)."""
+    """What the dispatcher needs of a registry event (``xreg.events.RegistryEvent``)."""
 
     @property
     def position(self) -> Any: ...

@@ -29,13 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry
-from gateway.storage.backup import backup, check_backup, restore
-from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import CORPUS_117, corpus_sample
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry
+from xreg.storage.backup import backup, check_backup, restore
+from xreg.storage.sqlite import SQLiteStore
 
 
 async def build(path: Path, updates: int, corpus: Path) -> LocalRegistry:

@@ -44,9 +44,9 @@ sys.path[:0] = [repo, repo + "/bench"]
 import bench_graphql as bg
 from adapters.local import LocalSource
 from gateway import gc_tuning
-from gateway.config import Settings
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 from resolvers.context import Context
 from resolvers.schema import build_schema
 

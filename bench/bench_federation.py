@@ -48,11 +48,11 @@ import httpx  # noqa: E402
 
 from adapters import http_client  # noqa: E402
 from gateway.app import create_app  # noqa: E402
-from gateway.config import Settings  # noqa: E402
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
 from tests.corpus import XREG_DATA  # noqa: E402
 from tests.federation.servers import GatewayServer  # noqa: E402
+from xreg.config import Settings  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
 
 REMOTES = {
     "erp": ["contoso-erp-jsons07.xreg.json"],

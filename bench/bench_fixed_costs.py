@@ -52,8 +52,6 @@ from strawberry.extensions import SchemaExtension  # noqa: E402
 from strawberry.schema.config import StrawberryConfig  # noqa: E402
 
 from adapters.base import Entity  # noqa: E402
-from gateway.config import Settings  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.current_model import sync_current_model  # noqa: E402
 from resolvers.execution import GatewayExecutor  # noqa: E402
@@ -66,6 +64,8 @@ from resolvers.scalars import SCALARS  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from resolvers.types import TYPES, Message, node_of, read_field  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.config import Settings  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
 
 
 def _hooked_schema(limits: Any) -> strawberry.Schema:

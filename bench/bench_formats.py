@@ -1,5 +1,5 @@
 """Format validation benchmark: every inline schema document of a corpus through
-``gateway.formats.core.validate`` in this process (what an evaluator worker runs), cold (empty analysis
+``xreg.formats.core.validate`` in this process (what an evaluator worker runs), cold (empty analysis
 cache) and cached (the same documents again).
 
 Baseline in the same run: computing the documents' digests alone (what a cache hit costs at
@@ -34,13 +34,13 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
-from gateway.formats.core import CACHE, resolve, validate  # noqa: E402
-from gateway.formats.documents import digest  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
+from xreg.formats.core import CACHE, resolve, validate  # noqa: E402
+from xreg.formats.documents import digest  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 DATA = REPO / "tests" / "data" / "xreg"
 DEFAULT_FILES = [DATA / "rts__ALL-117-feeders-merged.xreg.json", DATA / "spec__schemastore_org.xreg.json"]

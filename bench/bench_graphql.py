@@ -41,14 +41,14 @@ from starlette.responses import JSONResponse  # noqa: E402
 from starlette.routing import Route  # noqa: E402
 
 from gateway import gc_tuning  # noqa: E402
-from gateway.config import Settings  # noqa: E402
-from gateway.registry.filters import parse_filter  # noqa: E402
-from gateway.registry.materialise import derived_of, message_ctypes  # noqa: E402
-from gateway.registry.reads import Selection, collection_tree, count, select  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.semantics import Cursor, cursor_for  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.config import Settings  # noqa: E402
+from xreg.registry.filters import parse_filter  # noqa: E402
+from xreg.registry.materialise import derived_of, message_ctypes  # noqa: E402
+from xreg.registry.reads import Selection, collection_tree, count, select  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.semantics import Cursor, cursor_for  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
@@ -125,7 +125,7 @@ async def baseline_message(registry: LocalRegistry) -> dict[str, Any]:
 
 
 async def baseline_search(registry: LocalRegistry) -> dict[str, Any]:
-    from gateway.registry.filters import FilterExpression, Filters
+    from xreg.registry.filters import FilterExpression, Filters
 
     store, found, total = registry.store, [], 0
     for ctype in ("messagegroups/messages", "endpoints/messages"):
@@ -306,8 +306,8 @@ async def corpus_registry(corpus: Path = CORPUS) -> AsyncIterator[tuple[Settings
 
 
 async def prepare(db: Path, corpus: Path = CORPUS) -> None:
-    from gateway.documents.normalise import normalise
-    from gateway.documents.reader import read_document
+    from xreg.documents.normalise import normalise
+    from xreg.documents.reader import read_document
 
     async with LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID) as reg:
         await reg.apply_document(normalise(read_document(corpus))[0])

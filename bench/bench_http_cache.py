@@ -31,12 +31,12 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from gateway.app import create_app  # noqa: E402
-from gateway.config import Settings  # noqa: E402
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.config import Settings  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 ENDPOINT_PAGE = """{ registry { endpoints(first: 50) { totalCount pageInfo { hasNextPage endCursor }

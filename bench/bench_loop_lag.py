@@ -98,7 +98,7 @@ class TurnMeter:
 async def run_mode(data_dir: Path, env: dict[str, str], clients: int, meter: TurnMeter) -> dict[str, Any]:
     os.environ.update({"XREG_DATA_DIR": str(data_dir), "XREG_LOG_LEVEL": "warning", **env})
     from gateway.app import create_app
-    from gateway.config import load_settings
+    from xreg.config import load_settings
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

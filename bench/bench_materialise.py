@@ -31,16 +31,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import gateway.registry.changeset as changeset_module  # noqa: E402
+import xreg.registry.changeset as changeset_module  # noqa: E402
 from adapters.base import Listing  # noqa: E402
 from adapters.local import LocalSource  # noqa: E402
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
-from gateway.registry.filters import parse_filters  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.semantics import Sort  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
+from xreg.registry.filters import parse_filters  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.semantics import Sort  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 MESSAGES = ("messagegroups/messages",)

@@ -22,10 +22,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway.http_api.openapi import openapi_document
-from gateway.json_encoding import dumps
-from gateway.model.modelsource import model_of_source
 from tests.http.support import make_settings
 from tests.security.models import wide_model
+from xreg.json_encoding import dumps
+from xreg.model.modelsource import model_of_source
 
 
 def measure(counts: list[int]) -> list[tuple[int, int, float]]:

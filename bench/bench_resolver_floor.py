@@ -43,13 +43,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import bench_graphql  # noqa: E402
 from graphql import parse  # noqa: E402
 
-from gateway.config import Settings  # noqa: E402
 from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.queries import lookups_of  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from resolvers.types import _messagegroups_of, _messages_of, bare_registry, collection, dataschemas_of  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.config import Settings  # noqa: E402
 
 
 async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ through the real app over ``httpx.ASGITransport`` (no sockets), each query and e
 turn, shuffled every round. CPU ms, medians.
 
 Then the answer's encoding alone, CPU ms (medians of 200): the standard library's encoder (what
-the baseline's ``JSONResponse`` uses) against the gateway's (``gateway/json_encoding.py``), at
+the baseline's ``JSONResponse`` uses) against the gateway's (``xreg/json_encoding.py``), at
 once and in paced pieces (``resolvers/pacing.py``'s ``encode_paced``, the way answers of costly
 operations are encoded); and the client's parse of the answer (``json.loads``), which the
 GraphQL route's figure includes and the baseline route's does not.
@@ -41,10 +41,10 @@ import bench_graphql  # noqa: E402
 import httpx  # noqa: E402
 
 from adapters.local import LocalSource  # noqa: E402
-from gateway.config import Settings  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.config import Settings  # noqa: E402
 
 
 async def main() -> None:
@@ -132,8 +132,8 @@ ENCODINGS = 200
 
 async def encoding_ms(answer: Any, encodings: int = ENCODINGS) -> tuple[int, float, float, float, float]:
     """The answer's size, and the CPU ms of encoding it each way and of parsing it (medians)."""
-    from gateway.json_encoding import dumps
     from resolvers.pacing import encode_paced
+    from xreg.json_encoding import dumps
 
     standard = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
     text = dumps(answer)

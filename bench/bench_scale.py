@@ -39,9 +39,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gateway.storage.base import Query, Write  # noqa: E402
-from gateway.storage.semantics import RANK, Condition, Cursor, Sort  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
+from xreg.storage.base import Query, Write  # noqa: E402
+from xreg.storage.semantics import RANK, Condition, Cursor, Sort  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 MESSAGES = "messagegroups/messages"
 PER_GROUP = 100

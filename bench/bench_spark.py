@@ -43,11 +43,11 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"

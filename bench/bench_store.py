@@ -38,24 +38,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gateway.documents.normalise import normalise  # noqa: E402
-from gateway.documents.reader import read_document  # noqa: E402
-from gateway.registry.service import LocalRegistry  # noqa: E402
-from gateway.storage.base import Query, Store, Write  # noqa: E402
-from gateway.storage.semantics import Cursor  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
+from xreg.documents.normalise import normalise  # noqa: E402
+from xreg.documents.reader import read_document  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
+from xreg.storage.base import Query, Store, Write  # noqa: E402
+from xreg.storage.semantics import Cursor  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 
 
 def make_store(backend: str, tmp: Path, name: str) -> Store:
     if backend == "sqlite":
-        from gateway.storage.sqlite import SQLiteStore
+        from xreg.storage.sqlite import SQLiteStore
 
         return SQLiteStore(tmp / f"{name}.db")
     from mongomock_motor import AsyncMongoMockClient
 
-    from gateway.storage.mongo import MongoStore
+    from xreg.storage.mongo import MongoStore
 
     return MongoStore(client=AsyncMongoMockClient(), database=name)
 
@@ -133,7 +133,7 @@ async def bench_pages(backend: str, tmp: Path, n: int, pages: int) -> dict:
 async def bench_point_reads(store: Store, keys: list[str]) -> dict:
     """``get_many`` of one key: on the event loop (quick reads) against through the connection's
     thread (``QUICK_KEYS`` set to 0 sends every read there), interleaved, same keys."""
-    from gateway.storage import sqlite
+    from xreg.storage import sqlite
 
     quick_keys = sqlite.QUICK_KEYS
     wall: dict[bool, list[float]] = {True: [], False: []}

@@ -35,8 +35,8 @@ from adapters.clock import SYSTEM_CLOCK  # noqa: E402
 from adapters.outbound import OutboundPolicy  # noqa: E402
 from adapters.webhook_admin import Webhooks  # noqa: E402
 from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, envelope, sign  # noqa: E402
-from gateway.storage.sqlite import SQLiteStore  # noqa: E402
-from gateway.storage.webhooks import position_key  # noqa: E402
+from xreg.storage.sqlite import SQLiteStore  # noqa: E402
+from xreg.storage.webhooks import position_key  # noqa: E402
 
 RECEIVER = """
 import sys, uvicorn

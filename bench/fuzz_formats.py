@@ -1,4 +1,4 @@
-"""The large fuzz of the bounded evaluator (``gateway.formats.evaluator``): random and hostile
+"""The large fuzz of the bounded evaluator (``xreg.formats.evaluator``): random and hostile
 schema documents and payloads of every format (``tests/security/hostile.py``), each case run as
 a schema validation, a payload validation and a compatibility check. Prints the counts: cases,
 answers, refusals by kind, crashes (any exception other than the evaluator's own refusal: must
@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from gateway.formats import Evaluator, Limits  # noqa: E402
 from tests.security.hostile import Case, cases, evaluate_case  # noqa: E402
+from xreg.formats import Evaluator, Limits  # noqa: E402
 
 
 def main() -> int:

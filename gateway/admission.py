@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway import metrics
-from gateway.config import Settings
-from gateway.errors import XRegistryError
+from xreg import metrics
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 #: The kinds of work admission control bounds.
 KINDS = ("graphql", "http")

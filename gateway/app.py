@@ -1,14 +1,16 @@
 """The gateway's ASGI application: xRegistry HTTP API, GraphQL and GraphiQL on one Starlette app,
 and the operations endpoints: ``/healthz`` (liveness), ``/readyz`` (readiness, see
-:mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`gateway.metrics`).
+:mod:`gateway.readiness`) and ``/metrics`` (Prometheus, see :mod:`xreg.metrics`).
 
-``app.state`` carries what handlers need: ``settings``, ``registry`` (the opened
-:class:`~gateway.registry.service.LocalRegistry`), ``events`` (its
-:class:`~adapters.events.EventFeed`, told of every commit of this process), ``auth`` (the
-:class:`~gateway.auth.Authenticator`) and ``federation`` (the configured registries,
-:class:`~adapters.federation.Federation`, reloaded on SIGHUP and settings-file changes) and
-``webhooks`` (:class:`~adapters.webhook_admin.Webhooks`; their delivery runs as a task of the
-lifespan, :mod:`adapters.webhook_delivery`).
+:func:`create_app` builds what the handlers need and hands it to them (constructor injection):
+the :class:`~xreg.registry.service.LocalRegistry`, its :class:`~adapters.events.EventFeed`
+(told of every commit of this process), the :class:`~gateway.auth.Authenticator`, the
+configured registries (:class:`~adapters.federation.Federation`, reloaded on SIGHUP and
+settings-file changes), the webhook subscriptions (:class:`~adapters.webhook_admin.Webhooks`;
+their delivery runs as a task of the lifespan, :mod:`adapters.webhook_delivery`), the rate
+limiter and admission control. Handlers read nothing from ``app.state``; it names the same
+objects for tests and operators (``settings``, ``registry``, ``events``, ``federation``,
+``webhooks``, ``auth``, ``rate_limiter``, ``admission``).
 """
 
 from __future__ import annotations
@@ -34,22 +36,23 @@ from adapters.local import LocalSource
 from adapters.outbound import OutboundPolicy
 from adapters.webhook_admin import Webhooks
 from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, store_events
-from gateway import formats, gc_tuning, metrics, readiness, tracing
+from gateway import gc_tuning, readiness
 from gateway.admission import Admission, AdmissionMiddleware
 from gateway.auth import Authenticator
 from gateway.bulk import build_routes as bulk_routes
-from gateway.config import Settings, load_settings
 from gateway.cors import cors_middleware
 from gateway.event_log import build_routes as event_routes
+from gateway.graphql_http import build_routes as graphql_routes
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.http_errors import http_exception
 from gateway.logs import redact_url
 from gateway.observe import ObserveMiddleware
 from gateway.ratelimit import RateLimiter, RateLimitMiddleware
-from gateway.registry.service import LocalRegistry
 from gateway.request_limits import RequestLimitsMiddleware
 from gateway.webhooks_http import build_routes as webhook_routes
-from resolvers import build_routes as graphql_routes
+from xreg import formats, metrics, tracing
+from xreg.config import Settings, load_settings
+from xreg.registry.service import LocalRegistry
 
 log = logging.getLogger("xreg.gateway")
 
@@ -65,32 +68,30 @@ async def prune_history(registry: LocalRegistry, settings: Settings) -> int:
     return await registry.store.prune(keep_revisions=settings.history_keep_revisions, keep_seconds=keep_seconds)
 
 
-async def _health(request: Request) -> JSONResponse:
-    state = request.app.state
-    registry: LocalRegistry = state.registry
-    revision = await registry.store.probe_revision(busy=state.admission.busy())  # busy: never waits
-    return JSONResponse({"status": "ok", "revision": revision})
+def operations_routes(registry: LocalRegistry, federation: Federation, admission: Admission) -> list[Route]:
+    """``/healthz``, ``/readyz`` and ``/metrics``."""
 
+    async def health(request: Request) -> JSONResponse:
+        revision = await registry.store.probe_revision(busy=admission.busy())  # busy: never waits
+        return JSONResponse({"status": "ok", "revision": revision})
 
-async def _ready(request: Request) -> JSONResponse:
-    state = request.app.state
-    federation: Federation = state.federation
-    verdict = await readiness.check(state.registry.store, federation.status(),
-                                    last_reload_error=federation.last_reload_error)
-    return JSONResponse(verdict.body, 200 if verdict.ready else 503, headers={"Cache-Control": "no-store"})
+    async def ready(request: Request) -> JSONResponse:
+        verdict = await readiness.check(registry.store, federation.status(),
+                                        last_reload_error=federation.last_reload_error)
+        return JSONResponse(verdict.body, 200 if verdict.ready else 503, headers={"Cache-Control": "no-store"})
 
+    async def metrics_page(request: Request) -> Response:
+        try:
+            metrics.REGISTRY_REVISION.set(await registry.store.current_revision())
+        except Exception as exc:  # the store's trouble is /readyz's to report; the scrape still answers
+            log.debug("revision not read for /metrics: %s", exc)
+        for status in federation.status():
+            if status.breaker is not None:
+                metrics.REMOTE_BREAKER_STATE.labels(status.registry).set(STATE_VALUES[status.breaker])
+        body, media_type = metrics.exposition()
+        return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
-async def _metrics(request: Request) -> Response:
-    state = request.app.state
-    try:
-        metrics.REGISTRY_REVISION.set(await state.registry.store.current_revision())
-    except Exception as exc:  # the store's trouble is /readyz's to report; the scrape still answers
-        log.debug("revision not read for /metrics: %s", exc)
-    for status in state.federation.status():
-        if status.breaker is not None:
-            metrics.REMOTE_BREAKER_STATE.labels(status.registry).set(STATE_VALUES[status.breaker])
-    body, media_type = metrics.exposition()
-    return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
+    return [Route("/healthz", health), Route("/readyz", ready), Route("/metrics", metrics_page)]
 
 
 def evaluator_limits(settings: Settings) -> formats.Limits:
@@ -135,6 +136,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
     registry.commit_listeners.append(events.notify)
     registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll
+    auth = Authenticator(settings)
+    limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -177,8 +180,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                 await task
             await dispatcher.aclose()
             await events.close()
-            await app.state.auth.aclose()
-            await app.state.rate_limiter.aclose()
+            await auth.aclose()
+            await limiter.aclose()
             await federation.close()
             await registry.close()
             log.info("registry %r closed", registry.registry_id)
@@ -186,27 +189,24 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                 tracing.stop()
             metrics.worker_exiting()
 
-    auth = Authenticator(settings)
-    routes = [Route("/healthz", _health), Route("/readyz", _ready), Route("/metrics", _metrics),
+    routes = [*operations_routes(registry, federation, admission),
               *webhook_routes(settings, dispatcher.webhooks, auth, registry.base_url),
-              *xregistry_routes(settings), *graphql_routes(settings), *bulk_routes(),
-              *event_routes()]
-    limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
+              *xregistry_routes(settings, registry, auth),
+              *graphql_routes(settings, federation, auth, federation.shared_cache, events=events,
+                              webhooks=dispatcher.webhooks, admission=admission, limiter=limiter),
+              *bulk_routes(federation, auth), *event_routes(registry, auth)]
     # CORS outermost: a preflight (and a 429 / 503) reaches the browser with its CORS headers;
     # the request id and metrics see every answer, refusals included; an over-long target or
     # header section is refused before anything else reads it.
     middleware = [
         *cors_middleware(settings, registry), Middleware(ObserveMiddleware),
         Middleware(RequestLimitsMiddleware, settings=settings), Middleware(CallerMiddleware),
-        Middleware(RateLimitMiddleware, limiter=limiter, registry_prefix=settings.registry_prefix),
+        Middleware(RateLimitMiddleware, limiter=limiter, auth=auth, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)]
     app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,
                     exception_handlers={HTTPException: http_exception}, middleware=middleware)
+    # for tests and operators only: the handlers were handed these above
     app.state.rate_limiter, app.state.admission = limiter, admission
-    app.state.settings = settings
-    app.state.registry = registry
-    app.state.events = events
-    app.state.federation = federation
-    app.state.webhooks = dispatcher.webhooks
-    app.state.auth = auth
+    app.state.settings, app.state.registry, app.state.federation, app.state.auth = settings, registry, federation, auth
+    app.state.events, app.state.webhooks = events, dispatcher.webhooks
     return app

@@ -24,8 +24,8 @@ import httpx
 import jwt
 from starlette.requests import Request
 
-from gateway.config import Settings
-from gateway.errors import GatewayError
+from xreg.config import Settings
+from xreg.errors import GatewayError
 
 log = logging.getLogger("xreg.auth")
 
@@ -348,15 +348,16 @@ class Authenticator:
             self._client = None
 
 
-async def principal_of(request: Request) -> Principal:
-    """The request's principal, authenticated once per request (``request.app.state.auth``)."""
+async def principal_of(request: Request, auth: Authenticator) -> Principal:
+    """The request's principal, authenticated by ``auth`` once per request (kept on the request's
+    ``state``, Starlette's per-request context, for the middleware and the handler after it)."""
     state = request.state
     if getattr(state, "auth_error", None) is not None:
         raise state.auth_error
     principal = getattr(state, "principal", None)
     if principal is None:
         try:
-            principal = await request.app.state.auth.authenticate(request.headers.get("authorization"))
+            principal = await auth.authenticate(request.headers.get("authorization"))
         except AuthError as exc:
             state.auth_error = exc
             raise

@@ -8,8 +8,9 @@ data source hands to Spark as they are. The data path is the GraphQL one: the re
 of the federation (local, remote and document registries alike), one
 :meth:`~adapters.base.RegistrySource.list` keyset page, the views completed with their collection
 counts (``json``) and messages materialised across registries (``effective``) by the request's
-loaders (:class:`~resolvers.loaders.Loaders`). Every column holds what the GraphQL path gives it;
-columns are gathered with one lookup per row and converted whole (:mod:`gateway.bulk_columns`).
+:class:`~adapters.request.Materialiser`, the one GraphQL's loaders use. Every column holds what
+the GraphQL path gives it; columns are gathered with one lookup per row and converted whole
+(:mod:`gateway.bulk_columns`).
 
 Parameters (query string):
 
@@ -40,15 +41,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from adapters.base import Entity, Listing, RegistrySource
+from adapters.batching import EntityBatcher
+from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
-from gateway.auth import AuthError, principal_of
+from gateway.auth import Authenticator, AuthError, principal_of
 from gateway.bulk_columns import column, dumps
-from gateway.errors import XRegistryError
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.semantics import Cursor
-from resolvers.context import references_of, sources_of
-from resolvers.loaders import Loaders
+from xreg.errors import XRegistryError
+from xreg.storage.semantics import Cursor
 
 #: The path of the bulk read.
 ROWS_PATH = f"{BULK_PREFIX}/rows"
@@ -272,8 +273,9 @@ def _int(params: Any, name: str, default: int | None) -> int | None:
         raise _bad(f"{name} must be an integer, not {value!r}") from None
 
 
-async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
-    """The rows a request asks for, as an Arrow IPC stream, and the response's headers."""
+async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, str]]:
+    """The rows a request asks for from the registries ``served``, as an Arrow IPC stream, and
+    the response's headers."""
     params = request.query_params
     registry, entity = params.get("registry"), params.get("entity", "")
     if not registry:
@@ -286,7 +288,8 @@ async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
     limit = _int(params, "limit", DEFAULT_LIMIT)
     if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise _bad(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
-    sources = sources_of(request.app)
+    reads = RequestSources(served)
+    sources = reads.sources
     source: RegistrySource | None = sources.get(registry)
     if source is None:
         raise XRegistryError("not_found", ROWS_PATH, detail=f"no registry {registry!r} here (registries: "
@@ -306,8 +309,7 @@ async def read_rows(request: Request) -> tuple[bytes, dict[str, str]]:
     if not ctypes:
         return ipc_stream(builder.batch([])), headers
     page = await source.list(listing)
-    loaders = Loaders(sources, lambda: references_of(request.app, sources))
-    items = await loaders.settle(page.items)
+    items = await Materialiser(EntityBatcher(sources), lambda: reads.references).settle(page.items)
     partial = [e for e in items if e.partial]
     full = dict(zip((id(e) for e in partial), await source.complete(partial), strict=True)) if partial else {}
     rows = [(e, full.get(id(e), e.view), as_of if e.revision is None else e.revision) for e in items]
@@ -323,22 +325,21 @@ def _in_model(source: RegistrySource, ctype: str) -> bool:
     return gdef is not None and (len(parts) == 1 or parts[1] in gdef.resources)
 
 
-async def rows_endpoint(request: Request) -> Response:
-    """``GET /bulk/rows`` (see the module documentation)."""
-    request_id = current_request_id() or new_request_id()
-    try:
-        principal = await principal_of(request)
-        request.app.state.auth.require(principal, "read")
-        body, headers = await read_rows(request)
-    except AuthError as err:
-        problem = err.to_problem(ROWS_PATH)
-        problem["instance"] = request_id
-        return json_response(problem, err.status, err.headers())
-    except XRegistryError as err:
-        return problem_response(err, request_id)
-    return Response(body, media_type=ARROW_STREAM, headers={**headers, "Cache-Control": "no-store"})
+def build_routes(served: Served, auth: Authenticator) -> list[Route]:
+    """The bulk read's route, over the registries ``served``, for callers ``auth`` lets read."""
 
+    async def rows_endpoint(request: Request) -> Response:
+        """``GET /bulk/rows`` (see the module documentation)."""
+        request_id = current_request_id() or new_request_id()
+        try:
+            auth.require(await principal_of(request, auth), "read")
+            body, headers = await read_rows(request, served)
+        except AuthError as err:
+            problem = err.to_problem(ROWS_PATH)
+            problem["instance"] = request_id
+            return json_response(problem, err.status, err.headers())
+        except XRegistryError as err:
+            return problem_response(err, request_id)
+        return Response(body, media_type=ARROW_STREAM, headers={**headers, "Cache-Control": "no-store"})
 
-def build_routes() -> list[Route]:
-    """The bulk read's route."""
     return [Route(ROWS_PATH, rows_endpoint, methods=["GET"])]

@@ -22,17 +22,17 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gateway.config import Settings, load_settings
-from gateway.errors import ValidationErrors, XRegistryError
 from gateway.logs import logging_config, redact_url
-from gateway.metrics import MULTIPROC_ENV
-from gateway.registry.service import LocalRegistry
-from gateway.registry.stored_values import find_invalid, repair_timestamps
-from gateway.storage import create_store
-from gateway.storage.backup import BackupError, BackupInfo, ReadLimits, backup, check_backup, restore
-from gateway.storage.base import HistoryChanged, Store
-from gateway.storage.sqlite import SQLiteStore
-from gateway.xid import Xid
+from xreg.config import Settings, load_settings
+from xreg.errors import ValidationErrors, XRegistryError
+from xreg.metrics import MULTIPROC_ENV
+from xreg.registry.service import LocalRegistry
+from xreg.registry.stored_values import find_invalid, repair_timestamps
+from xreg.storage import create_store
+from xreg.storage.backup import BackupError, BackupInfo, ReadLimits, backup, check_backup, restore
+from xreg.storage.base import HistoryChanged, Store
+from xreg.storage.sqlite import SQLiteStore
+from xreg.xid import Xid
 
 app = typer.Typer(help="xRegistry GraphQL gateway.", no_args_is_help=True, add_completion=False)
 err = Console(stderr=True)
@@ -118,8 +118,8 @@ class ImportReport:
 async def run_import(settings: Settings, paths: list[Path], *, strict: bool, validate: bool = True,
                      console: Console | None = None) -> ImportReport:
     """Import documents into the local registry, each file all-or-nothing."""
-    from gateway.documents.normalise import normalise
-    from gateway.documents.reader import find_documents, read_document
+    from xreg.documents.normalise import normalise
+    from xreg.documents.reader import find_documents, read_document
 
     report = ImportReport()
     files = find_documents(paths)

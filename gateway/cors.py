@@ -22,10 +22,10 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from gateway.config import Settings
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.service import MODEL_MAX_AGE, LocalRegistry
-from gateway.registry.validation import entity_definitions
+from xreg.config import Settings
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.service import MODEL_MAX_AGE, LocalRegistry
+from xreg.registry.validation import entity_definitions
 
 #: Response headers a cross-origin script may read, besides the model's ``xRegistry-*`` ones.
 EXPOSED = (
@@ -64,7 +64,7 @@ class PathCORS:
 
     The ``xRegistry-*`` headers follow the registry's current model: a model installed through
     ``modelsource`` (here or by another process, taken up within
-    :data:`~gateway.registry.service.MODEL_MAX_AGE`) brings its headers without a restart."""
+    :data:`~xreg.registry.service.MODEL_MAX_AGE`) brings its headers without a restart."""
 
     def __init__(self, app: ASGIApp, settings: Settings, registry: LocalRegistry) -> None:
         self.app = app

@@ -31,14 +31,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from gateway.admission import EVENTS_PATH
-from gateway.auth import AuthError, principal_of
-from gateway.errors import XRegistryError
-from gateway.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
+from gateway.auth import Authenticator, AuthError, principal_of
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.routes import INSTANCE_HEADER
-from gateway.registry.service import LocalRegistry
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.base import EventsGone
+from xreg.errors import XRegistryError
+from xreg.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
+from xreg.registry.service import LocalRegistry
+from xreg.storage.base import EventsGone
 
 #: The media type of the answer (CloudEvents JSON batch format).
 BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"
@@ -73,8 +73,8 @@ def parse_types(values: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-async def read_events(request: Request) -> Response:
-    """The answer to one ``GET /events`` (errors raised)."""
+async def read_events(request: Request, registry: LocalRegistry) -> Response:
+    """The answer to one ``GET /events`` over ``registry``'s event log (errors raised)."""
     params = request.query_params
     after_text = params.get("after")
     after = EventPosition.parse(after_text) if after_text else None
@@ -89,7 +89,6 @@ async def read_events(request: Request) -> Response:
     subject = params.get("subject") or None
     if subject is not None and (len(subject) > MAX_SUBJECT_LENGTH or not subject.startswith(("/", "*"))):
         raise _bad("subject must be an XID (starting with '/'), optionally ending in '*'", "subject")
-    registry: LocalRegistry = request.app.state.registry
     try:
         events = await registry.store.events_after(after, limit=limit, types=types, subject=subject)
     except EventsGone as exc:
@@ -111,21 +110,20 @@ async def read_events(request: Request) -> Response:
                              INSTANCE_HEADER: registry.instance_id})
 
 
-async def events_endpoint(request: Request) -> Response:
-    """``GET /events`` (see the module documentation)."""
-    request_id = current_request_id() or new_request_id()
-    try:
-        principal = await principal_of(request)
-        request.app.state.auth.require(principal, "read")
-        return await read_events(request)
-    except AuthError as err:
-        problem = err.to_problem(EVENTS_PATH)
-        problem["instance"] = request_id
-        return json_response(problem, err.status, err.headers())
-    except XRegistryError as err:
-        return problem_response(err, request_id)
+def build_routes(registry: LocalRegistry, auth: Authenticator) -> list[Route]:
+    """The route of ``registry``'s event log, for the callers ``auth`` lets read."""
 
+    async def events_endpoint(request: Request) -> Response:
+        """``GET /events`` (see the module documentation)."""
+        request_id = current_request_id() or new_request_id()
+        try:
+            auth.require(await principal_of(request, auth), "read")
+            return await read_events(request, registry)
+        except AuthError as err:
+            problem = err.to_problem(EVENTS_PATH)
+            problem["instance"] = request_id
+            return json_response(problem, err.status, err.headers())
+        except XRegistryError as err:
+            return problem_response(err, request_id)
 
-def build_routes() -> list[Route]:
-    """The event log's route."""
     return [Route(EVENTS_PATH, events_endpoint, methods=["GET"])]

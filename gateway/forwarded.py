@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.config import Settings
+from xreg.config import Settings
 
 
 def proxy_options(settings: Settings) -> dict[str, Any]:

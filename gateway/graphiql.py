@@ -38,8 +38,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from gateway.config import Settings
 from gateway.graphiql_examples import EXAMPLES
+from xreg.config import Settings
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 MANIFEST_PATH = STATIC_DIR / "graphiql.manifest.json"

@@ -15,7 +15,7 @@ tag is a digest of what determines the response:
 Because the tag is known before the response is built, a matching ``If-None-Match`` is answered
 with 304 without reading anything but the revision. GraphQL queries over registries that have
 no revisions of their own (remote xRegistry APIs, documents) are tagged by a digest of the body
-instead (see ``resolvers/http.py``). Only 200 responses are tagged.
+instead (see ``gateway/graphql_http.py``). Only 200 responses are tagged.
 
 ``Cache-Control`` is ``private`` when the request carried credentials or anonymous reads are
 off (the response is the caller's), ``public`` otherwise; with ``http_cache_max_age`` = 0 (the
@@ -33,7 +33,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway.auth import Principal
-from gateway.config import Settings
+from xreg.config import Settings
 
 NO_STORE = "no-store"
 

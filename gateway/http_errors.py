@@ -10,7 +10,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from gateway.errors import XRegistryError
+from xreg.errors import XRegistryError
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:

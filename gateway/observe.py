@@ -22,8 +22,8 @@ from typing import Any
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import metrics, tracing
 from gateway.request_context import RequestRecord, begin, end, request_id_from
+from xreg import metrics, tracing
 
 access_log = logging.getLogger("xreg.access")
 

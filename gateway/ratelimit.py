@@ -10,8 +10,10 @@ is 401 or 403. An answer of 401 or 403 keeps its status even when the caller's b
 *scope* — ``anonymous``, ``read`` (authenticated, read only) or ``write`` (holds the write
 scope) — picks the bucket's refill rate (points per second) and size (burst). A request of the
 xRegistry HTTP API costs one point; a GraphQL operation costs its estimated cost
-(``resolvers/cost.py``), charged once the document is validated through :func:`current_budget`
-(a request refused before that costs one point).
+(``resolvers/cost.py``), charged once the document is validated through the request's
+:class:`Budget`, which the GraphQL endpoint hands to the operation (:func:`budget_of`; a request
+refused before that costs one point; an operation sent over a WebSocket, which no middleware sees,
+gets its own from :func:`operation_budget`).
 
 A bucket serves a request when it holds the request's points — or, for a request dearer than
 the whole bucket, when the bucket is full; the points are taken (the bucket may go below zero:
@@ -28,13 +30,11 @@ gateway down.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,11 +43,11 @@ from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gateway import metrics
 from gateway.admission import work_kind
-from gateway.auth import AuthError, Principal, principal_of
-from gateway.config import Settings
-from gateway.errors import XRegistryError
+from gateway.auth import Authenticator, AuthError, Principal, principal_of
+from xreg import metrics
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 log = logging.getLogger("xreg.ratelimit")
 
@@ -259,31 +259,23 @@ class Budget:
         return decision
 
 
-_budget: ContextVar[Budget | None] = ContextVar("xreg_rate_limit_budget", default=None)
+#: The key of a request's :class:`Budget` in its ``state`` (Starlette's per-request context).
+_BUDGET = "rate_limit_budget"
 
 
-def current_budget() -> Budget | None:
-    """The :class:`Budget` of the request being served (``None`` outside rate-limited requests)."""
-    return _budget.get()
+def budget_of(request: Request) -> Budget | None:
+    """The :class:`Budget` of ``request`` (``None``: not rate-limited)."""
+    return request.scope.get("state", {}).get(_BUDGET)
 
 
-def budget_of(limiter: RateLimiter, principal: Principal | None, scope: Scope) -> Budget | None:
-    """The budget of an operation no middleware sees (one sent over a WebSocket): ``None`` when
-    rates are not limited or the caller holds no scope (as :class:`RateLimitMiddleware` decides)."""
+def operation_budget(limiter: RateLimiter, principal: Principal | None, scope: Scope) -> Budget | None:
+    """The budget of an operation no middleware sees (one sent over a WebSocket), for the transport
+    to hand to the operation: ``None`` when rates are not limited or the caller holds no scope (as
+    :class:`RateLimitMiddleware` decides)."""
     if not limiter.enabled or principal is None or not principal.scopes:
         return None
     caller, level = caller_of(principal, scope)
     return Budget(limiter, caller, level)
-
-
-@contextlib.contextmanager
-def charging(budget: Budget | None) -> Iterator[None]:
-    """Operations run in the block are charged to ``budget`` (:func:`current_budget`)."""
-    token = _budget.set(budget)
-    try:
-        yield
-    finally:
-        _budget.reset(token)
 
 
 def too_many_requests(path: str, decision: Decision) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
@@ -299,9 +291,11 @@ class RateLimitMiddleware:
     """ASGI middleware: the xRegistry HTTP API and ``/graphql`` are charged to their caller's
     bucket (see the module documentation)."""
 
-    def __init__(self, app: ASGIApp, limiter: RateLimiter, registry_prefix: str, graphql_path: str = "/graphql"):
+    def __init__(self, app: ASGIApp, limiter: RateLimiter, auth: Authenticator, registry_prefix: str,
+                 graphql_path: str = "/graphql"):
         self.app = app
         self.limiter = limiter
+        self.auth = auth
         self.prefix = "/" + registry_prefix.strip("/")
         self.graphql_path = graphql_path
 
@@ -314,7 +308,7 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         try:
-            principal = await principal_of(Request(scope, receive))
+            principal = await principal_of(Request(scope, receive), self.auth)
         except AuthError:  # authentication first: the handler answers 401, whatever the rate
             await self.app(scope, receive, send)
             return
@@ -344,11 +338,8 @@ class RateLimitMiddleware:
                         message["status"] = 429
             await send(message)
 
-        token = _budget.set(budget)
-        try:
-            await self.app(scope, receive, send_with_headers)
-        finally:
-            _budget.reset(token)
+        scope.setdefault("state", {})[_BUDGET] = budget
+        await self.app(scope, receive, send_with_headers)
 
 
 #: Answers that keep their status when the bucket is empty: who is asking comes before how often.

@@ -1,6 +1,6 @@
 """Readiness (``/readyz``): whether this gateway process should get traffic.
 
-Ready when the store answers and takes a write now (:meth:`~gateway.storage.base.Store.check_ready`:
+Ready when the store answers and takes a write now (:meth:`~xreg.storage.base.Store.check_ready`:
 SQLite's file still in place and writable and a write transaction rolled back; MongoDB's ``ping``
 and a small write) and the settings are loaded. Remote registries are reported with their
 health and circuit breaker but never make the gateway unready: their failures cost only their
@@ -17,7 +17,7 @@ from typing import Any
 
 from adapters.base import SourceStatus
 from gateway.logs import redact
-from gateway.storage.base import Store
+from xreg.storage.base import Store
 
 #: Seconds the store may take to answer the readiness check.
 STORE_TIMEOUT_SECONDS = 3.0

@@ -25,10 +25,10 @@ import h11
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import DEFAULT_MAX_INCOMPLETE_EVENT_SIZE, H11Protocol
 
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from gateway.http_api.responses import problem_body, problem_response
 from gateway.request_context import current_request_id, new_request_id
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 #: How much of an over-long target a problem repeats as its subject.
 SUBJECT_CHARS = 128

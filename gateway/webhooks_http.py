@@ -31,12 +31,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from adapters.webhook_admin import Webhooks
-from gateway.auth import Authenticator, AuthError, principal_of
-from gateway.config import Settings
-from gateway.errors import XRegistryError
+from gateway.auth import Authenticator, AuthError, Principal, principal_of
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
-from gateway.storage.webhooks import DeadLetter
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.storage.webhooks import DeadLetter
 
 log = logging.getLogger("xreg.webhooks")
 
@@ -44,7 +44,8 @@ log = logging.getLogger("xreg.webhooks")
 MAX_BODY = 64 * 1024
 _NO_STORE = {"Cache-Control": "no-store"}
 
-Handler = Callable[[Request, Webhooks], Awaitable[Response]]
+#: A route's handler: the request, the subscriptions, the caller (an administrator).
+Handler = Callable[[Request, Webhooks, Principal], Awaitable[Response]]
 
 
 def _letter(d: DeadLetter) -> dict[str, Any]:
@@ -69,16 +70,15 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-async def _list(request: Request, hooks: Webhooks) -> Response:
+async def _list(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     return json_response([s.public() for s in await hooks.all()], headers=_NO_STORE)
 
 
-async def _create(request: Request, hooks: Webhooks) -> Response:
+async def _create(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     body = await _body(request)
     unknown = set(body) - {"url", "types", "subject", "mode", "after"}
     if unknown:
         raise XRegistryError("bad_request", request.url.path, detail=f"unknown members: {', '.join(sorted(unknown))}")
-    principal = await principal_of(request)
     sub, secret = await hooks.create(url=body.get("url"), types=body.get("types"), subject=body.get("subject"),
                                      mode=body.get("mode", "structured"), after=body.get("after"),
                                      owner=principal.identity)
@@ -86,21 +86,21 @@ async def _create(request: Request, hooks: Webhooks) -> Response:
     return json_response({**sub.public(), "secret": secret}, 201, {**_NO_STORE, "Location": location})
 
 
-async def _get(request: Request, hooks: Webhooks) -> Response:
+async def _get(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     return json_response((await hooks.get(request.path_params["id"])).public(), headers=_NO_STORE)
 
 
-async def _patch(request: Request, hooks: Webhooks) -> Response:
+async def _patch(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     sub = await hooks.update(request.path_params["id"], await _body(request))
     return json_response(sub.public(), headers=_NO_STORE)
 
 
-async def _delete(request: Request, hooks: Webhooks) -> Response:
+async def _delete(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     await hooks.delete(request.path_params["id"])
     return Response(status_code=204)
 
 
-async def _dead(request: Request, hooks: Webhooks) -> Response:
+async def _dead(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     try:
         limit = int(request.query_params.get("limit", "100"))
     except ValueError:
@@ -109,7 +109,7 @@ async def _dead(request: Request, hooks: Webhooks) -> Response:
     return json_response([_letter(d) for d in letters], headers=_NO_STORE)
 
 
-async def _replay(request: Request, hooks: Webhooks) -> Response:
+async def _replay(request: Request, hooks: Webhooks, principal: Principal) -> Response:
     body = await _body(request)
     positions = body.get("positions")
     if positions is not None and not (isinstance(positions, list) and all(isinstance(p, str) for p in positions)):
@@ -127,9 +127,9 @@ def _endpoint(handlers: dict[str, Handler], settings: Settings, hooks: Webhooks,
             handler = handlers.get(request.method)
             if handler is None:
                 raise XRegistryError("action_not_supported", path, action=request.method)
-            principal = await principal_of(request)
+            principal = await principal_of(request, auth)
             auth.require_admin(principal, settings.webhook_admin_scope, settings.webhook_admins)
-            response = await handler(request, hooks)
+            response = await handler(request, hooks, principal)
         except AuthError as err:
             body = err.to_problem(path)
             body["instance"] = instance

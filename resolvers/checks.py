@@ -1,7 +1,7 @@
 """Checks that write nothing: would a schema version be accepted (``checkSchemaVersion``, the dry
 run of the write path), and does a payload fit a message definition (``validateMessage``).
 
-``validateMessage`` evaluates through the bounded evaluator (``gateway.formats``); the JSON Schema
+``validateMessage`` evaluates through the bounded evaluator (``xreg.formats``); the JSON Schema
 ``$ref`` values that name a schema of the registries the gateway serves (an XID, or a URL of a
 configured registry: :mod:`resolvers.references`' rules) are resolved here, through the
 registries, and handed to it as documents — at most :data:`MAX_REFERENCED`, followed
@@ -17,14 +17,13 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.effective import is_message
-from adapters.local import LocalSource
-from gateway.errors import UserInputError, ValidationErrors, XRegistryError
-from gateway.formats import Refused, default
-from gateway.registry.changeset import Changeset
-from gateway.registry.schema_checks import document_of
-from gateway.xid import Xid
 from resolvers.references import only, resolve_strict
 from resolvers.types import dataschema_targets
+from xreg.errors import UserInputError, ValidationErrors, XRegistryError
+from xreg.formats import Refused, default
+from xreg.registry.changeset import Changeset
+from xreg.registry.schema_checks import document_of
+from xreg.xid import Xid
 
 
 @strawberry.type(description="One defect: where (a JSON pointer or path) and what.")
@@ -68,7 +67,8 @@ class Checks:
         resource_type: str = "schemas", registry: str | None = None,
     ) -> SchemaVersionCheck:
         source = info.context.source(registry)
-        if not isinstance(source, LocalSource):
+        own = source.own_registry()
+        if own is None:
             raise UserInputError(f"registry {source.id!r} is not the gateway's own: it cannot be checked here")
         rdef = source.model.resource(group_type, resource_type)
         if rdef is None:
@@ -84,7 +84,7 @@ class Checks:
             return vid, dict(state.doc or {})
 
         try:
-            (vid, doc), _ = await source.registry.write(build, subject=f"/{group_type}/{group_id}", note="dry run",
+            (vid, doc), _ = await own.write(build, subject=f"/{group_type}/{group_id}", note="dry run",
                                                         dry_run=True)
         except XRegistryError as exc:
             errors = exc.errors if isinstance(exc, ValidationErrors) else [exc]

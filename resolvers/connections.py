@@ -24,11 +24,11 @@ from strawberry.types.arguments import StrawberryArgument
 from strawberry.types.field import StrawberryField
 
 from adapters.base import Listing, SourcePage
-from gateway.errors import UserInputError
-from gateway.registry.filters import Filters
-from gateway.registry.search import search_words
-from gateway.storage.semantics import RANK, Sort
 from resolvers.context import Context
+from xreg.errors import UserInputError
+from xreg.registry.filters import Filters
+from xreg.registry.search import search_words
+from xreg.storage.semantics import RANK, Sort
 
 T = TypeVar("T")
 

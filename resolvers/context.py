@@ -4,63 +4,71 @@ reference rules, and the errors reported without failing a field."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from graphql import GraphQLError
 from strawberry.types import Info
 
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
-from adapters.local import LocalSource
 from adapters.references import References, rules_over
-from gateway.auth import Authenticator, Principal
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from resolvers.loaders import Loaders
 from resolvers.pacing import Pacer
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 
-def sources_of(app: Any) -> dict[str, RegistrySource]:
-    """The registries an application serves, by id in priority order: a snapshot of its
-    federation (a reload does not change a request under way), or its local registry alone."""
-    federation = getattr(app.state, "federation", None)
-    if federation is not None:
-        return dict(federation.sources)
-    sources = getattr(app.state, "graphql_sources", None)
-    if sources is None:
-        local = LocalSource(app.state.registry)
-        sources = app.state.graphql_sources = {local.id: local}
-    return sources
+class Caller(Protocol):
+    """Who is calling (the service roof's ``gateway.auth.Principal``): ``identity`` names the
+    caller (``key:<name>``, ``jwt:<iss>|<sub>``, ``anonymous``), ``scopes`` what it holds."""
+
+    @property
+    def identity(self) -> str: ...
+
+    @property
+    def scopes(self) -> AbstractSet[str]: ...
+
+    def can(self, scope: str) -> bool: ...
 
 
-def events_of(app: Any) -> EventFeed | None:
-    """The local registry's event feed (``None``: the application serves none)."""
-    return getattr(app.state, "events", None)
+class Access(Protocol):
+    """The caller's rights (the service roof's ``gateway.auth.Authenticator``): :meth:`require`
+    raises a :class:`~xreg.errors.GatewayError` (``unauthorized``, ``forbidden``) unless
+    ``principal`` holds ``scope``; :meth:`require_admin` unless it also holds the administration
+    ``scope`` or is one of the identities ``allowed``."""
+
+    def require(self, principal: Any, scope: str) -> None: ...
+
+    def require_admin(self, principal: Any, scope: str, allowed: list[str] | tuple[str, ...] = ()) -> None: ...
 
 
-def references_of(app: Any, sources: Mapping[str, RegistrySource]) -> References:
-    """The reference rules over ``sources`` (the federation's root URLs when it has one)."""
-    federation = getattr(app.state, "federation", None)
-    if federation is not None:
-        return federation.references(list(sources.values()))
-    return rules_over(list(sources.values()), {s.id: [s.base_url] for s in sources.values() if s.base_url})
+class Budget(Protocol):
+    """The caller's rate limit for this request (the service roof's ``gateway.ratelimit.Budget``):
+    charged the operation's cost once it is known; the decision has ``allowed`` and
+    ``retry_after`` (``None``: not limited)."""
+
+    async def charge(self, cost: float) -> Any: ...
 
 
 @dataclass
 class Context:
     """What resolvers get as ``info.context``.
 
-    ``auth`` is ``None`` only when the schema runs without the HTTP layer (tools, tests of the
-    schema alone): then nothing is checked.
+    The HTTP binding (``gateway.graphql_http``) passes the request's caller as values:
+    ``principal`` and ``auth`` (together; ``auth`` is ``None`` only when the schema runs without
+    the HTTP layer — tools, tests of the schema alone — and then nothing is checked), the rate
+    limit's ``budget`` and the request's log ``record`` (``gateway.request_context.RequestRecord``:
+    the operation's name and outcome are written on it).
     """
 
     settings: Settings
     sources: Mapping[str, RegistrySource]
     default_registry: str
-    principal: Principal | None = None
-    auth: Authenticator | None = None
+    principal: Caller | None = None
+    auth: Access | None = None
     #: The reference rules (default: the sources' own base URLs).
     rules: References | None = None
     loaders: Loaders = field(init=False)
@@ -79,6 +87,10 @@ class Context:
     #: The ``xregcorrelationid`` of each write the operation's mutations committed, in order: the
     #: response's ``extensions.xregcorrelationid`` (core/events.md).
     correlation_ids: list[str] = field(default_factory=list)
+    #: The caller's rate limit, charged the operation's cost (``None``: not limited).
+    budget: Budget | None = None
+    #: The request's log record (``operation`` and ``outcome`` are set on it), if any.
+    record: Any = None
 
     def __post_init__(self) -> None:
         self.pacer = Pacer(self.settings.graphql_pacing_slice_ms / 1000)
@@ -111,6 +123,6 @@ class Context:
         return source
 
     def require(self, scope: str) -> None:
-        """Raise :class:`~gateway.auth.AuthError` unless the caller holds ``scope``."""
+        """Raise (``unauthorized``, ``forbidden``) unless the caller holds ``scope``."""
         if self.auth is not None:
-            self.auth.require(self.principal or Principal("anonymous", frozenset(), "anonymous"), scope)
+            self.auth.require(self.principal, scope)

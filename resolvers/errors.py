@@ -1,6 +1,6 @@
 """GraphQL errors as clients see them: ``extensions.code`` on every error, internals masked.
 
-* registry errors (:class:`~gateway.errors.XRegistryError`): the spec's error type
+* registry errors (:class:`~xreg.errors.XRegistryError`): the spec's error type
   (``mismatched_epoch``, ``invalid_attribute``, …) plus the problem details of the HTTP binding;
 * authentication and authorisation: ``unauthorized`` / ``forbidden``;
 * GraphQL arguments no spec type covers (cursors, node ids, page sizes): ``BAD_USER_INPUT``;
@@ -15,8 +15,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLSyntaxError
 
-from gateway.auth import AuthError
-from gateway.errors import GatewayError, ValidationErrors, XRegistryError
+from xreg.errors import GatewayError, ValidationErrors, XRegistryError
 
 INTERNAL = "INTERNAL_SERVER_ERROR"
 INTERNAL_MESSAGE = "Internal server error."
@@ -47,9 +46,6 @@ def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
             extensions["retryAfter"] = cause.args_map["retry_after"]  # as too_many_requests has it
         if isinstance(cause, ValidationErrors) and len(cause.errors) > 1:
             extensions["errors"] = [e.to_problem() for e in cause.errors]
-    elif isinstance(cause, AuthError):
-        message = cause.title
-        extensions["code"] = cause.code
     elif isinstance(cause, GatewayError):
         message = str(cause)
         extensions["code"] = cause.code

@@ -18,11 +18,11 @@ from strawberry.types import Info
 
 from adapters.base import Listing, RegistrySource, SourceStatus, SourceUnavailable
 from adapters.merged import count_across, list_across
-from gateway.errors import UserInputError, XRegistryError
-from gateway.model.registry_model import RegistryModel
 from resolvers.connections import Connection, Paging, connection, make_listing
 from resolvers.filters import Filter, SortBy, to_filters, to_sort
 from resolvers.scalars import Timestamp
+from xreg.errors import UserInputError, XRegistryError
+from xreg.model.registry_model import RegistryModel
 
 
 @strawberry.type(description="Cache figures of a registry since the gateway started.")

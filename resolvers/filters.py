@@ -16,11 +16,11 @@ from typing import Any
 
 import strawberry
 
-from gateway.errors import XRegistryError
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import FilterExpression, Filters, Term, parse_filters, parse_sort
-from gateway.registry.reads import collection_tree
-from gateway.storage.semantics import Condition, Sort
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.filters import FilterExpression, Filters, Term, parse_filters, parse_sort
+from xreg.registry.reads import collection_tree
+from xreg.storage.semantics import Condition, Sort
 
 _STAR = re.compile(r"(?<!\\)\*")
 

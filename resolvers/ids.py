@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 
-from gateway.errors import UserInputError
+from xreg.errors import UserInputError
 
 
 class InvalidGlobalId(UserInputError):

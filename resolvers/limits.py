@@ -10,7 +10,8 @@ bomb is refused without being validated or executed. With introspection switched
 ``__schema`` and ``__type`` are refused (``INTROSPECTION_DISABLED``). Once the document is
 valid, the operation's cost (``resolvers/cost.py``, with the request's variables) must not
 exceed ``max_cost`` (``QUERY_TOO_COSTLY``), and it is charged to the caller's rate limit
-(``gateway/ratelimit.py``; refused with ``too_many_requests``, answered 429).
+(the context's :class:`~resolvers.context.Budget`, ``gateway/ratelimit.py``; refused with
+``too_many_requests``, answered 429).
 
 Depth counts fields from the operation's root (``{ a { b } }`` has depth 2); ``ofType`` does
 not count, as it only unwraps a type reference (one object, no fan-out) and GraphiQL's
@@ -38,7 +39,6 @@ from graphql import (
 )
 from graphql.validation import NoSchemaIntrospectionCustomRule, specified_rules
 
-from gateway.ratelimit import current_budget
 from resolvers.context import Context
 from resolvers.cost import operation_cost
 
@@ -146,7 +146,8 @@ async def refusals(schema: GraphQLSchema, query: str, document: DocumentNode, op
     errors = check_document(schema, query, limits)
     if errors:
         return list(errors)
-    if limits is None or (limits.max_cost is None and current_budget() is None):
+    budget = context.budget if isinstance(context, Context) else None
+    if limits is None or (limits.max_cost is None and budget is None):
         return []
     cost = operation_cost(schema, document, operation_name, variables,
                           default_page_size=limits.default_page_size, max_page_size=limits.max_page_size)
@@ -156,7 +157,6 @@ async def refusals(schema: GraphQLSchema, query: str, document: DocumentNode, op
         return [GraphQLError(f"The operation's estimated cost is {cost}; the limit is {limits.max_cost} "
                              "(fields × page sizes: ask for smaller pages or fewer fields).",
                              extensions={"code": "QUERY_TOO_COSTLY", "cost": cost, "maxCost": limits.max_cost})]
-    budget = current_budget()
     decision = await budget.charge(cost) if budget is not None else None
     if decision is not None and not decision.allowed:
         return [GraphQLError(f"Rate limit exceeded: the operation costs {cost} points; "

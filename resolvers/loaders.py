@@ -13,9 +13,10 @@ The hold is taken too while a level's references are read at once
 (:meth:`~adapters.batching.EntityBatcher.fetch`), so the loads issued with what they found join
 the level's batches however many loop turns the read took.
 
-Every message handed out is materialised (:meth:`Loaders.settle`): a chain that leaves its
-registry is completed here through the reference rules, the chains of a page advancing
-together, one batch per registry per step (``adapters.effective``).
+Every message handed out is materialised (:meth:`Loaders.settle`, the request's
+:class:`~adapters.request.Materialiser`, shared with the bulk rows): a chain that leaves its
+registry is completed through the reference rules, the chains of a page advancing together, one
+batch per registry per step (``adapters.effective``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
 from adapters.batching import EntityBatcher
-from adapters.effective import MESSAGE_TYPES, complete, needs_completion
 from adapters.references import References
+from adapters.request import Materialiser
 from resolvers.gathering import BatchFuture, batch_done, gather
 from resolvers.pacing import Hold
 
@@ -94,7 +95,6 @@ class Loaders:
                  hold: Hold | None = None) -> None:
         self.sources = sources
         self.references = references
-        self._completed: dict[tuple, asyncio.Future[Entity]] = {}
         hold = hold or Hold()
 
         def loader(load_fn: Any, **options: Any) -> HeldLoader:
@@ -102,6 +102,7 @@ class Loaders:
 
         self.batcher = EntityBatcher(sources, loader, hold)
         self.entities: DataLoader[EntityKey, Entity | None] = self.batcher.loader
+        self.materialiser = Materialiser(self.batcher, references, gather)
         self.children: DataLoader[ChildrenKey, SourcePage] = loader(self._children)
         self.views: DataLoader[Entity, dict] = loader(
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
@@ -116,12 +117,12 @@ class Loaders:
             loader.clear_all()
             loader.batch = None
         self.batcher.primed.clear()
-        self._completed.clear()
+        self.materialiser.clear()
 
     async def entity(self, registry: str, xid: str, as_of: int | None) -> Entity | None:
         """One entity by XID (``None`` when it does not exist), materialised."""
         entity = await self.batcher.load(registry, xid, as_of)
-        return await self._settled(entity) if entity is not None else None
+        return await self.materialiser.settled(entity) if entity is not None else None
 
     async def read(self, keys: list[EntityKey]) -> list[Entity | BaseException | None]:
         """Entities by ``(registry, as_of, XID)``, in order, read now as a step of their own
@@ -134,34 +135,11 @@ class Loaders:
     async def many(self, registry: str, xids: list[str], as_of: int | None) -> list[Entity | None]:
         """Several entities by XID, in order, materialised."""
         found = await self.batcher.load_many([(registry, as_of, x) for x in xids])
-        return await gather(*(self._settled(e) if e is not None else _none() for e in found))
+        return await gather(*(self.materialiser.settled(e) if e is not None else _none() for e in found))
 
     async def settle(self, entities: list[Entity]) -> list[Entity]:
         """``entities`` with the materialisation of their messages completed across registries."""
-        for e in entities:
-            if needs_completion(e):
-                return await gather(*(self._settled(e) for e in entities))
-        return entities
-
-    async def _settled(self, entity: Entity) -> Entity:
-        if not needs_completion(entity):
-            return entity
-        key = (entity.registry, entity.as_of, entity.xid.lower())
-        future = self._completed.get(key)
-        if future is None:
-            future = self._completed[key] = asyncio.ensure_future(complete(entity, self._base_of(entity)))
-        return await future
-
-    def _base_of(self, owner: Entity) -> Any:
-        """How ``owner``'s chain loads its bases: the raw (unmaterialised) loads, inside its
-        registry at its revision, elsewhere at the current state."""
-        async def load(registry: str, xid: str) -> Entity | None:
-            return await self.batcher.load(registry, xid, owner.as_of if registry == owner.registry else None)
-
-        async def base(reference: Any, registry: str, subject: str) -> Entity:
-            return await self.references().resolve(reference, registry, load, subject, MESSAGE_TYPES)
-
-        return base
+        return await self.materialiser.settle(entities)
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read by a page, so that later look-ups of them are free."""

@@ -17,10 +17,10 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.base import WriteOutcome
-from gateway.errors import XRegistryError
-from gateway.xid import Xid
 from resolvers.types import Node, to_node
 from resolvers.webhooks import WebhookMutations
+from xreg.errors import XRegistryError
+from xreg.xid import Xid
 
 
 @strawberry.type(description="What a write did.")
@@ -61,7 +61,7 @@ def _object(value: Any, subject: str) -> dict[str, Any]:
 
 
 def _correlated(info: Info, outcome: WriteOutcome) -> None:
-    """The write's correlation id goes to the response's ``extensions`` (see ``resolvers/http.py``)."""
+    """The write's correlation id goes to the response's ``extensions`` (see ``gateway/graphql_http.py``)."""
     if outcome.correlation_id is not None:
         info.context.correlation_ids.append(outcome.correlation_id)
 

@@ -5,7 +5,7 @@ request's log line.
 without errors), ``error`` (executed; some field failed or a registry was reported down) or
 ``refused`` (not executed: a syntax or validation error, a limit, an operation type the method
 does not allow), which it stays unless the operation says otherwise. Operation names become
-labels through :func:`gateway.metrics.operation_label` (``anonymous`` without a name, a bounded
+labels through :func:`xreg.metrics.operation_label` (``anonymous`` without a name, a bounded
 set).
 """
 
@@ -15,16 +15,18 @@ import time
 from types import TracebackType
 from typing import Any
 
-from gateway import metrics, tracing
-from gateway.request_context import current
+from xreg import metrics, tracing
 
 
 class ObservedOperation:
     """Metrics, span and log fields of one GraphQL operation (see the module documentation)."""
 
-    __slots__ = ("_scope", "_span", "_started", "kind", "name", "outcome")
+    __slots__ = ("_record", "_scope", "_span", "_started", "kind", "name", "outcome")
 
-    def __init__(self) -> None:
+    def __init__(self, record: Any = None) -> None:
+        """``record``: the request's log record (``gateway.request_context.RequestRecord``), on
+        which the operation's name and outcome are written."""
+        self._record = record
         #: The operation's name (``None``: anonymous) and type (``query``, …; ``graphql``: unknown).
         self.name: str | None = None
         self.kind = "graphql"
@@ -43,7 +45,7 @@ class ObservedOperation:
                  traceback: TracebackType | None) -> None:
         name, outcome, span = self.name, self.outcome, self._span
         metrics.count_operation(metrics.operation_label(name), outcome, time.perf_counter() - self._started)
-        record = current()
+        record = self._record
         if record is not None:
             record.operation, record.outcome = (name or "anonymous")[:128], outcome
         if span is not None:

@@ -50,7 +50,7 @@ async def run_operation(
     """The result of one operation of ``schema`` under ``limits`` (see the module for its steps).
     A failure other than the strawberry errors raised for the HTTP binding is the result's one
     error."""
-    with ObservedOperation() as observed, staleness.collecting() as stale:
+    with ObservedOperation(getattr(context, "record", None)) as observed, staleness.collecting() as stale:
         if not query:
             raise MissingQueryError
         try:

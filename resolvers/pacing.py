@@ -22,8 +22,8 @@ issue next, as if the list had been completed in one stretch.
 **Paced encoding.** :func:`json_response` encodes the answer of a costly operation (at least
 :data:`LARGE_COST`, ``resolvers/cost.py``) in slices too (:func:`encode_paced`: long lists item
 by item); cheap answers are encoded at once. The store decodes large pages and the registry
-builds many views in worker threads instead (``gateway/storage/sqlite.py``,
-``gateway/registry/reads.py``, ``adapters/local.py``). ``bench/bench_loop_lag.py`` measures the
+builds many views in worker threads instead (``xreg/storage/sqlite.py``,
+``xreg/registry/reads.py``, ``adapters/local.py``). ``bench/bench_loop_lag.py`` measures the
 event loop's longest turns under heavy queries, ``bench/bench_load.py`` the ``/healthz``
 latency.
 """
@@ -39,7 +39,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway.json_encoding import dumps
+from xreg.json_encoding import dumps
 
 #: Answers of operations costing at least this much are encoded in slices (:func:`json_response`).
 LARGE_COST = 2000
@@ -185,7 +185,7 @@ def _pieces(value: Any, depth: int = 0) -> Iterator[bytes]:
 
 
 async def encode_paced(body: Any, slice_seconds: float) -> bytes:
-    """``body`` as JSON (:func:`gateway.json_encoding.dumps` piece by piece: the same JSON as
+    """``body`` as JSON (:func:`xreg.json_encoding.dumps` piece by piece: the same JSON as
     encoding it at once), encoded on the event loop in slices with turns in between
     (:class:`Slicer`), so a large answer holds up nothing for long.
 

@@ -30,10 +30,10 @@ from typing import Any
 
 from aiocache.base import BaseCache
 
-from gateway.auth import Principal
-from gateway.config import Settings
-from gateway.errors import GraphQLRequestError
+from resolvers.context import Caller
 from resolvers.trusted_documents import TrustedDocuments, sha256_hex
+from xreg.config import Settings
+from xreg.errors import GraphQLRequestError
 
 log = logging.getLogger("xreg.graphql")
 
@@ -155,14 +155,14 @@ class PersistedQueries:
             log.warning("persisted query not kept: %s: %s", type(exc).__name__, exc)
 
     # -- requests ---------------------------------------------------------------------------------
-    def bypasses(self, principal: Principal) -> bool:
+    def bypasses(self, principal: Caller) -> bool:
         """Whether ``principal`` may run documents that are not trusted."""
         if self.trusted is None:
             return True
         scope = self.settings.trusted_documents_bypass_scope
         return scope is not None and principal.can(scope)
 
-    async def resolve(self, params: dict[str, Any], principal: Principal, shared: BaseCache | None) -> Document:
+    async def resolve(self, params: dict[str, Any], principal: Caller, shared: BaseCache | None) -> Document:
         """The document ``params`` (a GraphQL-over-HTTP request) runs; :class:`GraphQLRequestError`
         when it names an unknown one, an untrusted one, or is malformed."""
         query = params.get("query")

@@ -13,8 +13,6 @@ from strawberry.types import Info
 
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
-from gateway.errors import UserInputError, XRegistryError
-from gateway.xid import Xid
 from resolvers.checks import Checks
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.federation import across
@@ -37,6 +35,8 @@ from resolvers.types import (
     to_node,
 )
 from resolvers.webhooks import WebhookQueries
+from xreg.errors import UserInputError, XRegistryError
+from xreg.xid import Xid
 
 #: The fields of ``Registry`` that read nothing of the registry's own record (its id, its source,
 #: its collections): a selection of only these needs no read of it.

@@ -17,8 +17,8 @@ from strawberry.types import Info
 from adapters.base import Entity, SourceUnavailable
 from adapters.effective import needs_completion
 from adapters.references import Target
-from gateway.errors import XRegistryError
 from resolvers.gathering import gather, settled
+from xreg.errors import XRegistryError
 
 
 def loader_for(info: Info, owner: Entity):

@@ -20,7 +20,6 @@ from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from gateway.config import Settings
 from resolvers.errors import is_internal
 from resolvers.execution import GatewayExecutor
 from resolvers.limits import QueryLimits
@@ -31,6 +30,7 @@ from resolvers.scalars import SCALARS
 from resolvers.streaming import SharedResults, Subscriber, open_stream
 from resolvers.subscriptions import Subscription
 from resolvers.types import TYPES, read_field
+from xreg.config import Settings
 
 log = logging.getLogger("xreg.graphql")
 

@@ -1,14 +1,14 @@
-"""Operations whose results stream (subscriptions), for the streaming transports: GraphQL over
-WebSocket (``resolvers/websocket.py``) and over SSE (``resolvers/sse.py``).
+"""Operations whose results stream (subscriptions), for the streaming transports of the service
+roof: GraphQL over WebSocket (``gateway/graphql_ws.py``) and over SSE (``gateway/graphql_sse.py``).
 
 :func:`open_stream` runs the same steps as a query (:func:`resolvers.operation.run_operation`):
 parse (``max_tokens``), the operation and its type, the refusals of ``resolvers/limits.py``
-(depth, aliases, introspection, validation, the cost ceiling, the caller's rate limit charged the
-operation's cost), the current model. A refused operation gives an ``ExecutionResult`` without
-``data``; an accepted subscription gives the response stream, whose source (the subscription
-field's resolver, ``resolvers/subscriptions.py``) is opened *before* :func:`open_stream` returns,
-so a transport that reports the subscription open has it open. A query or mutation over a
-streaming transport gives a stream of its one result.
+(depth, aliases, introspection, validation, the cost ceiling, the caller's rate limit — the
+``budget`` the transport hands over — charged the operation's cost), the current model. A refused
+operation gives an ``ExecutionResult`` without ``data``; an accepted subscription gives the
+response stream, whose source (the subscription field's resolver, ``resolvers/subscriptions.py``)
+is opened *before* :func:`open_stream` returns, so a transport that reports the subscription open
+has it open. A query or mutation over a streaming transport gives a stream of its one result.
 
 Each event executes the operation with the event as root value in a :class:`Context` of its own
 (its loaders read the registry as it is when the event is delivered, and are released after it),
@@ -37,33 +37,36 @@ from strawberry.utils.operation import get_first_operation, get_operation_type
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
 from adapters.references import References
-from gateway.auth import Authenticator, Principal
-from gateway.config import Settings
-from resolvers.context import Context
+from resolvers.context import Access, Budget, Caller, Context
 from resolvers.current_model import sync_current_model
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
 from resolvers.operation import run_operation
 from resolvers.reported import with_reported
+from xreg.config import Settings
 
 
 @dataclass
 class Subscriber:
     """Who streams, and what is served to them: one per WebSocket connection or SSE request.
-    ``connection_params`` is the ``connection_init`` payload (WebSocket only)."""
+    ``connection_params`` is the ``connection_init`` payload (WebSocket only); ``webhooks`` the
+    webhook subscriptions (``adapters.webhook_admin.Webhooks``), when served."""
 
     settings: Settings
     sources: Mapping[str, RegistrySource]
     events: EventFeed | None
-    auth: Authenticator | None = None
-    principal: Principal | None = None
+    auth: Access | None = None
+    principal: Caller | None = None
     rules: References | None = None
+    webhooks: Any = None
     connection_params: dict[str, Any] = field(default_factory=dict)
 
-    def context(self) -> Context:
-        """A fresh context: for one operation's set-up, or one event's execution."""
+    def context(self, budget: Budget | None = None, record: Any = None) -> Context:
+        """A fresh context: for one operation's set-up (charged to ``budget``, named on the log
+        ``record``), or one event's execution."""
         return Context(settings=self.settings, sources=self.sources, default_registry=self.settings.registry_id,
-                       principal=self.principal, auth=self.auth, rules=self.rules, events=self.events)
+                       principal=self.principal, auth=self.auth, rules=self.rules, events=self.events,
+                       webhooks=self.webhooks, budget=budget, record=record)
 
 
 async def _one(result: ExecutionResult) -> AsyncIterator[ExecutionResult]:
@@ -77,11 +80,14 @@ def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
 
 async def open_stream(
     schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
-    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType],
+    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType], *,
+    budget: Budget | None = None, record: Any = None,
 ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
     """The operation's response stream, or the result that refuses it (no ``data``; see the
-    module). Raises ``CannotGetOperationTypeError`` / ``InvalidOperationTypeError`` for the
-    transport to answer, as :func:`~resolvers.operation.run_operation` does."""
+    module). The operation is charged to ``budget`` (the caller's rate limit; ``None``: not
+    limited) and named on the request's log ``record``, if any. Raises
+    ``CannotGetOperationTypeError`` / ``InvalidOperationTypeError`` for the transport to answer,
+    as :func:`~resolvers.operation.run_operation` does."""
     if not query:
         return _refused(schema, [GraphQLError("No GraphQL query found in the request.",
                                               extensions={"code": "BAD_REQUEST"})])
@@ -95,18 +101,18 @@ async def open_stream(
     if operation_type not in allowed:
         raise InvalidOperationTypeError(operation_type)
     if operation_type is not OperationType.SUBSCRIPTION:
-        context = subscriber.context()
+        context = subscriber.context(budget, record)
         try:
             result = await run_operation(schema, limits, query, variables, context, None, operation_name, allowed)
         finally:
             context.close()
         return _one(result)
-    with ObservedOperation() as observed:  # the set-up is the operation observed; its events are not
+    with ObservedOperation(record) as observed:  # the set-up is the operation observed; its events are not
         observed.kind = operation_type.value
         first = get_first_operation(document) if operation_name is None else None
         observed.name = operation_name or (first.name.value if isinstance(first, OperationDefinitionNode)
                                            and first.name else None)
-        context = subscriber.context()
+        context = subscriber.context(budget, record)
         try:
             errors = await refusals(schema._schema, query, document, operation_name, variables, limits, context)
             if errors:

@@ -8,7 +8,7 @@ from now on), then the live ones, in position order, without gap or duplicate. R
 
 Each event's ``entity`` is the entity the event is about as it is *now* (its GraphQL type, read
 when the event is delivered), ``null`` once it was deleted or for events about the model or
-capabilities. The transports (``resolvers/websocket.py``, ``resolvers/sse.py``) deliver the
+capabilities. The transports (``gateway/graphql_ws.py``, ``gateway/graphql_sse.py``) deliver the
 stream; a consumer further behind than ``subscription_buffer`` events is disconnected
 (:class:`~adapters.events.SlowConsumer`).
 """
@@ -22,11 +22,11 @@ import strawberry
 from strawberry.types import Info
 
 from adapters.events import EventFeed, EventStream
-from gateway.errors import UserInputError, XRegistryError
-from gateway.events import EventPosition, RegistryEvent
-from gateway.storage.base import EventsGone
 from resolvers.scalars import Timestamp
 from resolvers.types import Node, to_node
+from xreg.errors import UserInputError, XRegistryError
+from xreg.events import EventPosition, RegistryEvent
+from xreg.storage.base import EventsGone
 
 #: The kinds of entity (``io.xregistry.<entity>.<action>``) whose events have an ``entity``.
 _ENTITIES = frozenset({"registry", "group", "resource", "version"})

@@ -25,8 +25,6 @@ from strawberry.types.base import get_object_definition
 from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
 from adapters.effective import MESSAGE_TYPES
-from gateway.errors import XRegistryError
-from gateway.xid import Xid
 from resolvers.connections import Connection, PageInfo, Paging, connection, make_listing, page_size, paged_field
 from resolvers.federation import RegistryStatus, unsearchable
 from resolvers.filters import (
@@ -43,6 +41,8 @@ from resolvers.gathering import gather, settled
 from resolvers.ids import global_id
 from resolvers.references import only, resolve, resolve_each
 from resolvers.scalars import Timestamp
+from xreg.errors import XRegistryError
+from xreg.xid import Xid
 
 _NO_ATTRIBUTES: dict[str, Any] = {}
 #: View attributes that are links to collections, not attributes of the entity.

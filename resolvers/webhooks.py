@@ -14,8 +14,8 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.webhook_admin import Webhooks
-from gateway.errors import XRegistryError
-from gateway.storage.webhooks import DeadLetter, Subscription
+from xreg.errors import XRegistryError
+from xreg.storage.webhooks import DeadLetter, Subscription
 
 
 @strawberry.enum(description="How an event is carried (CloudEvents HTTP binding).")

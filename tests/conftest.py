@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
 from tests.federation.servers import redis_or_skip
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 
 #: Directories whose tests run on one xdist worker, with the reason.
 GROUPS = {

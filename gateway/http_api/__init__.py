@@ -11,14 +11,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
 
-from gateway.config import Settings
+from gateway.auth import Authenticator
 from gateway.http_api.responses import json_response
 from gateway.http_api.routes import XRegistryAPI
-
-
-async def well_known(request: Request) -> Response:
-    """Host-based discovery (core/spec.md "xRegistry Discovery"): the registry served here."""
-    return json_response({"registries": [request.app.state.registry.base_url]})
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
 
 
 class PrefixRoute(BaseRoute):
@@ -42,10 +39,15 @@ class PrefixRoute(BaseRoute):
         await self.app(scope, receive, send)
 
 
-def build_routes(settings: Settings) -> list[BaseRoute]:
-    """The routes of the xRegistry HTTP API and of discovery."""
+def build_routes(settings: Settings, registry: LocalRegistry, auth: Authenticator) -> list[BaseRoute]:
+    """The routes of the xRegistry HTTP API of ``registry``, and of discovery."""
     prefix = "/" + settings.registry_prefix.strip("/")
     if prefix == "/":
         raise ValueError("registry_prefix must be a path below / (e.g. /registry)")
-    api = XRegistryAPI(prefix)
+    api = XRegistryAPI(prefix, registry, settings, auth)
+
+    async def well_known(request: Request) -> Response:
+        """Host-based discovery (core/spec.md "xRegistry Discovery"): the registry served here."""
+        return json_response({"registries": [registry.base_url]})
+
     return [PrefixRoute(prefix, api), Route("/.well-known/xregistry", well_known, methods=["GET"])]

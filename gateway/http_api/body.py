@@ -13,8 +13,8 @@ from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
-from gateway import json_limits
-from gateway.errors import XRegistryError
+from xreg import json_limits
+from xreg.errors import XRegistryError
 
 
 async def read_body(request: Request, limit: int, subject: str) -> bytes:

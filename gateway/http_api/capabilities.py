@@ -6,7 +6,7 @@ schema formats and compatibility modes checked on write, and the available metad
 (``capabilities``, ``capabilitiesoffered``, ``entities``, ``export``, ``model``,
 ``modelsource``; the capabilities, entities and the model, through ``modelsource``, are
 mutable). Clients narrow it through ``PUT``/``PATCH /capabilities``
-(``gateway.registry.capabilities``); :func:`capabilities` is the map in force and
+(``xreg.registry.capabilities``); :func:`capabilities` is the map in force and
 :func:`enforce` refuses what it turned off. ``apis`` (the served root APIs) is kept for
 clients of earlier drafts.
 """
@@ -16,18 +16,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gateway import formats
-from gateway.errors import XRegistryError
 from gateway.http_api.flags import FLAGS, IGNORES, PAGINATION, SPEC_VERSIONS, Flags
 from gateway.http_api.targets import Target
-from gateway.model.registry_model import VERSION_MODES, RegistryModel
-from gateway.registry.capabilities import effective
+from xreg import formats
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import VERSION_MODES, RegistryModel
+from xreg.registry.capabilities import effective
 
 
 def supported() -> dict[str, Any]:
     """Everything this server implements: the ceiling of a capabilities change and what a
     ``PUT /capabilities`` resets a missing capability to (``formats`` / ``compatibilities``: what
-    the schema checks support, see ``gateway.formats``)."""
+    the schema checks support, see ``xreg.formats``)."""
     checks = formats.capabilities()
     return {
         "apis": ["/capabilities", "/capabilitiesoffered", "/export", "/model", "/modelsource"],

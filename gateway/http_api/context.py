@@ -7,18 +7,18 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from gateway.http_api.flags import Flags
 from gateway.http_api.inline import Inline, Level, parse_inline
 from gateway.http_api.render import Renderer
 from gateway.http_api.targets import Target
-from gateway.model.registry_model import RegistryModel
-from gateway.registry.filters import Filters, parse_filters, parse_sort
-from gateway.registry.reads import collection_tree
-from gateway.registry.service import LocalRegistry
-from gateway.storage.base import EntityRecord
-from gateway.storage.semantics import Sort
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import RegistryModel
+from xreg.registry.filters import Filters, parse_filters, parse_sort
+from xreg.registry.reads import collection_tree
+from xreg.registry.service import LocalRegistry
+from xreg.storage.base import EntityRecord
+from xreg.storage.semantics import Sort
 
 
 @dataclass

@@ -18,10 +18,10 @@ from urllib.parse import quote
 
 from starlette.responses import Response
 
-from gateway.errors import XRegistryError
 from gateway.http_api.render import document_bytes
-from gateway.model.registry_model import RegistryModel, ResourceDef
-from gateway.registry.validation import entity_definitions
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import RegistryModel, ResourceDef
+from xreg.registry.validation import entity_definitions
 
 PREFIX = "xregistry-"
 #: Attributes a request's headers may not set (the server computes them); silently ignored.

@@ -14,10 +14,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gateway.errors import XRegistryError
 from gateway.http_api.targets import Target
-from gateway.ids import id_problem
-from gateway.registry.views import SPEC_VERSION
+from xreg.errors import XRegistryError
+from xreg.ids import id_problem
+from xreg.registry.views import SPEC_VERSION
 
 #: The flags this API supports (the ``flags`` capability).
 FLAGS = ("binary", "collections", "doc", "dryrun", "epoch", "filter", "ignore", "inline", "setdefaultversionid",

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gateway.errors import XRegistryError
-from gateway.model.registry_model import COMMON_ATTRIBUTES, RegistryModel
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import COMMON_ATTRIBUTES, RegistryModel
 
 #: Registry attributes only an explicit path inlines.
 CONFIG_ATTRIBUTES = ("model", "capabilities", "capabilitiesoffered", "modelsource")

@@ -14,13 +14,13 @@ import json
 from dataclasses import dataclass, replace
 from urllib.parse import urlencode
 
-from gateway.errors import XRegistryError
-from gateway.registry.reads import Selection, select, store_sort
-from gateway.storage.base import Page, Store
-from gateway.storage.semantics import Cursor
+from xreg.errors import XRegistryError
+from xreg.registry.reads import Selection, select, store_sort
+from xreg.storage.base import Page, Store
+from xreg.storage.semantics import Cursor
 
 #: Cursors past either end of any collection: keys never reach U+10FFFF, and ``true`` is the
-#: highest sort value (``gateway.registry.filters.compare_key``), absent the lowest.
+#: highest sort value (``xreg.registry.filters.compare_key``), absent the lowest.
 _END_ASC = Cursor(key="\U0010ffff", value=True)
 _END_DESC = Cursor(key="", value=None)
 

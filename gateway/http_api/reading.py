@@ -8,7 +8,6 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway.errors import XRegistryError
 from gateway.http_api.capabilities import available, capabilities, supported
 from gateway.http_api.context import Call
 from gateway.http_api.documents import document_response
@@ -18,14 +17,15 @@ from gateway.http_api.openapi import openapi_body
 from gateway.http_api.pagination import PageToken, link_values, read_page
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import JSON, add_links, json_response
-from gateway.registry import xrefs
-from gateway.registry.capabilities import offered
-from gateway.registry.filters import FilterExpression, Filters, parse_filters
-from gateway.registry.reads import Selection, count
-from gateway.registry.views import meta_view, url_for
-from gateway.storage.base import EntityRecord
-from gateway.storage.semantics import matches
-from gateway.xid import Xid
+from xreg.errors import XRegistryError
+from xreg.registry import xrefs
+from xreg.registry.capabilities import offered
+from xreg.registry.filters import FilterExpression, Filters, parse_filters
+from xreg.registry.reads import Selection, count
+from xreg.registry.views import meta_view, url_for
+from xreg.storage.base import EntityRecord
+from xreg.storage.semantics import matches
+from xreg.xid import Xid
 
 #: What ``GET /export`` inlines unless ``?inline`` says otherwise (core/http.md: "The ``GET
 #: /export`` API MUST be an alias for ``GET /?doc&inline=*,capabilities,modelsource``"). On the

@@ -1,6 +1,6 @@
 """Response bodies of the HTTP API: entities with their nested collections, as the flags ask.
 
-:class:`Renderer` turns stored records into xRegistry JSON (``gateway.registry.reads.render``
+:class:`Renderer` turns stored records into xRegistry JSON (``xreg.registry.reads.render``
 does the per-entity views and counts), then per the request:
 
 * ``inline``: nested collections (fetched one level at a time for all parents together),
@@ -27,16 +27,16 @@ from urllib.parse import urlencode
 
 from gateway.http_api.flags import Flags
 from gateway.http_api.inline import Inline
-from gateway.model.registry_model import RegistryModel, ResourceDef
-from gateway.registry import xrefs
-from gateway.registry.changeset import is_json_media_type
-from gateway.registry.filters import FilterExpression, Filters
-from gateway.registry.reads import Selection, count, level_of, render, select, store_condition
-from gateway.registry.service import LocalRegistry
-from gateway.registry.views import resource_id_attribute
-from gateway.storage.base import EntityRecord, Query
-from gateway.storage.semantics import matches_condition
-from gateway.xid import Xid
+from xreg.model.registry_model import RegistryModel, ResourceDef
+from xreg.registry import xrefs
+from xreg.registry.changeset import is_json_media_type
+from xreg.registry.filters import FilterExpression, Filters
+from xreg.registry.reads import Selection, count, level_of, render, select, store_condition
+from xreg.registry.service import LocalRegistry
+from xreg.registry.views import resource_id_attribute
+from xreg.storage.base import EntityRecord, Query
+from xreg.storage.semantics import matches_condition
+from xreg.xid import Xid
 
 DETAILS = "$details"
 #: What a resource keeps in the document view.

@@ -12,14 +12,14 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway.errors import ValidationErrors, XRegistryError
-from gateway.json_encoding import dumps
+from xreg.errors import ValidationErrors, XRegistryError
+from xreg.json_encoding import dumps
 
 JSON = "application/json; charset=utf-8"
 
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    """A JSON response (compact, UTF-8, not ASCII-escaped: :func:`gateway.json_encoding.dumps`)."""
+    """A JSON response (compact, UTF-8, not ASCII-escaped: :func:`xreg.json_encoding.dumps`)."""
     return Response(dumps(body), status_code=status, headers=headers, media_type=JSON)
 
 

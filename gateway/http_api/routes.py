@@ -23,16 +23,17 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway import http_cache
-from gateway.auth import AuthError, Principal, principal_of
-from gateway.errors import XRegistryError
+from gateway.auth import Authenticator, AuthError, Principal, principal_of
 from gateway.http_api import reading, writing
 from gateway.http_api.capabilities import capabilities, enforce
 from gateway.http_api.context import Call
 from gateway.http_api.flags import check_context, parse_flags
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.targets import Target, parse_target
-from gateway.registry.service import MODEL_MAX_AGE
 from gateway.request_context import current, new_request_id
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.registry.service import MODEL_MAX_AGE, LocalRegistry
 
 log = logging.getLogger("xreg.http")
 
@@ -100,26 +101,25 @@ def route_template(prefix: str, target: Target | None) -> str:
 
 
 class XRegistryAPI:
-    """ASGI app serving the API below ``prefix``; the registry, settings and authenticator come
-    from the enclosing application's ``state``."""
+    """ASGI app serving the API of ``registry`` below ``prefix``, for the callers ``auth`` lets in."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, registry: LocalRegistry, settings: Settings, auth: Authenticator) -> None:
         self.prefix = prefix
-        self._salt: str | None = None
+        self.registry = registry
+        self.settings = settings
+        self.auth = auth
+        self._salt = http_cache.deployment_salt(settings)
 
     async def validators(self, request: Request, principal: Principal) -> dict[str, str]:
         """``ETag`` (revision, request, caller), ``Cache-Control`` and ``Vary`` of a read
         (:mod:`gateway.http_cache`); the revision is read before the response is built."""
-        state = request.app.state
-        if self._salt is None:
-            self._salt = http_cache.deployment_salt(state.settings)
         credentials = request.headers.get("authorization")
-        revision = await state.registry.store.current_revision()
+        revision = await self.registry.store.current_revision()
         query = request.scope.get("query_string", b"").decode("latin-1")
-        etag = http_cache.entity_tag(self._salt, "registry", state.registry.instance_id, str(revision),
+        etag = http_cache.entity_tag(self._salt, "registry", self.registry.instance_id, str(revision),
                                      request.scope["path"], query,
                                      http_cache.caller_key(principal, credentials))
-        control = http_cache.cache_control(state.settings, private=bool(credentials))
+        control = http_cache.cache_control(self.settings, private=bool(credentials))
         return http_cache.validators(etag, control, "Authorization")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -132,13 +132,13 @@ class XRegistryAPI:
         """The response to one request (never raises)."""
         record = current()
         request_id = record.request_id if record is not None else new_request_id()
-        state = request.app.state
+        registry, settings = self.registry, self.settings
         path = request.scope["path"]  # request.url would drop control characters
         path = path[len(self.prefix):] if path.startswith(self.prefix) else path
         extra: dict[str, str] = {}
         target = None
         try:
-            target = parse_target(path, await state.registry.sync_model(max_age=MODEL_MAX_AGE))
+            target = parse_target(path, await registry.sync_model(max_age=MODEL_MAX_AGE))
             if record is not None:
                 record.route = route_template(self.prefix, target)
             methods = HANDLERS[target.kind]
@@ -152,18 +152,18 @@ class XRegistryAPI:
                     raise XRegistryError("action_not_supported", target.path, action=request.method)
                 if method == "PATCH" and target.document_view:
                     raise XRegistryError("details_required", target.xid)
-                principal = await principal_of(request)
-                state.auth.require(principal, "read" if method == "GET" else "write")
+                principal = await principal_of(request, self.auth)
+                self.auth.require(principal, "read" if method == "GET" else "write")
                 flags = parse_flags(request.query_params.multi_items(), target.path)
                 check_context(flags, target, method)
-                if state.registry.capability_settings:  # what a client turned off through /capabilities
-                    flags = enforce(flags, capabilities(state.registry.capability_settings), target, method)
+                if registry.capability_settings:  # what a client turned off through /capabilities
+                    flags = enforce(flags, capabilities(registry.capability_settings), target, method)
                 tags = await self.validators(request, principal) if method == "GET" else None
                 asked = request.headers.get("if-none-match")
                 if tags is not None and http_cache.matches(asked, tags["ETag"], any_tag=False):
                     response = http_cache.not_modified(tags)  # nothing read but the revision
                 else:
-                    call = Call(request, target, flags, state.registry, state.settings, request_id)
+                    call = Call(request, target, flags, registry, settings, request_id)
                     response = await handler(call)
                     if call.correlation_id is not None:
                         response.headers[CORRELATION_HEADER] = call.correlation_id
@@ -188,14 +188,14 @@ class XRegistryAPI:
             response = problem_response(err, request_id, extra)
         except Exception as exc:
             log.exception("request %s %r failed (%s)", request.method, request.scope["path"], request_id)
-            detail = f"{type(exc).__name__}: {exc}" if state.settings.debug else None
+            detail = f"{type(exc).__name__}: {exc}" if settings.debug else None
             response = problem_response(XRegistryError("server_error", path or "/", detail=detail), request_id)
-        response.headers.append("link", f"<{state.registry.base_url}>;rel=xregistry-root")
+        response.headers.append("link", f"<{registry.base_url}>;rel=xregistry-root")
         if record is None:  # served without ObserveMiddleware
             response.headers["X-Request-Id"] = request_id
         elif target is None:
             record.route = route_template(self.prefix, None)
-        response.headers[INSTANCE_HEADER] = state.registry.instance_id
+        response.headers[INSTANCE_HEADER] = registry.instance_id
         if request.method == "HEAD":  # the same status and headers (Content-Length included), no body
             head = Response(status_code=response.status_code)
             head.raw_headers = list(response.raw_headers)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gateway.errors import XRegistryError
-from gateway.ids import check_id
-from gateway.model.registry_model import RegistryModel, ResourceDef
-from gateway.xid import Xid
+from xreg.errors import XRegistryError
+from xreg.ids import check_id
+from xreg.model.registry_model import RegistryModel, ResourceDef
+from xreg.xid import Xid
 
 DETAILS = "$details"
 #: Root-level APIs besides the registry entity and its group collections.

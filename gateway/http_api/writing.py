@@ -2,7 +2,7 @@
 "Deleting Entities").
 
 Each request is one unit of work of the registry (:meth:`LocalRegistry.write
-<gateway.registry.service.LocalRegistry.write>`, the write path shared with GraphQL and
+<xreg.registry.service.LocalRegistry.write>`, the write path shared with GraphQL and
 ``import``): everything is checked and the whole request is written in one store revision, or
 nothing is. The request body, the flags and the ``inline`` value are all checked before the
 unit is built, so a rejected request never leaves a trace.
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from starlette.responses import Response
 
-from gateway.errors import ValidationErrors, XRegistryError
 from gateway.http_api.body import json_object, parse_json, read_body
 from gateway.http_api.capabilities import capabilities, check_versionmodes, mutable, supported
 from gateway.http_api.context import Call
@@ -25,17 +24,18 @@ from gateway.http_api.inline import NOTHING, Inline
 from gateway.http_api.reading import content_location, document, entity_body, meta_body, registry_body, version_url
 from gateway.http_api.render import DETAILS, Renderer, relativize
 from gateway.http_api.responses import json_response
-from gateway.ids import check_id
-from gateway.model.modelsource import check_model_source, model_of_source
-from gateway.registry import xrefs
-from gateway.registry.capabilities import update as update_capabilities
-from gateway.registry.changeset import Changeset, Outcome
-from gateway.registry.filters import FilterExpression, Filters
-from gateway.registry.reads import Selection, position, select, store_sort
-from gateway.registry.service import Build, document_xids
-from gateway.registry.views import url_for
-from gateway.storage.base import EntityRecord
-from gateway.storage.semantics import Sort
+from xreg.errors import ValidationErrors, XRegistryError
+from xreg.ids import check_id
+from xreg.model.modelsource import check_model_source, model_of_source
+from xreg.registry import xrefs
+from xreg.registry.capabilities import update as update_capabilities
+from xreg.registry.changeset import Changeset, Outcome
+from xreg.registry.filters import FilterExpression, Filters
+from xreg.registry.reads import Selection, position, select, store_sort
+from xreg.registry.service import Build, document_xids
+from xreg.registry.views import url_for
+from xreg.storage.base import EntityRecord
+from xreg.storage.semantics import Sort
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ class DryRun(Exception):
 
 async def run(call: Call, build: Build[T]) -> tuple[T, Outcome]:
     """The request as one unit of work of the registry (:meth:`LocalRegistry.write
-    <gateway.registry.service.LocalRegistry.write>`): built, validated and committed in one
+    <xreg.registry.service.LocalRegistry.write>`): built, validated and committed in one
     revision, or nothing. With ``?dryrun`` it is built and validated only: a refusal is the
     error it would get, an acceptance raises :class:`DryRun`."""
     result = await call.registry.write(
@@ -269,7 +269,7 @@ async def write_root(call: Call) -> Response:
 
 async def write_capabilities(call: Call) -> Response:
     """``PUT`` / ``PATCH /capabilities`` (core/http.md): the capabilities checked against what the
-    server supports (``gateway.registry.capabilities``) and stored with the registry entity in
+    server supports (``xreg.registry.capabilities``) and stored with the registry entity in
     one revision; other root APIs are read-only (``action_not_supported``)."""
     if call.target.api != "capabilities":
         raise XRegistryError("action_not_supported", call.subject, action=call.request.method)

@@ -20,9 +20,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
 from tests.browser.test_graphiql import CHROMIUM, CHROMIUM_ARGS, skip_or_fail
 from tests.support.live import LiveServer, bound_socket
+from xreg.config import ApiKey, Settings
 
 KEY = "cors-browser-test-key-6b0f"
 QUERY = "{ registry { registryid } }"

@@ -27,9 +27,9 @@ import httpx
 import pytest
 
 from gateway.app import create_app
-from gateway.config import Settings
 from gateway.graphiql import ASSET_DIR, MANIFEST_PATH, sri_sha384
 from tests.support.live import LiveServer, bound_socket
+from xreg.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"

@@ -23,10 +23,10 @@ from starlette.responses import HTMLResponse
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import Settings
 from gateway.graphiql import ASSET_DIR, MANIFEST_PATH
 from tests.browser.test_graphiql import chromium, editor_text, skip_or_fail
 from tests.support.live import LiveServer, bound_socket
+from xreg.config import Settings
 
 WRITER = "browser-writer-key-0123456789"
 BOUND = 30.0

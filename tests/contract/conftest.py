@@ -1,7 +1,7 @@
 """The ``store`` fixture: every contract test runs once per storage backend.
 
-* ``sqlite``: :class:`~gateway.storage.sqlite.SQLiteStore` on a fresh file under ``tmp_path``.
-* ``mongomock``: :class:`~gateway.storage.mongo.MongoStore` on an in-memory ``mongomock_motor``
+* ``sqlite``: :class:`~xreg.storage.sqlite.SQLiteStore` on a fresh file under ``tmp_path``.
+* ``mongomock``: :class:`~xreg.storage.mongo.MongoStore` on an in-memory ``mongomock_motor``
   client.
 * ``mongo``: ``MongoStore`` on the live server at ``XREG_TEST_MONGODB_URL`` (skipped when the
   variable is unset), in a database of its own that is dropped afterwards.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 MONGO_URL_ENV = "XREG_TEST_MONGODB_URL"
 

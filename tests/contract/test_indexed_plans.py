@@ -12,10 +12,10 @@ from pathlib import Path
 
 from mongomock_motor import AsyncMongoMockClient
 
-from gateway.storage import mongo
-from gateway.storage.base import Query, Write
-from gateway.storage.semantics import Condition, Cursor
-from gateway.storage.sqlite import SQLiteStore
+from xreg.storage import mongo
+from xreg.storage.base import Query, Write
+from xreg.storage.semantics import Condition, Cursor
+from xreg.storage.sqlite import SQLiteStore
 
 MESSAGES = "messagegroups/messages"
 OLD_DB = Path(__file__).resolve().parents[1] / "data" / "stores" / "sqlite-7dfa1bc.db"
@@ -195,7 +195,7 @@ async def test_a_mongo_database_made_before_the_read_index_is_migrated():
 
 
 async def test_mongo_first_page_by_relevance_is_limited_by_the_server():
-    from gateway.storage.semantics import RANK, Sort
+    from xreg.storage.semantics import RANK, Sort
 
     store = await _mongo()
     plan = store.top_search(Query(MESSAGES, search=("order", "created"), sort=Sort(RANK), limit=20,

@@ -12,12 +12,12 @@ from dataclasses import replace
 import pytest
 from pymongo.errors import OperationFailure
 
-from gateway.storage.base import Conflict, Query, Write
-from gateway.storage.semantics import Condition, Cursor, Sort, cursor_for
-from gateway.storage.sqlite import SQLiteStore
 from tests.contract.conftest import live_mongo_store
+from xreg.storage.base import Conflict, Query, Write
+from xreg.storage.semantics import Condition, Cursor, Sort, cursor_for
+from xreg.storage.sqlite import SQLiteStore
 
-mongo = pytest.importorskip("gateway.storage.mongo")
+mongo = pytest.importorskip("xreg.storage.mongo")
 from mongomock_motor import AsyncMongoMockClient  # noqa: E402
 
 MESSAGES = "messagegroups/messages"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from gateway.storage.base import Query, Write
-from gateway.storage.semantics import Condition, Cursor, Sort, matches
-from gateway.storage.sqlite import SQLiteStore
+from xreg.storage.base import Query, Write
+from xreg.storage.semantics import Condition, Cursor, Sort, matches
+from xreg.storage.sqlite import SQLiteStore
 
 MESSAGES = "messagegroups/messages"
 GROUPS, PER_GROUP, BATCH = 1000, 100, 10_000

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-from gateway.storage.backup import FORMAT, BackupError, backup, check_backup, restore
-from gateway.storage.base import Query, RevisionAhead, RevisionGone, Store, StoreNotEmpty, Write
-from gateway.storage.mongo import MongoStore
-from gateway.storage.semantics import RANK, Sort
-from gateway.storage.sqlite import SQLiteStore
 from tests.contract.test_store_contract import GROUPS, MESSAGES, gone, group, message
+from xreg.storage.backup import FORMAT, BackupError, backup, check_backup, restore
+from xreg.storage.base import Query, RevisionAhead, RevisionGone, Store, StoreNotEmpty, Write
+from xreg.storage.mongo import MongoStore
+from xreg.storage.semantics import RANK, Sort
+from xreg.storage.sqlite import SQLiteStore
 
 VERSIONS = "messagegroups/messages/versions"
 

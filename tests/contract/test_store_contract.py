@@ -1,8 +1,8 @@
-"""The contract every :class:`~gateway.storage.base.Store` backend passes.
+"""The contract every :class:`~xreg.storage.base.Store` backend passes.
 
 The ``store`` fixture (``conftest.py``) runs each test once per backend. Filter and sort results
-are checked against the reference semantics, :func:`gateway.registry.filters.matches` and
-:func:`gateway.registry.filters.compare_key`.
+are checked against the reference semantics, :func:`xreg.registry.filters.matches` and
+:func:`xreg.registry.filters.compare_key`.
 
 Choices this suite pins down where ``base.py`` leaves room:
 
@@ -22,17 +22,17 @@ from dataclasses import replace
 
 import pytest
 
-from gateway.registry.filters import parse_filter
-from gateway.storage.base import Conflict, EntityRecord, Query, RevisionGone, Write
-from gateway.storage.semantics import RANK, Condition, Cursor, Sort, compare_key, cursor_for, matches
+from xreg.registry.filters import parse_filter
+from xreg.storage.base import Conflict, EntityRecord, Query, RevisionGone, Write
+from xreg.storage.semantics import RANK, Condition, Cursor, Sort, compare_key, cursor_for, matches
 
 GROUPS = "messagegroups"
 MESSAGES = "messagegroups/messages"
 VERSIONS = "messagegroups/messages/versions"
 
 needs_filters = pytest.mark.skipif(
-    importlib.util.find_spec("gateway.registry.filters") is None,
-    reason="gateway.registry.filters (the reference filter/sort semantics) does not exist yet",
+    importlib.util.find_spec("xreg.registry.filters") is None,
+    reason="xreg.registry.filters (the reference filter/sort semantics) does not exist yet",
 )
 
 
@@ -380,7 +380,7 @@ def random_filter(rnd: random.Random, docs: list[dict]) -> str:
 @needs_filters
 @pytest.mark.parametrize("seed", [1, 2])
 async def test_conditions_match_the_reference_semantics(store, seed):
-    from gateway.errors import XRegistryError
+    from xreg.errors import XRegistryError
     rnd = random.Random(seed)
     docs = [random_doc(rnd) for _ in range(200)]
     writes = [message("g", f"m{i:03d}", d) for i, d in enumerate(docs)]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-from gateway.events.record import EventDraft, EventPosition
-from gateway.storage.backup import backup, restore
-from gateway.storage.base import EventsGone, Store, Write
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
+from xreg.events.record import EventDraft, EventPosition
+from xreg.storage.backup import backup, restore
+from xreg.storage.base import EventsGone, Store, Write
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 T0 = "2026-01-01T00:00:00.000000Z"
 

@@ -1,4 +1,4 @@
-"""Filters and counts answered from the typed-attribute index (``gateway.storage.indexed``), on
+"""Filters and counts answered from the typed-attribute index (``xreg.storage.indexed``), on
 every backend: the same answers as the reference semantics, kept right across updates and
 deletions, and as-of reads untouched."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import random
 
-from gateway.storage.base import Query, Write
-from gateway.storage.semantics import Condition, Cursor, matches
+from xreg.storage.base import Query, Write
+from xreg.storage.semantics import Condition, Cursor, matches
 
 MESSAGES = "messagegroups/messages"
 GROUPS = "messagegroups"

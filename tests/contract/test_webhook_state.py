@@ -1,4 +1,4 @@
-"""Webhook delivery state on every store (``gateway/storage/webhooks*.py``): leases are
+"""Webhook delivery state on every store (``xreg/storage/webhooks*.py``): leases are
 compare-and-set, progress needs the lease, dead letters and replay, nothing but the store holds it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from adapters.webhook_admin import webhook_store
-from gateway.storage.webhooks import DeadLetter, Subscription, WebhookStore
+from xreg.storage.webhooks import DeadLetter, Subscription, WebhookStore
 
 
 def _sub(sub_id: str = "s1", **kw) -> Subscription:

@@ -527,7 +527,7 @@ def ingress_paths(override: dict[str, Any]) -> dict[str, str]:
 def gateway_routes(data_dir: Path) -> set[str]:
     """The paths the real gateway app serves (a route's path up to its first parameter, or its prefix)."""
     from gateway.app import create_app
-    from gateway.config import load_settings
+    from xreg.config import load_settings
 
     app = create_app(load_settings(data_dir=data_dir))
     return {getattr(r, "prefix", None) or re.sub(r"/\{.*$", "", r.path) for r in app.routes}

@@ -1,6 +1,6 @@
 """What the chart's rendered objects tell the gateway, run for real: the ConfigMap's settings file
 and the containers' environment — Secret references filled with what such Secrets hold, mounted
-files written where the pod would see them — load in gateway.config and mean what the values say;
+files written where the pod would see them — load in xreg.config and mean what the values say;
 the seed initContainer's command imports the samples into the store the server then serves; and
 the `helm test` pod's script passes against that live gateway (and fails against a broken one)."""
 
@@ -20,9 +20,9 @@ import pytest
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import Settings, load_settings
 from tests.deploy.chart import CASES, DEFAULT, PRODUCTION, ROOT, TRIAL_CASES, Case, Rendered, render
 from tests.support.live import LiveServer
+from xreg.config import Settings, load_settings
 
 MONGO = "mongodb://gateway:mongo-password@mongo-a,mongo-b,mongo-c/xreg?replicaSet=rs0"
 REDIS = "redis://:redis-password@redis:6379/0"

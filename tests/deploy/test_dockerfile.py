@@ -15,9 +15,9 @@ import typer.main
 
 from gateway.app import create_app
 from gateway.cli import app as cli_app
-from gateway.config import load_settings
 from tests.deploy.chart import CASES, ROOT
 from tests.support.live import LiveServer
+from xreg.config import load_settings
 
 #: What a compiler toolchain or headers would be installed as.
 COMPILERS = re.compile(r"\b(build-essential|gcc|g\+\+|clang|make|cmake|[\w.+-]+-dev)\b")
@@ -175,7 +175,7 @@ def test_environment_matches_the_chart():
 
 
 @pytest.mark.parametrize("needed", ["pyproject.toml", "requirements.lock", "README.md", "gateway", "resolvers",
-                                    "adapters", "web/copy_assets.py", "web/package.json",
+                                    "adapters", "xreg", "web/copy_assets.py", "web/package.json",
                                     "web/package-lock.json", "samples"])
 def test_dockerignore_keeps_what_the_build_copies(needed):
     ignored = dockerignore()

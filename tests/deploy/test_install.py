@@ -37,7 +37,7 @@ from tests.corpus import REPO, XREG_DATA
 from tests.support.live import bound_socket
 
 #: What the Dockerfile's build stage copies to build the wheel from (and ``requirements.lock``).
-GATEWAY_SOURCES = ("pyproject.toml", "README.md", "gateway", "resolvers", "adapters")
+GATEWAY_SOURCES = ("pyproject.toml", "README.md", "gateway", "resolvers", "adapters", "xreg")
 #: Left behind in source folders by builds and runs; never part of what is built.
 BUILD_LEFTOVERS = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
 LOCK = REPO / "requirements.lock"
@@ -48,7 +48,7 @@ DOCUMENT = XREG_DATA / "contoso-erp-jsons07.xreg.json"
 #: apart unless the server exits first.
 HEALTH_ATTEMPTS = 480
 #: Packages only the server needs; the connector's environment must hold none of them.
-SERVER_PACKAGES = ("gateway", "resolvers", "adapters", "strawberry", "starlette", "uvicorn")
+SERVER_PACKAGES = ("gateway", "resolvers", "adapters", "xreg", "strawberry", "starlette", "uvicorn")
 #: A script or stylesheet of the GraphiQL page: its URL and its integrity attribute.
 ASSET_TAG = re.compile(r'(?:src|href)="(graphiql/assets/[^"]+)" integrity="([^"]+)"')
 
@@ -56,7 +56,7 @@ ASSET_TAG = re.compile(r'(?:src|href)="(graphiql/assets/[^"]+)" integrity="([^"]
 IMPORT_ALL = textwrap.dedent("""
     import importlib, json, pkgutil
     failed, origins = {}, {}
-    for top in ("gateway", "resolvers", "adapters"):
+    for top in ("gateway", "resolvers", "adapters", "xreg"):
         package = importlib.import_module(top)
         origins[top] = package.__file__
         for module in pkgutil.walk_packages(package.__path__, top + "."):

@@ -13,9 +13,9 @@ import pytest
 from adapters.cache import RegistryCache, create_backend
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.remote import RemoteSource
-from gateway.config import RegistryConfig
 from tests.corpus import XREG_DATA
 from tests.federation.servers import GatewayServer, ResettingServer, Served, bound_socket, canary_app, faulty_app
+from xreg.config import RegistryConfig
 
 #: The remotes: registry id → the documents it serves.
 REMOTES = {

@@ -15,13 +15,13 @@ import threading
 from pathlib import Path
 
 from gateway.app import create_app
-from gateway.config import ApiKey, Settings
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import XREG_DATA
 from tests.federation.servers import Instrumented, Served, bound_socket
+from xreg.config import ApiKey, Settings
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 
 
 async def load(db: Path, registry_id: str, base_url: str, documents: list[str]) -> None:

@@ -11,10 +11,10 @@ from adapters.base import Listing, SourceUnavailable
 from adapters.cache import create_backend
 from adapters.caller import acting_for
 from gateway.auth import hash_key
-from gateway.config import ApiKey
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer
 from tests.support.clock import ManualClock
+from xreg.config import ApiKey
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from gateway.config import Settings, load_settings
 from tests.federation.conftest import data_file
+from xreg.config import Settings, load_settings
 
 CONTOSO = data_file("contoso-erp-jsons07.xreg.json")
 

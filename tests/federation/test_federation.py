@@ -16,13 +16,13 @@ from adapters.file import FileSource
 from adapters.local import LocalSource
 from adapters.merged import count_across, list_across
 from adapters.remote import RemoteSource
-from gateway.config import Settings
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.errors import XRegistryError
-from gateway.registry.filters import parse_filters, parse_sort
-from gateway.registry.reads import collection_tree
 from tests.federation.conftest import data_file
+from xreg.config import Settings
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.errors import XRegistryError
+from xreg.registry.filters import parse_filters, parse_sort
+from xreg.registry.reads import collection_tree
 
 CONTOSO = "contoso-erp-jsons07.xreg.json"
 

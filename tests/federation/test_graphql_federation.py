@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from gateway.app import create_app
-from gateway.config import Settings
 from tests.federation.conftest import data_file
 from tests.federation.servers import all_held
 from tests.federation.test_federation import remote_entry
+from xreg.config import Settings
 
 ERP_GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 EDGE_NODE = "/messagegroups/Eclipse.SparkplugB.EdgeNode"

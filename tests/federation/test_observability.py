@@ -17,12 +17,12 @@ import httpx
 import jwt
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from gateway import tracing
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
 from tests.federation.test_federation import remote_entry
 from tests.support.observing import captured_logs, parse_metrics, value
+from xreg import tracing
+from xreg.config import ApiKey, Settings
 
 BASE = "http://gw.test/registry"
 INCOMING_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -89,7 +89,7 @@ def test_tracing_is_not_even_loaded_when_off(tmp_path: Path) -> None:
     program = """
 import asyncio, sys, httpx
 from gateway.app import create_app
-from gateway.config import Settings
+from xreg.config import Settings
 
 async def main():
     app = create_app(Settings(data_dir=sys.argv[1], config_watch_seconds=0))

@@ -13,10 +13,10 @@ from adapters.effective import complete
 from adapters.federation import Federation
 from adapters.local import LocalSource
 from adapters.references import References, Target
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from tests.federation.servers import all_held
 from tests.federation.test_federation import remote_entry
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 ERP_GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 EDGE_NODE = "/messagegroups/Eclipse.SparkplugB.EdgeNode"

@@ -6,11 +6,11 @@ import pytest
 
 from adapters.base import Listing
 from adapters.file import FileSource
-from gateway.config import RegistryConfig
-from gateway.errors import XRegistryError
-from gateway.registry.filters import parse_filters, parse_sort
-from gateway.registry.reads import collection_tree
 from tests.federation.conftest import data_file, remote_config
+from xreg.config import RegistryConfig
+from xreg.errors import XRegistryError
+from xreg.registry.filters import parse_filters, parse_sort
+from xreg.registry.reads import collection_tree
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 MESSAGES = [f"{GROUP}/messages/Contoso.ERP.Employee{n}" for n in ("Added", "Deleted", "Updated")]

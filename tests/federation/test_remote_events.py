@@ -17,8 +17,8 @@ from adapters.remote import RemoteSource
 from adapters.remote_events import events_url
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, RegistryConfig, Settings
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, RegistryConfig, Settings
 
 TOKEN = "remote-events-writer"
 #: Far longer than the test: an answer that changes came from the event log, not from expiry.

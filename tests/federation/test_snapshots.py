@@ -11,12 +11,12 @@ import pytest
 from adapters.base import Listing
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import Settings
-from gateway.errors import XRegistryError
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer
 from tests.support.clock import ManualClock
 from tests.support.live import LiveServer
+from xreg.config import Settings
+from xreg.errors import XRegistryError
 
 TOKEN = "snapshot-tests-writer"
 DOCUMENTS = ["contoso-erp-jsons07.xreg.json", "mqtt-sparkplugB.xreg.json"]

@@ -11,10 +11,10 @@ import httpx
 
 from adapters import staleness
 from gateway.app import create_app
-from gateway.config import Settings
 from tests.federation.conftest import remote_config
 from tests.federation.test_federation import remote_entry
 from tests.support.clock import ManualClock
+from xreg.config import Settings
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 START = 1_000_000.0

@@ -21,15 +21,15 @@ import pytest
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import CORPUS_117
 from tests.http.conftest import client_on
 from tests.http.support import make_settings as http_settings
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 
 REGISTRY_ID = "test"
 BASE_URL = "http://gw/registry"

@@ -10,9 +10,9 @@ from typing import Any
 import graphql
 import pytest
 
-from gateway.config import Settings
 from gateway.graphiql import render_page
 from gateway.graphiql_examples import EXAMPLES, Example
+from xreg.config import Settings
 
 
 def holds_data(value: Any) -> bool:

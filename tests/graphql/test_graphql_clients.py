@@ -59,7 +59,7 @@ async def test_reachable_over_matches_like_the_typed_fields_and_combines_with_th
 
 async def test_reachable_over_is_answered_by_the_store_not_by_reading_every_message(corpus):
     """Two store reads: the matching endpoints, then one page of messages — never every message."""
-    from gateway.storage.sqlite import SQLiteStore
+    from xreg.storage.sqlite import SQLiteStore
 
     store = corpus.registry.store
     assert isinstance(store, SQLiteStore)
@@ -182,7 +182,7 @@ async def test_reachable_over_follows_only_references_into_the_registry(empty):
 
 
 def test_only_in_registry_references_to_groups_of_the_type_name_a_group():
-    from gateway.registry.reads import _group_key
+    from xreg.registry.reads import _group_key
 
     assert _group_key("#/messagegroups/A.B", "messagegroups") == "/messagegroups/a.b"
     assert _group_key("/messagegroups/g/", "messagegroups") == "/messagegroups/g"
@@ -195,10 +195,10 @@ def test_only_in_registry_references_to_groups_of_the_type_name_a_group():
 def test_the_graphiql_examples_pass_the_default_cost_limit_with_a_wide_margin():
     from graphql import parse
 
-    from gateway.config import Settings
     from gateway.graphiql_examples import EXAMPLES
     from resolvers.cost import operation_cost
     from resolvers.schema import build_schema
+    from xreg.config import Settings
 
     settings = Settings()
     schema = build_schema(settings)._schema

@@ -61,7 +61,7 @@ async def test_nested_filters_are_batched_per_listing(empty):
     assert {n["endpointid"]: [m["name"] for m in n["events"]["nodes"]] for n in nodes} == \
         {"e1": ["alpha", "delta"], "e2": ["echo"]}
     # the endpoints page, one for all their messages, and one for the cross-references among
-    # those (filtered by the values of their targets, gateway.registry.reads)
+    # those (filtered by the values of their targets, xreg.registry.reads)
     assert empty.registry.store.stats.calls["list"] == 3
 
 

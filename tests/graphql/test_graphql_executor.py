@@ -14,7 +14,6 @@ from strawberry.schema.config import StrawberryConfig
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from adapters.local import LocalSource
-from gateway.config import Settings
 from resolvers.context import Context
 from resolvers.execution import GatewayExecutor, plan_of
 from resolvers.mutations import Mutation
@@ -24,6 +23,7 @@ from resolvers.scalars import SCALARS
 from resolvers.schema import GatewaySchema, build_schema
 from resolvers.types import TYPES, batched, read_field
 from tests.graphql.conftest import REGISTRY_ID, open_registry
+from xreg.config import Settings
 
 WIDE = """query($n: Int!) { registry { registryid specversion epoch
   endpoints(first: $n) { totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor }

@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gateway.config import Settings
 from tests.graphql.conftest import READ_KEY, WRITE_KEY, make_settings, open_registry, serve_asgi, serve_uvicorn
+from xreg.config import Settings
 
 HAS_GRAPHIQL = importlib.util.find_spec("gateway.graphiql") is not None
 needs_graphiql = pytest.mark.skipif(not HAS_GRAPHIQL, reason="gateway.graphiql (GraphiQL page) is not there yet")

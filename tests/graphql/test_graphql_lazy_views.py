@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from adapters.base import Entity
 from adapters.local import LocalSource, StoredEntity
-from gateway.registry.reads import Selection, render, select
 from tests.graphql.conftest import open_registry
+from xreg.registry.reads import Selection, render, select
 
 #: Names no view holds, and the ones a view shows differently from the stored record.
 EXTRA = ("nope", "self", "xid", "isdefault", "meta", "metaurl", "versionsurl", "versionscount", "versionid",

@@ -8,10 +8,10 @@ import json
 
 import httpx
 
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.registry.materialise import DERIVED
 from tests.corpus import CORPUS_117
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.registry.materialise import DERIVED
 
 PEGEL = "/messagegroups/de.wsv.pegelonline.kafka/messages/de.wsv.pegelonline.kafka.CurrentMeasurement"
 PEGEL_BASE = "/messagegroups/de.wsv.pegelonline/messages/de.wsv.pegelonline.CurrentMeasurement"

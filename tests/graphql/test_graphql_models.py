@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from gateway.registry import service
-from gateway.registry.service import MODEL_MAX_AGE
 from tests.http.support import asgi_client, make_settings, running
 from tests.http.test_http_modelsource import DIRS
+from xreg.registry import service
+from xreg.registry.service import MODEL_MAX_AGE
 
 GROUPS = """query($id: String) { registry(id: $id) {
   groups(groupType: "dirs", first: 10) { totalCount nodes { __typename xid ... on GenericGroup { json

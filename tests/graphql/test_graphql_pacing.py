@@ -15,13 +15,13 @@ import strawberry
 from strawberry.types import Info
 
 from adapters.local import LocalSource
-from gateway.config import Settings
 from resolvers.context import Context
 from resolvers.execution import GatewayExecutor
 from resolvers.loaders import HeldLoader
 from resolvers.pacing import Hold, Pacer, encode_paced, slicer
 from resolvers.schema import build_schema
 from tests.graphql.conftest import REGISTRY_ID, open_registry
+from xreg.config import Settings
 
 #: A slice so short that every item waits for a turn of its own.
 EVERY_ITEM = 1e-9

@@ -17,11 +17,11 @@ import pytest
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
 from resolvers.persisted import PersistedQueries
 from resolvers.trusted_documents import TrustedDocuments
 from tests.graphql.conftest import READ_KEY, WRITE_KEY, make_settings, open_registry
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
 
 GQL = "application/graphql-response+json"
 QUERY = "query Groups { registry { messagegroups { totalCount } } }"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
 from tests.corpus import REPO, SAMPLES
 from tests.graphql.conftest import GraphQL, make_settings, open_registry, serve_asgi
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 

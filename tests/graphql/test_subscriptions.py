@@ -25,9 +25,9 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import Settings
 from resolvers.schema import build_schema
 from tests.support.live import LiveServer
+from xreg.config import Settings
 
 SUBSCRIPTION = """subscription Events($after: String, $types: [String!], $subject: String) {
   registryEvents(after: $after, types: $types, subject: $subject) {

@@ -15,11 +15,11 @@ import pytest
 from mongomock_motor import AsyncMongoMockClient
 
 from gateway.app import create_app
-from gateway.config import Settings
-from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
 from tests.http.support import SEED, WRITE_KEY, asgi_client, bearer, make_settings, running
 from tests.support.live import LiveServer
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
 
 
 @pytest.fixture

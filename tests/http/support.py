@@ -12,7 +12,7 @@ import httpx
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
+from xreg.config import ApiKey, Settings
 
 BASE = "http://gw.test/registry"
 WRITE_KEY = "writer-key-" + "w" * 32

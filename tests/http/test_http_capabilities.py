@@ -12,10 +12,10 @@ from pathlib import Path
 from mongomock_motor import AsyncMongoMockClient
 
 from gateway.app import create_app
-from gateway.config import Settings
-from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
 from tests.http.support import asgi_client, assert_problem, running
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
 
 CAPS = "/registry/capabilities"
 

@@ -1,4 +1,4 @@
-"""The JSON text of answers (``gateway/json_encoding.py``): compact, UTF-8 without escapes, and a
+"""The JSON text of answers (``xreg/json_encoding.py``): compact, UTF-8 without escapes, and a
 stored integer beyond 64 bits (which the fast encoder refuses) answered exactly, by the xRegistry
 HTTP API and by GraphQL, instead of failing the request."""
 

@@ -8,9 +8,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from gateway.registry.service import LocalRegistry
-from gateway.storage.sqlite import SQLiteStore
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
+from xreg.registry.service import LocalRegistry
+from xreg.storage.sqlite import SQLiteStore
 
 #: A model of directories holding files (documents), with extra attributes and constraints.
 DIRS: dict[str, Any] = {

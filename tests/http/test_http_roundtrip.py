@@ -7,12 +7,12 @@ from __future__ import annotations
 import httpx
 
 from gateway.app import create_app
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import find_documents, read_document
 from tests.corpus import XREG_DATA
 from tests.http.support import WRITE_KEY, asgi_client, bearer, make_settings, running
 from tests.integration.test_import_export import entities
 from tests.support.live import LiveServer
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import find_documents, read_document
 
 #: The two Microsoft.Storage catalogues name one group with ids differing in case only; one
 #: registry cannot hold both (see test_import_export), so the older one is left out.

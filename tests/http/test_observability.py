@@ -13,16 +13,17 @@ import pytest
 from mongomock_motor import AsyncMongoMockClient
 from pymongo import AsyncMongoClient
 
-from gateway import metrics, readiness
+from gateway import readiness
 from gateway.app import create_app
-from gateway.config import Settings
 from gateway.logs import redact
-from gateway.registry.service import LocalRegistry
 from gateway.request_context import request_id_from
-from gateway.storage.mongo import MongoStore
 from tests.http.support import BASE, WRITE_KEY, bearer, make_settings
 from tests.support.live import LiveServer, bound_socket
 from tests.support.observing import captured_logs, scrape, value
+from xreg import metrics
+from xreg.config import Settings
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
 
 IMPORT = "mutation Load($doc: JSON!) { importDocument(document: $doc) { revision } }"
 

@@ -23,13 +23,13 @@ from mongomock_motor import AsyncMongoMockClient
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
-from gateway.registry.materialise import derived_of
-from gateway.registry.service import LocalRegistry
-from gateway.storage.backup import backup, restore
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
+from xreg.registry.materialise import derived_of
+from xreg.registry.service import LocalRegistry
+from xreg.storage.backup import backup, restore
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 KEY = "backup-test-write-key-5d1e"
 G = "/messagegroups/g/messages/"

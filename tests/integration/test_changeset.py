@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.model.registry_model import ANCESTOR_ID
-from gateway.registry.changeset import Changeset
+from xreg.errors import XRegistryError
+from xreg.model.registry_model import ANCESTOR_ID
+from xreg.registry.changeset import Changeset
 
 
 async def put_group(registry, gtype, gid, attrs, **kw):

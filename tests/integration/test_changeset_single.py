@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.registry.changeset import Changeset
+from xreg.errors import XRegistryError
+from xreg.registry.changeset import Changeset
 
 SCHEMA = {"format": "JSONSchema/draft-07"}
 S = ("schemagroups", "sg", "schemas", "s")

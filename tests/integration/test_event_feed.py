@@ -15,12 +15,12 @@ import pytest
 from mongomock_motor import AsyncMongoMockClient
 
 from adapters.events import EventFeed, EventStream, SlowConsumer
-from gateway.events.record import EventPosition, RegistryEvent
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry
-from gateway.storage.base import EventsGone, Store
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
+from xreg.events.record import EventPosition, RegistryEvent
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry
+from xreg.storage.base import EventsGone, Store
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 #: A guard against a hang, never an ordering device: every wait below ends on its condition.
 GUARD_SECONDS = 30

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-import gateway.storage.sqlite as sqlite_module
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
+import xreg.storage.sqlite as sqlite_module
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 G = "/messagegroups/g/messages/"
 

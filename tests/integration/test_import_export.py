@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from gateway.cli import app, run_import
-from gateway.config import Settings
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import find_documents, read_document
-from gateway.errors import XRegistryError
-from gateway.registry.service import LocalRegistry
-from gateway.storage.base import Query
-from gateway.storage.sqlite import SQLiteStore
 from tests.corpus import CORPUS_117, XREG_DATA
+from xreg.config import Settings
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import find_documents, read_document
+from xreg.errors import XRegistryError
+from xreg.registry.service import LocalRegistry
+from xreg.storage.base import Query
+from xreg.storage.sqlite import SQLiteStore
 
 REAL_FILES = find_documents([XREG_DATA])
 SERVER_MANAGED = {"self", "epoch", "modifiedat", "metaurl", "versionsurl", "defaultversionurl"}

@@ -36,11 +36,11 @@ async def test_the_real_corpora_import_with_every_version_validated(tmp_path):
     (the rest link their document outside the registry, and say so)."""
     from collections import Counter
 
-    from gateway.documents.normalise import normalise
-    from gateway.documents.reader import read_document
-    from gateway.registry.service import LocalRegistry
-    from gateway.storage.sqlite import SQLiteStore
     from tests.corpus import DOCUMENTS
+    from xreg.documents.normalise import normalise
+    from xreg.documents.reader import read_document
+    from xreg.registry.service import LocalRegistry
+    from xreg.storage.sqlite import SQLiteStore
 
     tally: Counter[tuple[str, bool]] = Counter()
     for path in DOCUMENTS:
@@ -112,7 +112,7 @@ def test_import_as_json_lists_every_violation(tmp_path):
 async def test_the_violations_listed_are_bounded(tmp_path, monkeypatch):
     """A file with more violations than the import lists reports the first ones and counts the rest."""
     from gateway import cli
-    from gateway.config import Settings
+    from xreg.config import Settings
 
     monkeypatch.setattr(cli, "MAX_VIOLATIONS", 2)
     source = tmp_path / "bad.xreg.json"

@@ -1,4 +1,4 @@
-"""The write path keeps each message's materialisation in the store (gateway.registry.materialise):
+"""The write path keeps each message's materialisation in the store (xreg.registry.materialise):
 in the same commit as the write, transitively through the reverse index, on both backends; a
 store written before materialisation existed is brought up to date when opened."""
 
@@ -12,12 +12,12 @@ from mongomock_motor import AsyncMongoMockClient
 from typer.testing import CliRunner
 
 from gateway.cli import app
-from gateway.config import Settings
-from gateway.errors import XRegistryError
-from gateway.registry.materialise import DERIVED, derived_of
-from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.registry.materialise import DERIVED, derived_of
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 G = "/messagegroups/g/messages/"
 

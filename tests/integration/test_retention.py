@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from gateway.app import prune_history
-from gateway.config import Settings
-from gateway.errors import XRegistryError
-from gateway.registry.changeset import Changeset
+from xreg.config import Settings
+from xreg.errors import XRegistryError
+from xreg.registry.changeset import Changeset
 
 
 async def rename(registry, name):

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from adapters.local import LocalSource
-from gateway.errors import XRegistryError
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry, WritePolicy
-from gateway.storage.sqlite import SQLiteStore
 from tests.graphql.conftest import WRITE_KEY, make_settings, open_registry, serve_asgi
+from xreg.errors import XRegistryError
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry, WritePolicy
+from xreg.storage.sqlite import SQLiteStore
 
 UPDATE_GROUP = """mutation($n: Int!) {
   updateGroup(groupType: "messagegroups", groupId: "contended", attributes: {x: $n}) { revision } }"""

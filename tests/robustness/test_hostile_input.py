@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from gateway.cli import app as cli
-from gateway.json_limits import MAX_DEPTH, JSONLimitError, check, copy, loads
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
+from xreg.json_limits import MAX_DEPTH, JSONLimitError, check, copy, loads
 
 
 def nested(depth: int, leaf: object = 1) -> str:

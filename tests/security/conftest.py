@@ -17,14 +17,14 @@ import httpx
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-from gateway.formats import default
-from gateway.registry.service import LocalRegistry
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
 from tests.federation.conftest import open_remote
 from tests.graphql.conftest import GraphQL, make_settings, open_registry, serve_asgi
 from tests.http.conftest import anon, app, client, live, settings
 from tests.support.live import LiveServer
+from xreg.formats import default
+from xreg.registry.service import LocalRegistry
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
 
 __all__ = ["anon", "app", "client", "live", "local", "open_remote", "settings"]
 

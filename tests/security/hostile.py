@@ -1,6 +1,6 @@
 """Random and hostile schema documents and payloads for every format, and the one check the
 fuzzing applies to each (:func:`evaluate_case`): the evaluator answers with a result or refuses
-with a known :class:`~gateway.formats.Refused` kind — never another exception. Used by
+with a known :class:`~xreg.formats.Refused` kind — never another exception. Used by
 ``test_fuzz_evaluator.py`` (a few hundred cases) and ``bench/fuzz_formats.py`` (≥ 10,000)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from gateway.formats import CompatibilityResult, Evaluator, Refused, ValidationResult
+from xreg.formats import CompatibilityResult, Evaluator, Refused, ValidationResult
 
-#: The refusal kinds the evaluator may answer with (gateway.formats.model.Refused).
+#: The refusal kinds the evaluator may answer with (xreg.formats.model.Refused).
 KINDS = frozenset({"too_large", "too_deep", "reference", "pattern", "unsafe", "budget", "failed", "busy"})
 
 FORMATS = ["JsonSchema/draft-04", "JsonSchema/draft-07", "JsonSchema/draft/2020-12", "JsonSchema", "Avro/1.11",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from gateway.model.registry_model import RegistryModel
+from xreg.model.registry_model import RegistryModel
 
 
 def extra_group(i: int) -> dict[str, Any]:

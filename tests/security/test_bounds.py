@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from gateway.formats import Evaluator, Limits, Refused
+from xreg.formats import Evaluator, Limits, Refused
 
 STRUCTURE_REDOS = {"$schema": "https://json-structure.org/meta/extended/v0/#", "$id": "https://example.com/s",
                    "name": "S", "type": "string", "pattern": "^(a+)+$"}

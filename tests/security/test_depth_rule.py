@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 
 from adapters.base import Listing
-from gateway import json_limits
 from gateway.cli import run_import
-from gateway.json_limits import MAX_VALUE_DEPTH
 from tests.federation.conftest import remote_config
 from tests.http.support import WRITE_KEY, asgi_client, assert_problem, bearer, make_settings, revision, running
+from xreg import json_limits
+from xreg.json_limits import MAX_VALUE_DEPTH
 
 S = "/registry/schemagroups/g/schemas/s"
 V = f"{S}/versions/1"

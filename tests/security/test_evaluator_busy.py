@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from gateway.formats import Evaluator, Limits, Refused, configure, default
-from gateway.formats import evaluator as evaluator_module
 from tests.graphql.conftest import make_settings, open_registry, serve_asgi
 from tests.security.conftest import VALIDATE, store_message
+from xreg.formats import Evaluator, Limits, Refused, configure, default
+from xreg.formats import evaluator as evaluator_module
 
 SCHEMA_URL = "/registry/schemagroups/g/schemas/s/versions/1"
 

@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from gateway.app import create_app
-from gateway.config import Settings
 from gateway.forwarded import proxy_options
 from gateway.request_limits import server_options
 from tests.support.live import LiveServer
+from xreg.config import Settings
 
 CLIENTS = ("198.51.100.1", "198.51.100.2", "203.0.113.9")
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from gateway.formats import Evaluator, Limits
 from tests.security.hostile import Case, cases, evaluate_case
+from xreg.formats import Evaluator, Limits
 
 
 @pytest.fixture(scope="module")

@@ -17,9 +17,9 @@ from pathlib import Path
 import jwt
 
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
 from tests.http.support import asgi_client, make_settings, running
 from tests.support.observing import captured_logs
+from xreg.config import ApiKey, Settings
 
 SECRET = "identity-test-jwt-secret-" + "s" * 24
 ALICE_KEY = "alice-api-key-" + "a" * 32

@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from gateway import json_limits
-from gateway.errors import XRegistryError
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry
-from gateway.registry.stored_values import find_invalid, repair_timestamps
-from gateway.storage.base import Write
 from tests.corpus import REPO
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
+from xreg import json_limits
+from xreg.errors import XRegistryError
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry
+from xreg.registry.stored_values import find_invalid, repair_timestamps
+from xreg.storage.base import Write
 
 S = "/registry/schemagroups/g/schemas/s"
 BAD_META: list[dict[str, Any]] = [{"createdat": True}, {"modifiedat": [1]}, {"createdat": "yesterday"}]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.errors import XRegistryError
 from gateway.http_api import openapi
-from gateway.model.modelsource import model_of_source
 from tests.http.support import asgi_client, assert_problem, make_settings, revision, running
 from tests.security.models import extra_group, wide_model
+from xreg.errors import XRegistryError
+from xreg.model.modelsource import model_of_source
 
 
 async def _description_bytes(client, groups: int) -> int:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway import json_limits
-from gateway.config import Settings
-from gateway.storage.backup import BackupError, ReadLimits, backup, check_backup, restore
-from gateway.storage.sqlite import SQLiteStore
 from tests.contract.test_store_backup import build_history
+from xreg import json_limits
+from xreg.config import Settings
+from xreg.storage.backup import BackupError, ReadLimits, backup, check_backup, restore
+from xreg.storage.sqlite import SQLiteStore
 
 MIB = 1024 * 1024
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.registry.changeset import Changeset
-from gateway.registry.service import LocalRegistry
 from tests.http.support import assert_problem, revision
+from xreg.errors import XRegistryError
+from xreg.registry.changeset import Changeset
+from xreg.registry.service import LocalRegistry
 
 DIRS: dict[str, Any] = {"groups": {"dirs": {
     "plural": "dirs", "singular": "dir", "attributes": {"*": {"type": "any"}},

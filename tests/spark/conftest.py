@@ -22,12 +22,12 @@ pytest.importorskip("pyspark")
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
-from gateway.documents.normalise import normalise
-from gateway.documents.reader import read_document
-from gateway.registry.service import LocalRegistry
 from tests.corpus import XREG_DATA
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
+from xreg.documents.normalise import normalise
+from xreg.documents.reader import read_document
+from xreg.registry.service import LocalRegistry
 
 CORPUS_117 = XREG_DATA / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "main"

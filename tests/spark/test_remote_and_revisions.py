@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from gateway.app import create_app
-from gateway.config import Settings
 from tests.federation.servers import GatewayServer
 from tests.spark.conftest import serve
+from xreg.config import Settings
 
 REMOTE_DOCUMENTS = ["contoso-erp-jsons07.xreg.json", "mqtt-sparkplugB.xreg.json"]
 

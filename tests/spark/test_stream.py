@@ -16,11 +16,11 @@ import pytest
 
 from gateway.app import create_app
 from gateway.auth import hash_key
-from gateway.config import ApiKey, Settings
 from pyspark_xregistry.client import CheckpointMismatch
 from pyspark_xregistry.mirror import ParquetMirror
 from pyspark_xregistry.stream import MAX_INDEX, StreamOptions, XRegistryStreamReader, stream_schema
 from tests.spark.conftest import TOKEN, serve
+from xreg.config import ApiKey, Settings
 
 #: Attributes the export renders differently from an entity's own view (inlined collections and
 #: their URLs, the registry's model and capabilities); every other one must be equal.

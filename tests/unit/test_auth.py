@@ -26,8 +26,8 @@ from typer.testing import CliRunner
 import gateway.auth as auth_mod
 from gateway.auth import Authenticator, AuthError, Principal, hash_key, principal_of
 from gateway.cli import app as cli_app
-from gateway.config import ApiKey, Settings
 from tests.support.live import LiveServer
+from xreg.config import ApiKey, Settings
 
 SECRET = "a-shared-secret-of-at-least-32-bytes!!"
 RW_KEY = "rw-key-plaintext-5b1f0c8e"
@@ -386,17 +386,18 @@ async def test_principal_of_over_http(caplog: pytest.LogCaptureFixture) -> None:
 
     caplog.set_level(logging.DEBUG, logger="xreg.auth")
 
+    auth = Authenticator(settings())
+
     async def whoami(request: Request) -> JSONResponse:
         try:
-            first, second = await principal_of(request), await principal_of(request)
-            request.app.state.auth.require(first, "write")
+            first, second = await principal_of(request, auth), await principal_of(request, auth)
+            auth.require(first, "write")
         except AuthError as exc:
             return JSONResponse(exc.to_problem(request.url.path), exc.status, exc.headers())
         assert first is second
         return JSONResponse({"subject": first.subject, "via": first.via})
 
     app = Starlette(routes=[Route("/whoami", whoami)])
-    app.state.auth = Authenticator(settings())
     async with serving(app) as url, httpx.AsyncClient(base_url=url) as client:
         ok = await client.get("/whoami", headers={"Authorization": f"Bearer {RW_KEY}"})
         assert ok.json() == {"subject": "ci", "via": "api-key"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gateway.config import load_settings
+from xreg.config import load_settings
 
 
 def test_defaults_give_an_embedded_store_in_the_data_dir(monkeypatch):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.events.derive import EntityChange, derive_events
-from gateway.events.record import EventDraft, EventPosition, matches
+from xreg.errors import XRegistryError
+from xreg.events.derive import EntityChange, derive_events
+from xreg.events.record import EventDraft, EventPosition, matches
 
 T = "2026-01-01T00:00:00.000000Z"
 

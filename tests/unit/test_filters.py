@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.registry.filters import (
-    FilterExpression,
-    Filters,
-    Term,
-    format_path,
-    parse_filter,
-    parse_filters,
-    parse_sort,
-)
-from gateway.storage.semantics import Condition, Sort, compare_key, matches, numeric_value, resolve, wildcard_parts
+from xreg.errors import XRegistryError
+from xreg.registry.filters import FilterExpression, Filters, Term, format_path, parse_filter, parse_filters, parse_sort
+from xreg.storage.semantics import Condition, Sort, compare_key, matches, numeric_value, resolve, wildcard_parts
 
 TREE = {
     "messagegroups": {"messages": {"versions": {}}},

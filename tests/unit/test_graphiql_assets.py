@@ -19,8 +19,8 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
-from gateway.config import Settings
 from gateway.graphiql import ASSET_DIR, MANIFEST_PATH, GraphiQLAssets, graphiql_routes, sri_sha384
+from xreg.config import Settings
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))["files"]

@@ -2,10 +2,10 @@
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.ids import check_id, parse_xid
-from gateway.model.registry_model import RegistryModel
-from gateway.xid import Xid
+from xreg.errors import XRegistryError
+from xreg.ids import check_id, parse_xid
+from xreg.model.registry_model import RegistryModel
+from xreg.xid import Xid
 
 MODEL = RegistryModel.default()
 

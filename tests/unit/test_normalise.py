@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from gateway.documents.normalise import Normalisation, normalise
-from gateway.documents.reader import read_document
-from gateway.errors import XRegistryError
 from tests.corpus import DOCUMENTS, XREG_DATA
+from xreg.documents.normalise import Normalisation, normalise
+from xreg.documents.reader import read_document
+from xreg.errors import XRegistryError
 
 DATA = XREG_DATA
 REAL = DOCUMENTS

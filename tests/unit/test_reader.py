@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.documents.reader import find_documents, read_document
-from gateway.errors import XRegistryError
 from tests.corpus import XREG_DATA
+from xreg.documents.reader import find_documents, read_document
+from xreg.errors import XRegistryError
 
 DATA = XREG_DATA
 

@@ -12,8 +12,8 @@ import pytest
 from adapters.base import SourceUnavailable
 from adapters.http_client import RemoteClient
 from adapters.retry import backoff_delay, retry_after
-from gateway.config import RegistryConfig
 from tests.support.clock import ManualClock
+from xreg.config import RegistryConfig
 
 URL = "http://remote.test/registry"
 

@@ -7,7 +7,7 @@ import pytest
 
 from adapters.base import Entity, InvalidCursor, Listing
 from adapters.slicing import cut
-from gateway.storage.semantics import Sort
+from xreg.storage.semantics import Sort
 
 ENTITIES = [Entity("r", f"/messagegroups/G{i:02d}", "group", "messagegroups",
                    {"messagegroupid": f"G{i:02d}", "name": name})

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.documents.normalise import normalise
-from gateway.errors import ValidationErrors, XRegistryError
-from gateway.model.registry_model import AttributeDef, RegistryModel
-from gateway.registry.validation import validate_attributes, validate_entity
-from gateway.xid import Xid
 from tests.corpus import XREG_DATA
+from xreg.documents.normalise import normalise
+from xreg.errors import ValidationErrors, XRegistryError
+from xreg.model.registry_model import AttributeDef, RegistryModel
+from xreg.registry.validation import validate_attributes, validate_entity
+from xreg.xid import Xid
 
 MODEL = RegistryModel.default()
 TS = "2030-12-19T06:00:00Z"

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gateway.errors import XRegistryError
-from gateway.xid import Xid
+from xreg.errors import XRegistryError
+from xreg.xid import Xid
 
 # (xid, level, depth, ctype, id, collection)
 LEVELS = [

@@ -23,14 +23,14 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from adapters.outbound import OutboundPolicy
 from adapters.webhook_admin import Webhooks
 from adapters.webhook_delivery import DeliveryConfig, WebhookDispatcher, backoff
-from gateway.errors import XRegistryError
-from gateway.storage.base import Store
-from gateway.storage.mongo import MongoStore
-from gateway.storage.sqlite import SQLiteStore
-from gateway.storage.webhooks import position_key
 from tests.support.clock import ManualClock
 from tests.support.live import LiveServer, bound_socket
 from tests.support.webhook_receiver import Receiver
+from xreg.errors import XRegistryError
+from xreg.storage.base import Store
+from xreg.storage.mongo import MongoStore
+from xreg.storage.sqlite import SQLiteStore
+from xreg.storage.webhooks import position_key
 
 LOOPBACK = OutboundPolicy(allow_loopback=True)
 CONFIG = DeliveryConfig(max_attempts=4, backoff_seconds=1.0, max_backoff_seconds=8.0, timeout_seconds=5.0,
@@ -39,7 +39,7 @@ CONFIG = DeliveryConfig(max_attempts=4, backoff_seconds=1.0, max_backoff_seconds
 
 @dataclass(frozen=True)
 class FakeEvent:
-    """Stands for ``gateway.events.RegistryEvent`` (position text, type, subject)."""
+    """Stands for ``xreg.events.RegistryEvent`` (position text, type, subject)."""
 
     pos: str
     type: str = "io.xregistry.group.created"

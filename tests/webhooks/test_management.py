@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gateway.auth import hash_key
-from gateway.config import ApiKey
 from tests.http.support import WRITE_KEY, asgi_client, assert_problem, make_settings, running
+from xreg.config import ApiKey
 
 ADMIN_KEY = "admin-key-" + "a" * 32
 LISTED_KEY = "listed-key-" + "l" * 32

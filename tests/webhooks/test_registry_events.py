@@ -11,11 +11,11 @@ from pathlib import Path
 from standardwebhooks.webhooks import Webhook
 
 from gateway.app import create_app, webhook_dispatcher
-from gateway.registry.service import LocalRegistry
 from tests.http.support import WRITE_KEY, asgi_client, make_settings
 from tests.support.clock import ManualClock
 from tests.support.live import LiveServer, bound_socket
 from tests.support.webhook_receiver import Receiver
+from xreg.registry.service import LocalRegistry
 
 
 async def _drain(dispatcher, turns: int = 20) -> int:

@@ -38,7 +38,7 @@ app.kubernetes.io/name: {{ include "xreg-gateway.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
-{{/* A registry id as it appears in XREG_REGISTRIES__<ID>__… variable names (gateway/config.py
+{{/* A registry id as it appears in XREG_REGISTRIES__<ID>__… variable names (xreg/config.py
 _env_key: upper case, every other character "_"). */}}
 {{- define "xreg-gateway.registryEnvKey" -}}
 {{- regexReplaceAll "[^A-Z0-9]" (upper .) "_" }}

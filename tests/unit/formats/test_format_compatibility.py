@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.formats import CompatibilityResult, compatibility_modes
-from gateway.formats.core import check_compatibility
+from xreg.formats import CompatibilityResult, compatibility_modes
+from xreg.formats.core import check_compatibility
 
 
 def breaks(result: CompatibilityResult) -> list[tuple[str, str, int, str]]:

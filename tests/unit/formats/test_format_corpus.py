@@ -1,5 +1,5 @@
 """Every inline schema document of the real xRegistry corpora (tests/data/xreg) through
-:func:`gateway.formats.validate`: how many there are per format, and that every one adheres."""
+:func:`xreg.formats.validate`: how many there are per format, and that every one adheres."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from gateway.formats.core import resolve, validate
+from xreg.formats.core import resolve, validate
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "xreg"
 

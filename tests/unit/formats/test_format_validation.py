@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from gateway.formats import ValidationResult, capabilities, resolve
-from gateway.formats.core import CACHE, validate
-from gateway.formats.documents import LRUCache
+from xreg.formats import ValidationResult, capabilities, resolve
+from xreg.formats.core import CACHE, validate
+from xreg.formats.documents import LRUCache
 
 
 def only(result: ValidationResult) -> tuple[str, str]:

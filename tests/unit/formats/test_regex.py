@@ -1,4 +1,4 @@
-"""Patterns of untrusted schemas (``gateway.formats.regex``): RE2 matches in linear time, syntax
+"""Patterns of untrusted schemas (``xreg.formats.regex``): RE2 matches in linear time, syntax
 RE2 lacks is refused with the reason, and the ``regex`` format accepts what either engine
 compiles and leaves non-strings alone."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.formats import regex
-from gateway.formats.core import validate
+from xreg.formats import regex
+from xreg.formats.core import validate
 
 
 def test_a_catastrophic_pattern_matches_in_linear_time():

@@ -1,0 +1,189 @@
+"""The SQLite store's read indexes: typed attribute values and live counts (schema, upkeep, SQL).
+
+Schema (added to a database of an earlier schema when it is opened, see :func:`migrate`)::
+
+    attr_paths(id INTEGER PRIMARY KEY, path UNIQUE)
+        the indexed paths met so far (:func:`~xreg.storage.indexed.path_text`), by a small id.
+    attrs(path, v, actype, akey, aseq) PRIMARY KEY (path, v, actype, akey, aseq), WITHOUT ROWID
+        one row per entry of :func:`xreg.storage.indexed.entries` of every *live* state:
+        ``path`` its path's id (a path not in ``attr_paths`` has no entry), ``v`` the folded value (text,
+        integer or real; booleans as the blobs ``x'00'`` / ``x'01'``; the presence of an object or list as the
+        empty blob ``x''``), so
+        the storage classes keep types apart as ``matches`` does; ``actype``, ``akey`` and ``aseq``
+        are the state's ``ctype``, ``xkey`` and ``seq`` (named apart from them: the two tables
+        are joined). An equality is one range of
+        the primary key in key order; ``attrs_seq`` on ``(aseq, path, v)`` checks a further
+        condition of the same row and drops the rows of a state a commit closes.
+    counts(ctype, parent, n)           PRIMARY KEY (ctype, parent), WITHOUT ROWID
+        how many live entities of a collection type each parent key has (``parent_key``): an
+        unfiltered count is a sum over the parents in range, never a scan of the entities.
+
+``meta.read_index`` holds :data:`VERSION`; a database without it (made before these tables, or by
+an older layout of them) gets them rebuilt from its live states in one transaction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from xreg.storage.indexed import PRESENT, Lookup, entries, parent_key, path_text
+
+VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL,
+    aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS attrs_seq ON attrs(aseq, path, v);
+CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (ctype, parent)) WITHOUT ROWID;
+"""
+
+_INSERT = "INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES (?, ?, ?, ?, ?)"
+_BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
+         "ON CONFLICT (ctype, parent) DO UPDATE SET n = n + excluded.n")
+#: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
+LOOP_ROWS = 64
+
+
+class Executor(Protocol):
+    """What the upkeep needs of a connection (``aiosqlite.Connection`` has it)."""
+
+    async def execute(self, sql: str, parameters: Any = ...) -> Any: ...
+    async def executemany(self, sql: str, parameters: Iterable[Any]) -> Any: ...
+    async def execute_fetchall(self, sql: str, parameters: Any = ...) -> Iterable[Any]: ...
+
+
+class Params(Protocol):
+    def p(self, value: Any) -> str: ...
+
+
+def stored(value: Any) -> Any:
+    """An entry's value as the ``v`` column holds it."""
+    if value is PRESENT:
+        return b""
+    if isinstance(value, bool):
+        return b"\x01" if value else b"\x00"
+    return value
+
+
+def rows(seq: int, key: str, ctype: str, doc: dict[str, Any] | None) -> list[tuple]:
+    """The ``attrs`` rows of one live state, the path as its text (see :func:`_store_rows`)."""
+    return [(path_text(path), stored(v), ctype, key, seq) for path, v in entries(doc)]
+
+
+async def _store_rows(db: Executor, found: list[tuple]) -> None:
+    """Insert ``attrs`` rows given with their paths' texts: the paths get their ids in
+    ``attr_paths`` (new ones added), the rows go in in index order."""
+    texts = sorted({r[0] for r in found})
+    if not texts:
+        return
+    await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
+    ids = dict(await db.execute_fetchall(
+        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+
+    def ordered() -> list[tuple]:
+        return sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=lambda r: (r[0], r[2], r[3]))
+
+    await db.executemany(_INSERT, ordered() if len(found) <= LOOP_ROWS else await asyncio.to_thread(ordered))
+
+
+def _rows_of(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> list[tuple]:
+    out: list[tuple] = []
+    for seq, key, ctype, doc in states:
+        if doc is not None:
+            out += rows(seq, key, ctype, doc)
+    return out
+
+
+async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
+                    opened: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> None:
+    """Keep the indexes of a commit: ``closed`` are the current states it supersedes
+    ``(seq, key, ctype, was_live)``, ``opened`` the states it writes ``(seq, key, ctype, doc)``
+    (``doc`` ``None``: a tombstone). The entries of many states are built in a worker thread."""
+    await db.executemany("DELETE FROM attrs WHERE aseq = ?", [(seq,) for seq, _, _, live in closed if live])
+    delta: Counter[tuple[str, str]] = Counter()
+    for _, key, ctype, live in closed:
+        if live:
+            delta[(ctype, parent_key(key))] -= 1
+    for _, key, ctype, doc in opened:
+        if doc is not None:
+            delta[(ctype, parent_key(key))] += 1
+    found = _rows_of(opened) if len(opened) <= LOOP_ROWS // 16 else await asyncio.to_thread(_rows_of, opened)
+    await _store_rows(db, found)
+    await db.executemany(_BUMP, [(c, p, n) for (c, p), n in delta.items() if n])
+
+
+async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
+    """Fill both tables from the live states (inside the caller's transaction)."""
+    await db.execute("DELETE FROM attrs")
+    await db.execute("DELETE FROM attr_paths")
+    await db.execute("DELETE FROM counts")
+    await db.execute("INSERT INTO counts(ctype, parent, n) SELECT ctype, xreg_parent(xkey), count(*) "
+                     "FROM states WHERE live = 1 GROUP BY ctype, xreg_parent(xkey)")
+    after = -1
+    while True:
+        found = list(await db.execute_fetchall(
+            "SELECT seq, xkey, ctype, doc FROM states WHERE live = 1 AND seq > ? ORDER BY seq LIMIT ?", (after, chunk)))
+        if not found:
+            break
+        states = [(seq, key, ctype, json.loads(doc) if doc else {}) for seq, key, ctype, doc in found]
+        await _store_rows(db, await asyncio.to_thread(_rows_of, states))
+        after = found[-1][0]
+    await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('read_index', ?)", (VERSION,))
+
+
+async def migrate(db: Executor) -> bool:
+    """Build the indexes of a database that lacks them (or has an older layout); ``True`` if it did."""
+    found = list(await db.execute_fetchall("SELECT value FROM meta WHERE key = 'read_index'"))
+    if found and found[0][0] == VERSION:
+        return False
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        await rebuild(db)
+    except BaseException:
+        await db.execute("ROLLBACK")
+        raise
+    await db.execute("COMMIT")
+    return True
+
+
+def _after(prefix: str) -> str | None:
+    """The least text greater than every text starting with ``prefix`` (``None``: none)."""
+    while prefix:
+        code = ord(prefix[-1]) + 1
+        if code == 0xD800:
+            code = 0xE000
+        if code <= 0x10FFFF:
+            return prefix[:-1] + chr(code)
+        prefix = prefix[:-1]
+    return None
+
+
+def glob(part: str) -> str:
+    """A literal piece of a ``GLOB`` pattern."""
+    out = []
+    for ch in part:
+        out.append(f"[{ch}]" if ch in "*?[" else ch)
+    return "".join(out)
+
+
+def match(sql: Params, alias: str, lk: Lookup) -> str:
+    """The constraints on ``attrs`` row ``alias`` that select exactly the entries of ``lk``."""
+    path = f"{alias}.path = (SELECT id FROM attr_paths WHERE path = {sql.p(path_text(lk.path))})"
+    v = f"{alias}.v"
+    if lk.present:
+        return path
+    if lk.parts is not None:  # text only: after every number, before every blob
+        high = _after(lk.prefix)
+        upper = f"{v} < {sql.p(high)}" if high is not None else f"{v} < x''"
+        pattern = "*".join(glob(p) for p in lk.parts)
+        return f"{path} AND {v} >= {sql.p(lk.prefix)} AND {upper} AND {v} GLOB {sql.p(pattern)}"
+    values = [sql.p(stored(x)) for x in lk.values]
+    if len(values) == 1:
+        return f"{path} AND {v} = {values[0]}"
+    return f"{path} AND {v} IN ({', '.join(values)})"
