@@ -52,7 +52,7 @@ def test_broken_links_and_anchors_are_found(tmp_path: Path):
 def test_slugs_follow_github_and_python_markdown():
     assert github_slug("Operations: health, metrics, logs, traces") == "operations-health-metrics-logs-traces"
     assert site_slug("Operations: health, metrics, logs, traces") == "operations-health-metrics-logs-traces"
-    assert github_slug("The library (`xreg/formats/`)") == "the-library-gatewayformats"
+    assert github_slug("The library (`xreg/formats/`)") == "the-library-xregformats"
     assert github_slug("A — B") == "a--b" and site_slug("A — B") == "a-b"
 
 
