@@ -119,9 +119,23 @@ def install(out: Any) -> None:
         received(self, data)
 
     request_limits.LimitedH11Protocol.data_received = traced_received  # type: ignore[method-assign]
-    health = app_module._health
+    from starlette.routing import Route
 
-    async def traced_health(request: Any) -> Any:
+    operations_routes = app_module.operations_routes
+
+    def traced_operations(*args: Any, **kwargs: Any) -> list[Route]:
+        """The app factory's operations routes, ``/healthz`` traced."""
+        return [Route(r.path, traced(r.endpoint)) if r.path == "/healthz" else r
+                for r in operations_routes(*args, **kwargs)]
+
+    app_module.operations_routes = traced_operations  # type: ignore[assignment]
+
+    def traced(health: Any) -> Any:
+        async def traced_health(request: Any) -> Any:
+            return await _traced_health(health, request)
+        return traced_health
+
+    async def _traced_health(health: Any, request: Any) -> Any:
         store = request.app.state.registry.store
         # no connection free for the probe's read: every reader taken (or, without readers, the lock)
         locked = store._idle.empty() if store._all_readers else store._lock.locked()
@@ -132,8 +146,6 @@ def install(out: Any) -> None:
         out.write(f"probe {time.time() - (done - since):.4f} {1000 * (done - since):.1f} "
                   f"{1000 * (done - started):.1f} store-busy={locked}\n")
         return response
-
-    app_module._health = traced_health
 
 
 def _name(handle: Any) -> str:
