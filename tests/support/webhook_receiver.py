@@ -1,8 +1,8 @@
 """A webhook receiver for tests: a real HTTP server (``LiveServer``) on 127.0.0.1 recording every
 request, counting requests in flight per subscription (the ``webhook-id`` prefix) to catch
 overlapping deliveries, answering with ``status`` (a callable may pick per request), keeping
-each request open ``delay`` seconds, and holding requests while ``hold`` is set (a
-``threading.Event``: the server may run in a thread)."""
+each request open ``delay`` seconds, and holding requests between :meth:`Receiver.hold` and
+:meth:`Receiver.release` (a ``threading.Event``: the server may run in a thread)."""
 
 from __future__ import annotations
 
@@ -36,12 +36,21 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     #: The most requests of one subscription in flight at once.
     max_overlap: int = 0
-    hold: threading.Event | None = None
+    #: Set while requests may be answered (cleared by :meth:`hold`).
+    _released: threading.Event = field(default_factory=lambda: _set(threading.Event()))
     #: Seconds each request stays open (widens the window in which an overlap would show).
     delay: float = 0.0
     entered: threading.Event = field(default_factory=threading.Event)
     _inflight: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def hold(self) -> None:
+        """Keep every request open from now on (until :meth:`release`)."""
+        self._released.clear()
+
+    def release(self) -> None:
+        """Answer the held requests, and the next ones at once."""
+        self._released.set()
 
     def app(self) -> Starlette:
         async def hook(request: Request) -> Response:
@@ -53,8 +62,8 @@ class Receiver:
                 self.entered.set()
                 if self.delay:
                     await asyncio.sleep(self.delay)
-                while self.hold is not None and self.hold.is_set():
-                    await asyncio.sleep(0.01)  # a held request: the gateway is mid-delivery
+                if not self._released.is_set():  # a held request: the gateway is mid-delivery
+                    await asyncio.to_thread(self._released.wait)
                 got.code = self.status(got)
                 with self._lock:
                     self.received.append(got)
@@ -69,3 +78,8 @@ class Receiver:
         """Requests answered with a 2xx, in arrival order."""
         with self._lock:
             return [r for r in self.received if 200 <= r.code < 300]
+
+
+def _set(event: threading.Event) -> threading.Event:
+    event.set()
+    return event

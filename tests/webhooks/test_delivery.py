@@ -9,7 +9,6 @@ import asyncio
 import json
 import logging
 import random
-import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -293,9 +292,8 @@ async def test_secrets_stay_out_of_logs_and_reads(store: Store, caplog: pytest.L
 
 
 async def test_a_receiver_that_never_answers_fails_the_attempt_within_the_deadline(store: Store) -> None:
-    hold = threading.Event()
-    hold.set()  # every request is kept open
-    receiver, log, clock = Receiver(hold=hold), Log(), ManualClock()
+    receiver, log, clock = Receiver(), Log(), ManualClock()
+    receiver.hold()  # every request is kept open
     async with LiveServer(receiver.app()) as live:
         hooks = Webhooks(store, LOOPBACK, clock=clock.clock.wall)
         config = DeliveryConfig(timeout_seconds=0.2, lease_seconds=30.0, max_attempts=3)
@@ -307,5 +305,5 @@ async def test_a_receiver_that_never_answers_fails_the_attempt_within_the_deadli
         assert await dispatcher.run_once() == 0
         state = await hooks.get(sub.id)
         assert state.attempts == 1 and state.last_error == "no answer within 0.2s" and state.holder is None
-        hold.clear()
+        receiver.release()
         await dispatcher.aclose()

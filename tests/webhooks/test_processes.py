@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -112,8 +111,7 @@ def _subject(r) -> str:
 
 
 def test_kill_9_mid_delivery_loses_nothing(tmp_path: Path) -> None:
-    hold = threading.Event()
-    receiver = Receiver(hold=hold)
+    receiver = Receiver()
     with LiveServer(receiver.app()) as live:
         log = tmp_path / "gateway.log"
         with gateway(tmp_path, log) as first:
@@ -121,12 +119,12 @@ def test_kill_9_mid_delivery_loses_nothing(tmp_path: Path) -> None:
                 "url": live.url + "/hook", "types": ["io.xregistry.group.created"]})
             assert made.status_code == 201, made.text
             sub_id = made.json()["id"]
-            hold.set()  # the receiver takes the first request and keeps it: the gateway is mid-delivery
+            receiver.hold()  # the receiver takes the first request and keeps it: the gateway is mid-delivery
             for n in range(1, 6):
                 assert first.client.put(f"/registry/schemagroups/g{n}", json={}).status_code == 201
             _until(receiver.entered.is_set, "the first delivery reaches the receiver")
             first.kill()
-        hold.clear()  # the killed gateway never sees this answer: its cursor stays before the event
+        receiver.release()  # the killed gateway never sees this answer: its cursor stays before the event
         with gateway(tmp_path, log) as second:
             for n in range(6, 9):
                 assert second.client.put(f"/registry/schemagroups/g{n}", json={}).status_code == 201
