@@ -26,7 +26,7 @@ from resolvers.scalars import Timestamp
 from resolvers.types import Node, to_node
 from xreg.errors import UserInputError, XRegistryError
 from xreg.events import EventPosition, RegistryEvent
-from xreg.storage.base import EventsGone
+from xreg.storage.errors import EventsGone
 
 #: The kinds of entity (``io.xregistry.<entity>.<action>``) whose events have an ``entity``.
 _ENTITIES = frozenset({"registry", "group", "resource", "version"})

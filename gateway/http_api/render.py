@@ -34,7 +34,7 @@ from xreg.registry.filters import FilterExpression, Filters
 from xreg.registry.reads import Selection, count, level_of, render, select, store_condition
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import resource_id_attribute
-from xreg.storage.base import EntityRecord, Query
+from xreg.storage.records import EntityRecord, Query
 from xreg.storage.semantics import matches_condition
 from xreg.xid import Xid
 

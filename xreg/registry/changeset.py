@@ -41,7 +41,8 @@ from xreg.registry.validation import (
     validate_values,
 )
 from xreg.registry.versionmodes import ORDERED_MODES, chained_ancestors, newest, order_key
-from xreg.storage.base import EntityRecord, Kind, Query, Store, Write
+from xreg.storage.base import Store
+from xreg.storage.records import EntityRecord, Kind, Query, Write
 from xreg.storage.semantics import Condition, Cursor
 from xreg.xid import Xid
 
