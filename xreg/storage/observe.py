@@ -12,12 +12,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from xreg import metrics, tracing
-
-if TYPE_CHECKING:
-    from xreg.storage.base import Store
 
 #: Set while a caller reads for its own upkeep rather than for the request it serves (the local
 #: registry checking its model at most once a second): those calls are not counted in
@@ -51,7 +48,7 @@ class StoreStats:
         return sum(self.calls.values())
 
 
-#: The calls of the :class:`Store` interface that are timed (and traced).
+#: The calls of the :class:`~xreg.storage.base.Store` interface that are timed (and traced).
 OBSERVED_CALLS = ("open", "close", "check_ready", "current_revision", "oldest_revision", "get_many", "list", "count",
                   "count_children", "changes", "referrers", "explain", "commit", "prune", "events_after")
 _in_call: ContextVar[bool] = ContextVar("xreg_store_call", default=False)
@@ -62,7 +59,7 @@ def _observed(call: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awa
     histogram = metrics.STORE_CALL_DURATION.labels(call)
 
     @functools.wraps(fn)
-    async def observed(self: Store, *args: Any, **kwargs: Any) -> Any:
+    async def observed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if _in_call.get():
             result = await fn(self, *args, **kwargs)
         else:
