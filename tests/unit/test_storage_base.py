@@ -1,4 +1,4 @@
-"""The store logic every backend shares (xreg/storage/base.py): the commit's conflict check
+"""The store logic every backend shares (xreg/storage/algorithms.py): the commit's conflict check
 and plan, and the retention horizon. The contract suite runs them through both stores; here
 they are pinned down as pure functions."""
 

@@ -139,7 +139,7 @@ class Changeset(Unit):
     # -- commit -------------------------------------------------------------------------------
     async def _bump_parents(self) -> None:
         """Groups and the registry whose collections gained or lost members get a new epoch and
-        modifiedat (resources do this in their meta, see :meth:`_settle_resource`)."""
+        modifiedat (resources do this in their meta: ``xreg.registry.write_steps.settle``)."""
         for pkey, pxid in sorted(self.children_changed.items()):
             state = await self.state(pxid)
             if state.doc is None or state.kind == "resource":

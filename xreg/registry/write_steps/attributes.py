@@ -10,8 +10,8 @@ from typing import Any
 from xreg import json_limits
 from xreg.errors import XRegistryError
 from xreg.model.registry_model import AttributeDef
+from xreg.registry.checker import ATTRIBUTE_NAME, MAP_KEY
 from xreg.registry.schema_checks import RESULT_ATTRIBUTES
-from xreg.registry.validation import ATTRIBUTE_NAME, MAP_KEY
 
 #: Attributes the server computes; ignored when a request carries them.
 #: ``$schema`` may head any single entity of a request and may be ignored (core/spec.md, "Design:

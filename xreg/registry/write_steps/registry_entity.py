@@ -9,8 +9,9 @@ from xreg.errors import XRegistryError
 from xreg.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from xreg.model.modelsource import model_of_source
 from xreg.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
+from xreg.registry.checker import validate_attributes
 from xreg.registry.compliance import check_compliance
-from xreg.registry.validation import registry_definitions, validate_attributes
+from xreg.registry.validation import registry_definitions
 from xreg.registry.write_steps.attributes import collection_attrs, merge, strip, user_view
 
 if TYPE_CHECKING:
