@@ -52,15 +52,15 @@ _new = object.__new__
 
 def _node_class(kind: str, ctype: str) -> type:
     """The object type of entities of ``kind`` in collections of ``ctype``."""
-    parts = ctype.split("/")
+    parts, name = ctype.split("/"), ""
     if kind == "group":
         name = ctype
     elif kind == "resource":
         name = parts[-1]
     elif kind == "version":
         name = parts[-2] if len(parts) > 2 else ""
-    else:
-        kind, name = ("registry" if kind == "registry" else "meta"), ""
+    elif kind != "registry":
+        kind = "meta"
     return _TYPED.get((kind, name)) or _GENERIC[kind]
 
 
