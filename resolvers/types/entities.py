@@ -15,8 +15,7 @@ from typing import Annotated, Any, TypeVar
 import strawberry
 from strawberry import ID, Private
 from strawberry.scalars import JSON
-from strawberry.types import Info
-from strawberry.types.base import get_object_definition
+from strawberry.types import Info, get_object_definition
 
 from adapters.base import Entity as SourceEntity
 from adapters.base import SourceUnavailable
