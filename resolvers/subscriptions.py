@@ -23,7 +23,8 @@ from strawberry.types import Info
 
 from adapters.events import EventFeed, EventStream
 from resolvers.scalars import Timestamp
-from resolvers.types import Node, to_node
+from resolvers.types.entities import Node
+from resolvers.types.nodes import to_node
 from xreg.errors import UserInputError, XRegistryError
 from xreg.events import EventPosition, RegistryEvent
 from xreg.storage.errors import EventsGone

@@ -5,7 +5,10 @@ flags each accepts, bodies, responses and problem documents, and bearer authenti
 The document is linear in the model: what several operations share (problem responses, the
 ``inline``/``filter``/``sort`` parameters of a level, document responses, the XID patterns that
 name every type of the model) is one component referred to with ``$ref``. It is built and
-encoded once per model (:func:`openapi_body`)."""
+encoded once per model (:func:`openapi_body`).
+
+Over 600 lines: one document whose parts name each other's components (``$ref``) as they are built.
+"""
 
 from __future__ import annotations
 

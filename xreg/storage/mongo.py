@@ -1,6 +1,6 @@
 """MongoDB implementation of :class:`~xreg.storage.base.Store` (PyMongo's async API).
 
-One module over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
+Over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
 the state document's layout; which attributes are indexed is :mod:`xreg.storage.indexed`.
 
 Collections::

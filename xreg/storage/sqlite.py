@@ -1,6 +1,6 @@
 """SQLite implementation of :class:`~xreg.storage.base.Store` (``aiosqlite``, one file).
 
-One module over 600 lines: reads, commits and backups share the connections and the statement
+Over 600 lines: reads, commits and backups share the connections and the statement
 builder (``_SQL``); the read indexes' schema and upkeep live in :mod:`xreg.storage.sqlite_index`.
 
 Schema::
