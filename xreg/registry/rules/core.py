@@ -25,6 +25,7 @@ def canonical_protocol(value: str) -> str:
 
 
 def non_empty(run: Checker, attrs: dict, names: Iterable[str]) -> None:
+    """``invalid_attribute`` for each of ``names`` given as an empty string."""
     for name in names:
         if attrs.get(name) == "":
             run.invalid(name, "must not be empty")

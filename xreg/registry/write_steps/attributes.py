@@ -26,11 +26,13 @@ _NOT_USER = frozenset({"epoch", "modifiedat", "createdat", *RESULT_ATTRIBUTES})
 
 
 def strip(attrs: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """``attrs`` without ``names`` and the server's attributes."""
     drop = set(names) | SERVER_ATTRIBUTES
     return {k: v for k, v in attrs.items() if k not in drop}
 
 
 def collection_attrs(collections: Iterable[str]) -> set[str]:
+    """The ``<COLLECTION>url`` / ``<COLLECTION>count`` attributes of ``collections``."""
     return {f"{c}{suffix}" for c in collections for suffix in ("url", "count")}
 
 
@@ -65,10 +67,12 @@ def check_depth(attrs: dict[str, Any], subject: str) -> None:
 
 
 def user_view(doc: dict[str, Any]) -> dict[str, Any]:
+    """The attributes a writer sets (``doc`` without timestamps, epoch and check results)."""
     return {k: v for k, v in doc.items() if k not in _NOT_USER}
 
 
 def ts_changed(request: dict[str, Any], existing: dict[str, Any]) -> bool:
+    """Whether the request sets a ``createdat`` / ``modifiedat`` other than the stored one."""
     for name in ("createdat", "modifiedat"):
         value = request.get(name)
         if value is not None and value != existing.get(name):

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 
 def validate(cs: Unit, level: str, state: EntityState, gtype: str, rtype: str | None = None) -> None:
+    """Validate a written group or version; its errors are the changeset's."""
     group_attrs = None
     if rtype is not None:
         gstate = cs.states.get(Xid.parse(state.xid).group.key)
@@ -33,6 +34,7 @@ def validate(cs: Unit, level: str, state: EntityState, gtype: str, rtype: str | 
 
 
 def validate_meta(cs: Unit, rstate: EntityState, gtype: str, rtype: str) -> None:
+    """Validate a written resource's ``meta``; its errors are the changeset's."""
     meta = rstate.body["meta"]
     try:
         validate_entity("meta", meta, model=cs.model, group_type=gtype, resource_type=rtype,

@@ -48,6 +48,7 @@ async def delete(cs: Unit, xid: str, *, epoch: Any = None) -> None:
 
 
 def descendant_ctypes(cs: Unit, state: EntityState) -> list[str]:
+    """The collection types below an entity (versions before their resources)."""
     if state.kind == "group":
         gdef = cs.group_def(state.ctype)
         return [c for r in gdef.resources for c in (f"{state.ctype}/{r}/versions", f"{state.ctype}/{r}")]

@@ -14,6 +14,7 @@ from xreg.model.registry_model import ResourceDef
 
 
 def check_one_document(request: dict[str, Any], rdef: ResourceDef, subject: str) -> None:
+    """``one_resource`` when a request gives a version's document in more than one way."""
     if not rdef.hasdocument:
         return
     present = [n for n in (rdef.singular, f"{rdef.singular}base64", f"{rdef.singular}uri", f"{rdef.singular}url")
@@ -72,6 +73,7 @@ def document_attributes(
 
 
 def drop_other_documents(user: dict[str, Any], request: dict[str, Any], rdef: ResourceDef) -> None:
+    """A document given one way replaces the stored one given another way (in ``user``)."""
     names = [rdef.singular, f"{rdef.singular}base64", f"{rdef.singular}uri", f"{rdef.singular}url"]
     given = [n for n in names if n in request]
     if given:

@@ -41,6 +41,7 @@ async def put_group(cs: Unit, gtype: str, gid: str, attrs: dict[str, Any], *, pa
 
 
 async def implicit_group(cs: Unit, gtype: str, gid: str) -> None:
+    """Create a missing group under a resource being written (core/spec.md)."""
     state = await cs.state(str(Xid(gtype, gid)))
     if state.doc is None:
         await put_group(cs, gtype, gid, {})

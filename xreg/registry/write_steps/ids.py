@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 
 async def next_version_id(cs: Unit, rxid: str, vctype: str) -> str:
+    """The next numeric ``versionid`` of a resource (one past the highest numeric one)."""
     ids = {s.id for s in await cs.version_states(rxid, vctype)}
     n = 1
     numeric = [int(v) for v in ids if v.isdigit()]
@@ -23,6 +24,7 @@ async def next_version_id(cs: Unit, rxid: str, vctype: str) -> str:
 
 
 def check_same_id(attrs: dict[str, Any], id_attr: str, expected: str, subject: str) -> None:
+    """``mismatched_id`` when the request's ``id_attr`` is not the id of the URL."""
     given = attrs.get(id_attr)
     if given is not None and given != expected:
         raise XRegistryError("mismatched_id", subject, singular=id_attr.removesuffix("id"), expected_id=expected,
@@ -46,6 +48,7 @@ def check_default_version_id(meta: dict[str, Any], subject: str) -> None:
 
 
 def check_case(state: EntityState, xid: str) -> None:
+    """``bad_request`` when ``xid`` names an existing entity in another case."""
     if state.doc is not None and state.xid != xid:
         raise XRegistryError("bad_request", xid,
                              detail=f"{state.xid} already exists; ids are unique case-insensitively")

@@ -76,6 +76,7 @@ async def put_capabilities(cs: Unit, settings: dict[str, Any]) -> bool:
 
 
 async def ensure_registry(cs: Unit, registry_id: str, name: str | None = None) -> None:
+    """Create the registry entity unless it exists."""
     state = await cs.state("/")
     if state.doc is None:
         doc = {"registryid": registry_id, "xid": "/"}
@@ -86,6 +87,7 @@ async def ensure_registry(cs: Unit, registry_id: str, name: str | None = None) -
 
 
 async def implicit_registry(cs: Unit) -> None:
+    """``server_error`` unless the registry entity exists (it is created when a registry is opened)."""
     state = await cs.state("/")
     if state.doc is None:
         raise XRegistryError("server_error", "/", detail="the registry entity is missing; open the registry first")

@@ -114,6 +114,7 @@ async def write_version(
     cs: Unit, gtype: str, gid: str, rtype: str, rid: str, vid: str, body: dict[str, Any], rdef: ResourceDef,
     *, patch: bool,
 ) -> None:
+    """Write one version's attributes (ids, documents, read-only attributes, constraint defaults)."""
     vxid = str(Xid(gtype, gid, rtype, rid, vid))
     check_id(vid, subject=vxid, attribute="versionid")
     check_version_id(body, vxid)

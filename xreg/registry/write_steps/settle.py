@@ -139,6 +139,7 @@ async def settle_resource(
 
 
 def check_xref(xref: Any, gtype: str, rtype: str, rxid: str, model: RegistryModel) -> None:
+    """``malformed_xref`` unless ``xref`` is the XID of another resource of the same type."""
     try:
         target = Xid.parse(xref)
     except XRegistryError:

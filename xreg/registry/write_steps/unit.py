@@ -102,6 +102,7 @@ class Unit:
             self.load_record(xid, rec)
 
     def load_record(self, xid: str, rec: EntityRecord | None) -> EntityState:
+        """Take a stored record (or its absence) as the state of ``xid``, unless already loaded."""
         key = xid.lower()
         if key in self.states:
             return self.states[key]
@@ -132,6 +133,7 @@ class Unit:
         return self.model.resource(parts[0], parts[1]) if len(parts) >= 2 else None
 
     async def state(self, xid: str) -> EntityState:
+        """The state of an entity (loaded from the store on first use)."""
         key = xid.lower()
         if key not in self.states:
             self.load_record(xid, await self.store.get(xid))
@@ -150,6 +152,7 @@ class Unit:
         return [s for s in self._versions_of.get(rkey, {}).values() if s.doc is not None]
 
     def put_state(self, state: EntityState, kind: str, ctype: str, doc: dict[str, Any] | None) -> None:
+        """Give an entity a new state (``doc`` ``None``: deleted) and record what that was."""
         key = state.xid.lower()
         existed_before = state.doc is not None
         state.kind, state.ctype, state.doc = kind, ctype, doc
@@ -169,6 +172,7 @@ class Unit:
             self.children_changed[parent.key] = str(parent)
 
     def check_epoch(self, subject: str, requested: Any, existing: dict[str, Any] | None) -> None:
+        """``mismatched_epoch`` when a request's ``epoch`` is not the entity's (unless ignored)."""
         if self.ignore_epoch or existing is None or requested is None:
             return
         if not isinstance(requested, int) or isinstance(requested, bool) or requested < 0:
@@ -217,12 +221,14 @@ class Unit:
         return True
 
     def group_def(self, gtype: str) -> GroupDef:
+        """The group type ``gtype`` of the model (``unknown_group_type`` otherwise)."""
         gdef = self.model.group(gtype)
         if gdef is None:
             raise XRegistryError("unknown_group_type", f"/{gtype}", name=gtype)
         return gdef
 
     def resource_def(self, gtype: str, rtype: str) -> ResourceDef:
+        """The resource type ``rtype`` of ``gtype`` (``unknown_resource_type`` otherwise)."""
         rdef = self.group_def(gtype).resources.get(rtype)
         if rdef is None:
             raise XRegistryError("unknown_resource_type", f"/{gtype}/{{id}}/{rtype}", name=rtype)
