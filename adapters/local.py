@@ -55,7 +55,8 @@ from xreg.registry.reads import (
 )
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
-from xreg.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
+from xreg.storage.errors import RevisionAhead, RevisionGone
+from xreg.storage.records import EntityRecord, Page
 from xreg.storage.semantics import Cursor, Sort, cursor_for
 
 #: A key past every stored key (XIDs are ASCII).
