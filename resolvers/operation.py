@@ -24,11 +24,11 @@ and hook lookups per extension and phase) than the whole execution of a small qu
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, TypeGuard
 
-from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
+from graphql import DocumentNode, GraphQLError, OperationDefinitionNode, execute
 from graphql.pyutils import is_awaitable
 from strawberry import Schema
 from strawberry.exceptions import MissingQueryError
@@ -84,7 +84,7 @@ async def _run(
         return _refused(schema, errors)
     await sync_current_model(context)
     observed.outcome = "error"  # executing; "ok" once it gave no errors
-    result = schema._get_execute_function()(
+    result: Any = execute(
         schema._schema, document, root_value=root_value, context_value=context, variable_values=variables,
         operation_name=operation_name, is_awaitable=fast_is_awaitable,
         executor_class=schema.execution_context_class, operation_extensions=None)
@@ -119,7 +119,7 @@ def require_allowed(operation: OperationDefinitionNode, allowed: Iterable[Enum])
 _NEVER_AWAITABLE = frozenset({type(None), bool, int, float, str, bytes, bytearray, list, tuple, dict, set, frozenset})
 
 
-def fast_is_awaitable(value: Any) -> bool:
+def fast_is_awaitable(value: Any) -> TypeGuard[Awaitable[Any]]:
     """graphql-core's ``is_awaitable``, answering at once for the plain values that fill a result."""
     return type(value) not in _NEVER_AWAITABLE and is_awaitable(value)
 

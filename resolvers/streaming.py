@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from graphql import DocumentNode, GraphQLError, OperationType
+from graphql import DocumentNode, GraphQLError, OperationType, execute
 from strawberry import Schema
 from strawberry.types import ExecutionResult
 
@@ -178,14 +178,13 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
     """Each event of ``source`` executed with the event as root value, in a context of its own
     (or the result :class:`SharedResults` already holds for it). What the source raises
     (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
-    execute = schema._get_execute_function()
     shared = getattr(schema, "shared_results", None)
     operation = _operation_key(query, variables, operation_name, subscriber)
 
     async def run(payload: Any) -> ExecutionResult:
         context = subscriber.context()
         try:
-            result = execute(schema._schema, document, root_value=payload, context_value=context,
+            result: Any = execute(schema._schema, document, root_value=payload, context_value=context,
                              variable_values=variables, operation_name=operation_name,
                              is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
                              operation_extensions=None)
