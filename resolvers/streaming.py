@@ -185,9 +185,9 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
         context = subscriber.context()
         try:
             result: Any = execute(schema._schema, document, root_value=payload, context_value=context,
-                             variable_values=variables, operation_name=operation_name,
-                             is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
-                             operation_extensions=None)
+                                  variable_values=variables, operation_name=operation_name,
+                                  is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
+                                  operation_extensions=None)
             if fast_is_awaitable(result):
                 result = await result
             if result.errors:
