@@ -1,7 +1,8 @@
 """The ``graphql-transport-ws`` protocol's rules (``PROTOCOL.md`` of graphql-ws) as the gateway's
 WebSocket endpoint (``gateway/graphql_ws.py``) applies them, against the gateway under uvicorn on
 127.0.0.1 with the ``websockets`` client: the close codes of each broken rule, ping / pong,
-queries over the socket, and a client's ``complete`` ending its subscription.
+queries over the socket, a client's ``complete`` ending its subscription, and the handshake's
+origin check.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 import pytest
 import websockets
 from prometheus_client import REGISTRY
+from starlette.websockets import WebSocket
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.app import create_app
+from gateway.graphql_ws import origin_allowed
 from tests.support.live import LiveServer
 from xreg.config import Settings
 
@@ -132,3 +135,29 @@ async def test_a_connection_without_init_is_closed_with_4408(tmp_path: Path):
     async with LiveServer(create_app(settings)) as live:
         async with await _open(live, init=False) as socket:
             assert await _closed_with(socket) == (4408, "Connection initialisation timeout")
+
+
+def _handshake(origin: str | None, host: str = "gw.example:8080", **headers: str) -> WebSocket:
+    pairs = [(b"host", host.encode())] + ([(b"origin", origin.encode())] if origin is not None else [])
+    pairs += [(k.replace("_", "-").encode(), v.encode()) for k, v in headers.items()]
+    return WebSocket({"type": "websocket", "path": "/graphql", "headers": pairs}, _never, _never)
+
+
+async def _never(*_: Any) -> Any:
+    raise AssertionError("no I/O in an origin check")
+
+
+@pytest.mark.parametrize(("origin", "allowed", "headers", "expected"), [
+    (None, [], {}, True),  # not a browser
+    ("http://GW.example:8080", [], {}, True),  # the page's own host and port
+    ("https://gw.example:8080", [], {}, True),  # TLS ended at a proxy: the same host and port
+    ("http://gw.example:9090", [], {}, False),  # another port is another origin
+    ("http://app.example", [], {"sec_fetch_site": "same-origin"}, True),
+    ("http://app.example", ["http://app.example"], {}, True),
+    ("http://app.example:80", ["http://app.example"], {}, True),  # the default port written out
+    ("http://evil.example", ["http://app.example"], {}, False),
+    ("null", ["http://app.example"], {}, False),  # a sandboxed page
+    ("http://anyone.example", ["*"], {}, True),
+])
+def test_the_handshakes_origin_is_the_pages_own_or_allowed(origin, allowed, headers, expected):
+    assert origin_allowed(_handshake(origin, **headers), allowed) is expected
