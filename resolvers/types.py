@@ -19,8 +19,7 @@ import strawberry
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from strawberry import ID, Private
 from strawberry.scalars import JSON
-from strawberry.types import Info
-from strawberry.types.base import get_object_definition
+from strawberry.types import Info, get_object_definition
 
 from adapters.base import ChangeItem, SourceUnavailable
 from adapters.base import Entity as SourceEntity
