@@ -11,7 +11,7 @@ import pytest
 import strawberry
 from strawberry.relay import GlobalID
 
-from resolvers.arguments import definition
+from resolvers.arguments import arguments_converter, definition
 from resolvers.execution import GatewayExecutor, call_of
 
 
@@ -25,6 +25,7 @@ class Color(Enum):
 class Pair:
     key: str
     the_value: str | None = None
+    note: str | None  # no default: None when not given
 
 
 @strawberry.input
@@ -82,3 +83,15 @@ def test_globalid_and_maybe_arguments_are_left_to_strawberry():
     assert call_of(fields["byId"]) is None
     assert call_of(fields["maybe"]) is None
     assert definition(OURS._schema) is OURS
+
+
+def test_the_converter_builds_input_objects_itself():
+    """No fallback hides a conversion error: the converter builds them (by Python names)."""
+    convert = arguments_converter(OURS._schema.query_type.fields["echo"])  # type: ignore[union-attr]
+    assert convert is not None
+    tags = ["x"]
+    kwargs = convert({"wanted": {"pairs": [{"key": "k", "theValue": "v", "note": None}], "tags": tags},
+                      "someName": "s", "colors": [Color.BLUE]})
+    assert kwargs == {"wanted": Wanted(pairs=[Pair(key="k", the_value="v", note=None)], tags=["x"]),
+                      "some_name": "s", "colors": [Color.BLUE]}
+    assert kwargs["wanted"].tags is not tags  # a list is copied (graphql-core shares defaults)
