@@ -591,3 +591,35 @@ async def test_a_response_leaves_its_entities_to_reference_counting_not_the_cycl
             gc.garbage.clear()
             gc.enable()
     assert cyclic == []
+
+
+def _seen(info: strawberry.Info, n: int) -> str:
+    raw = info._raw_info
+    return repr((n, info.variable_values, type(raw.variable_values), info.input_extensions, info.field_name,
+                 info.path.as_list(),
+                 info.python_name, [f.name for f in info.selected_fields], str(raw.return_type),
+                 raw.parent_type.name, raw.fragments, raw.root_value))
+
+
+@strawberry.type
+class Asks:
+    @strawberry.field
+    def seen(self, info: strawberry.Info, n: int) -> str:
+        return _seen(info, n)
+
+    @strawberry.field
+    async def later(self, info: strawberry.Info, n: int) -> str:
+        return _seen(info, n)
+
+
+async def test_resolvers_get_the_info_strawberrys_executor_builds():
+    """Variables as a plain dict, the operation's extensions, the field's place: as strawberry's."""
+    ours = strawberry.Schema(query=Asks, execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Asks, execution_context_class=StrawberrysExecutor)
+    query = "query($n: Int!) { seen(n: $n) a: seen(n: 2) later(n: $n) }"
+    for extensions in (None, {"trace": "t1"}):
+        mine = await ours.execute(query, variable_values={"n": 1}, operation_extensions=extensions)
+        strawberrys = await theirs.execute(query, variable_values={"n": 1}, operation_extensions=extensions)
+        assert mine.errors is None
+        assert mine.data == strawberrys.data
+        assert "{'n': 1}" in mine.data["seen"] and str(extensions) in mine.data["seen"]  # type: ignore[index]
