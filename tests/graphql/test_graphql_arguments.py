@@ -78,7 +78,7 @@ async def test_arguments_reach_resolvers_as_strawberry_converts_them(document: s
 
 
 def test_globalid_and_maybe_arguments_are_left_to_strawberry():
-    fields = OURS._schema.query_type.fields  # type: ignore[union-attr]
+    fields = OURS._schema.query_type.fields
     assert call_of(fields["echo"]) is not None
     assert call_of(fields["byId"]) is None
     assert call_of(fields["maybe"]) is None
@@ -87,7 +87,7 @@ def test_globalid_and_maybe_arguments_are_left_to_strawberry():
 
 def test_the_converter_builds_input_objects_itself():
     """No fallback hides a conversion error: the converter builds them (by Python names)."""
-    convert = arguments_converter(OURS._schema.query_type.fields["echo"])  # type: ignore[union-attr]
+    convert = arguments_converter(OURS._schema.query_type.fields["echo"])
     assert convert is not None
     tags = ["x"]
     kwargs = convert({"wanted": {"pairs": [{"key": "k", "theValue": "v", "note": None}], "tags": tags},

@@ -172,7 +172,7 @@ async def test_a_refused_stream_answers_strawberrys_pre_execution_error(tmp_path
     settings = settings_for(tmp_path)
     stream = await build_schema(settings).stream("subscription { registryEvents { nope } }",
                                                  context_value=Subscriber(settings=settings, sources={}, events=None))
-    results = [result async for result in stream]  # type: ignore[union-attr]
+    results = [result async for result in stream]
     assert [type(result).__name__ for result in results] == ["PreExecutionError"]
     assert results[0].data is None and "nope" in results[0].errors[0].message  # type: ignore[index]
 
