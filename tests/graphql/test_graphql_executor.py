@@ -11,7 +11,6 @@ import pytest
 import strawberry
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from adapters.local import LocalSource
 from resolvers.context import Context
@@ -45,7 +44,16 @@ class _Reported(SchemaExtension):
             result.errors = with_reported(result.errors, self.execution_context.context)
 
 
-class StrawberrysExecutor(StrawberryGraphQLCoreExecutionContext):
+@strawberry.type
+class _Probe:
+    probe: int = 0
+
+
+#: strawberry's own executor: a schema's default ``execution_context_class``
+_STRAWBERRYS: Any = strawberry.Schema(query=_Probe).execution_context_class
+
+
+class StrawberrysExecutor(_STRAWBERRYS):
     """Strawberry's own executor (the comparison), closing the resolver coroutines it abandons.
 
     When a non-null field fails, graphql-core cancels its siblings' completions; one cancelled
@@ -320,7 +328,7 @@ async def test_a_document_without_variables_is_collected_once(corpus_db, tmp_pat
     """The sub-fields of a document without variables are collected by its first request only
     (``@include`` with a literal included); a document with variables is collected for every
     request, so that ``@include`` follows them."""
-    import graphql.execution.executor as core
+    from graphql.execution import Executor
 
     settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
     schema = build_schema(settings)
@@ -329,13 +337,13 @@ async def test_a_document_without_variables_is_collected_once(corpus_db, tmp_pat
     variable = """query($named: Boolean!) { registry { endpoints(first: 3) { nodes { xid name @include(if: $named)
       messagegroups { xid messages(first: 2) { nodes { xid } } } } } } }"""
     collected: list[str] = []
-    collect = core.collect_subfields
+    collect = Executor.collect_subfields
 
-    def counting(schema, fragments, variables, operation, return_type, *args):
+    def counting(self, return_type, field_details_list):
         collected.append(return_type.name)
-        return collect(schema, fragments, variables, operation, return_type, *args)
+        return collect(self, return_type, field_details_list)
 
-    monkeypatch.setattr(core, "collect_subfields", counting)
+    monkeypatch.setattr(Executor, "collect_subfields", counting)
     async with open_registry(corpus_db) as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
         answers, counts = [], []
