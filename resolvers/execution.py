@@ -1,7 +1,9 @@
 """The executor of the gateway's schema: graphql-core's (a subclass of its public ``Executor``,
 given to strawberry as ``execution_context_class``), with compiled plans for the fields most of a
-response is made of. (Over 600 lines: one class whose overrides of graphql-core's methods share
-the state of one execution; the argument conversion it needs is ``resolvers/arguments.py``.)
+response is made of.
+
+Over 600 lines: one class whose overrides of graphql-core's methods share one execution's state
+(the argument conversion it needs is ``resolvers/arguments.py``).
 
 For each selection set (graphql-core collects one per object type and field group, fragments
 and ``@skip`` / ``@include`` already applied with the request's variables) the executor builds a
