@@ -8,12 +8,12 @@ the two differ).
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable
 from functools import lru_cache
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import GraphQLError, OperationType
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext, ExecutionResult
 
@@ -32,18 +32,9 @@ from xreg.config import Settings
 log = logging.getLogger("xreg.graphql")
 
 
-class _EveryOperationType:
-    """Every operation type: what ``allowed_operation_types=None`` allows (strawberry's
-    default). The pipeline only asks whether a type is ``in`` it."""
-
-    def __contains__(self, _operation_type: object) -> bool:
-        return True
-
-    def __iter__(self) -> Iterator[Any]:
-        raise TypeError("every operation type is allowed: ask whether one is `in`")
-
-
-_EVERY_OPERATION_TYPE: Any = _EveryOperationType()
+#: What ``allowed_operation_types=None`` allows (strawberry's default): every operation type
+#: (the pipeline compares them by value, :func:`resolvers.operation.require_allowed`).
+_EVERY_OPERATION_TYPE = tuple(OperationType)
 
 
 def _pre_execution_error() -> type[ExecutionResult]:
