@@ -6,7 +6,9 @@ reader task keeps the feed's *head* — the position after which it has publishe
 moves it whenever the store's revision moves: at once when this process commits (the write path
 calls :meth:`EventFeed.notify`), and every ``poll_interval`` seconds otherwise
 (``XREG_EVENTS_POLL_SECONDS``), which finds the commits of other processes or replicas on the
-same store. Each read of the store serves every follower.
+same store. Each read of the store serves every follower; an event is handed to the followers
+:data:`PUSH_SLICE` at a time, the loop running between two slices (a commit never waits for the
+fan-out of the events before it: :meth:`EventFeed.notify` only wakes the reader).
 
 :meth:`EventFeed.follow` gives one consumer its stream: the retained events after its position,
 read from the store page by page with its filters, then the live ones — in position order,
@@ -32,6 +34,9 @@ log = logging.getLogger("xreg.events")
 
 #: Events read from the store per call.
 PAGE_SIZE = 500
+#: Streams an event is handed to before the reader lets the loop run: the consumers it woke, and
+#: the requests (writes) waiting meanwhile, take turns with the rest of a large fan-out.
+PUSH_SLICE = 64
 
 
 class SlowConsumer(Exception):
@@ -231,9 +236,13 @@ class EventFeed:
         while True:
             self.reads += 1
             page = await self.store.events_after(self._head, limit=self.page_size)
+            streams = list(self._streams)
             for event in page:
-                for stream in list(self._streams):
-                    stream._push(event)
+                for start in range(0, len(streams), PUSH_SLICE):
+                    if start:  # the consumers woken so far, and whatever else waits (writes), run first
+                        await asyncio.sleep(0)
+                    for stream in streams[start:start + PUSH_SLICE]:
+                        stream._push(event)
             if page:
                 self._head = page[-1].position
                 self._seen = max(self._seen, page[-1].position.revision)

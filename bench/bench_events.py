@@ -21,7 +21,10 @@ Deliveries that did not arrive (a subscriber disconnected as a slow consumer) ar
 printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers, 10 writes/s for
 2 s, 40 writes each way — every step, in seconds.
 
-Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--smoke]
+``--workers N`` serves with N gateway processes accepting on the one socket (as ``serve --workers
+N``, or N replicas), each following the store's event log (``--poll``, XREG_EVENTS_POLL_SECONDS).
+
+Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1] [--smoke]
 """
 
 from __future__ import annotations
@@ -48,11 +51,16 @@ REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-events-writer-key"
 SUBSCRIPTION = ('subscription { registryEvents(types: ["io.xregistry.group.created"]) '
                 "{ position subject time } }")
+#: One gateway process on the socket passed in, with the uvicorn options ``serve`` gives it.
 SERVER = """
 import socket, sys, uvicorn
 from gateway.app import create_app
+from gateway.request_limits import server_options
+from xreg.config import load_settings
+settings = load_settings()
 sock = socket.socket(fileno=int(sys.argv[1]))
-uvicorn.Server(uvicorn.Config(create_app(), log_level="warning", lifespan="on", ws_max_queue=64)).run(sockets=[sock])
+uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on", ws_max_queue=64,
+                              ws_per_message_deflate=False, **server_options(settings))).run(sockets=[sock])
 """
 
 
@@ -71,9 +79,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class Gateway:
-    """The gateway in a subprocess on a socket bound here."""
+    """The gateway on a socket bound here: ``workers`` processes accepting on it, each with its
+    event feed on the one SQLite store (a write's events reach the other processes' subscribers
+    by polling, every ``poll`` seconds), their metrics gathered as ``serve --workers`` does."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, workers: int = 1, poll: float = 0.05) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -82,9 +92,15 @@ class Gateway:
         keys = [{"name": "writer", "sha256": hashlib.sha256(KEY.encode()).hexdigest(), "scopes": ["read", "write"]}]
         env = {**os.environ, "XREG_DATA_DIR": str(data_dir), "XREG_STORE_URL": "", "XREG_API_KEYS": json.dumps(keys),
                "XREG_ADMISSION_QUEUE_SIZE": "100000", "XREG_ADMISSION_QUEUE_TIMEOUT_SECONDS": "120",
-               "PYTHONPATH": str(REPO)}
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock.fileno())], env=env,
-                                        pass_fds=[self.sock.fileno()])
+               "PYTHONPATH": str(REPO), "XREG_EVENTS_POLL_SECONDS": str(poll)}
+        if workers > 1:
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(data_dir / "metrics")
+            (data_dir / "metrics").mkdir()
+        self.processes = [subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock.fileno())], env=env,
+                                           pass_fds=[self.sock.fileno()]) for _ in range(workers)]
+
+    def rss(self) -> int:
+        return sum(rss_bytes(p.pid) for p in self.processes)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 60
@@ -98,8 +114,10 @@ class Gateway:
         raise RuntimeError("the gateway did not start")
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(30)
         self.sock.close()
 
 
@@ -228,7 +246,7 @@ async def paced(client: httpx.AsyncClient, rate: float, seconds: float) -> int:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        gateway = Gateway(Path(tmp))
+        gateway = Gateway(Path(tmp), args.workers, args.poll)
         try:
             gateway.wait_ready()
             await measure(args, gateway)
@@ -242,7 +260,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
         await write(client, "warmup")
         alone = await throughput(client, "alone", args.writes, args.writers)
-        rss_before = rss_bytes(gateway.process.pid)
+        rss_before = gateway.rss()
 
         connecting = time.perf_counter()
         subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers)
@@ -251,7 +269,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
             while await open_count(client) < args.subscribers:  # every subscription open on the server
                 await asyncio.sleep(0.05)
             connected_s = time.perf_counter() - connecting
-            rss_after = rss_bytes(gateway.process.pid)
+            rss_after = gateway.rss()
 
             written = await paced(client, args.rate, args.seconds)
             expected = written * args.subscribers
@@ -273,6 +291,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
     ratio = loaded / alone if alone else float("nan")
     mean = statistics.fmean(latencies) * 1000 if latencies else float("nan")
+    print(f"gateway processes               {args.workers} (event log polled every {args.poll:g} s)")
     print(f"subscribers                     {args.subscribers} (connected in {connected_s:.1f} s)")
     print(f"writes                          {written} at {args.rate:g}/s for {args.seconds:g} s")
     print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
@@ -285,7 +304,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
         print(f"first close                     {closed[0]}")
     hooks = webhook_deliveries(args.smoke)
     print(f"webhooks                        {hooks} (bench/bench_webhooks.py)")
-    print(f"summary: {args.subscribers} subscribers at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
+    print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
           f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered; {hooks}")
 
@@ -307,6 +326,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--writes", type=int, default=500, help="writes of each throughput run")
     parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the throughput runs")
+    parser.add_argument("--workers", type=int, default=1, help="gateway processes on the one store")
+    parser.add_argument("--poll", type=float, default=0.05,
+                        help="XREG_EVENTS_POLL_SECONDS: how soon a process finds the others' commits")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     if args.smoke:

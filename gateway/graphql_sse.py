@@ -39,7 +39,7 @@ from gateway.admission import Admission, Busy, busy_error, release_early
 from resolvers.context import Budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
-from resolvers.streaming import Subscriber, open_stream
+from resolvers.streaming import StreamedResult, Subscriber, open_stream
 from xreg import metrics
 from xreg.json_encoding import dumps
 
@@ -102,7 +102,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
                         headers={"Retry-After": str(retry)})
     release_early(request.scope)
     transport = SSETransport()
-    pending: list[asyncio.Future[ExecutionResult]] = []
+    pending: list[asyncio.Future[StreamedResult]] = []
 
     async def events() -> AsyncGenerator[str, None]:
         while True:
@@ -126,10 +126,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
                 error = format_error(GraphQLError(str(exc), original_error=exc), debug=settings.debug)
                 yield transport.encode_next({"errors": [error]}, _encode)
                 break
-            body: dict[str, Any] = {"data": result.data}
-            if result.errors:
-                body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
-            yield transport.encode_next(body, _encode)  # type: ignore[arg-type]
+            yield transport.encode_event("next", result.payload(settings.debug))  # encoded once, shared
         yield transport.encode_complete()
 
     content = events()

@@ -21,16 +21,29 @@ A connection is held to the same rules as a request to ``/graphql``:
 A subscriber further behind than ``subscription_buffer`` events is disconnected: the socket
 closes with :data:`SLOW_CONSUMER` (``4413``) and a reason naming the last position delivered;
 reconnecting with ``after`` set to it resumes without gap or duplicate.
+
+A connection authenticated with a JWT lasts as long as the token: once its ``exp`` (with the
+leeway tokens are checked with) passes by the gateway's clock, the socket closes with
+:data:`EXPIRED` (``4401``, as for bad credentials; reason "The bearer token has expired.") —
+when the time comes, or at the next event about to be delivered, whichever the clock shows
+first. The client reconnects with a fresh token (and ``after``: nothing is missed).
+
+Each result is sent as the final ``next`` frame text: the payload encoded once for every
+subscriber sharing the event (:class:`resolvers.streaming.StreamedResult`) with the operation's
+id spliced in, straight to the connection's ASGI ``send``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
 from graphql import GraphQLError
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http.exceptions import WebSocketDisconnected
@@ -57,6 +70,11 @@ log = logging.getLogger("xreg.graphql.ws")
 
 #: The close code of a subscriber that fell too far behind (a 4xxx application code).
 SLOW_CONSUMER = 4413
+#: The close code of a connection whose bearer token expired (that of bad credentials).
+EXPIRED = 4401
+_EXPIRED_REASON = "The bearer token has expired."
+#: Where :class:`GraphQLWebSocket` leaves the connection's ASGI ``send`` in its scope.
+_SEND = "xreg.websocket.send"
 #: Operations one connection may run at once.
 PER_CONNECTION = 100
 #: A close reason is at most 123 bytes (RFC 6455).
@@ -116,7 +134,35 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
                 await self.websocket.close(4401 if exc.status == 401 else 4403, _reason(exc.title))
                 return
             self.context.principal = principal
+            if self.view.auth.expires_in(principal) is not None:
+                self._expiry = asyncio.create_task(self._expire(principal), name="xreg-ws-token-expiry")
         await super().handle_connection_init(message)
+
+    _expiry: asyncio.Task[None] | None = None
+
+    def _expired(self) -> bool:
+        """Whether the connection's credentials expired (by the gateway's clock)."""
+        principal = self.context.principal
+        left = self.view.auth.expires_in(principal) if isinstance(principal, Principal) else None
+        return left is not None and left <= 0
+
+    async def _expire(self, principal: Principal) -> None:
+        """Close the connection when ``principal``'s token expires."""
+        auth = self.view.auth
+        while (left := auth.expires_in(principal)) is not None and left > 0:
+            await auth.clock.sleep(left)
+        await self._close_expired()
+
+    async def _close_expired(self) -> None:
+        with contextlib.suppress(WebSocketDisconnected, OSError, RuntimeError):
+            await self.websocket.close(EXPIRED, _EXPIRED_REASON)
+
+    async def shutdown(self) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._expiry
+        await super().shutdown()
 
     async def _authenticate(self, payload: dict[str, Any]) -> Principal:
         auth = self.view.auth
@@ -150,17 +196,22 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
         if isinstance(opened, ExecutionResult):
             await self._error(operation, _formatted(opened.errors, settings.debug))
             return
+        send: Send = self._socket.scope[_SEND]
+        head = '{"id":' + self.view.encode_json(operation.id) + ',"type":"next","payload":'
+        debug = settings.debug
         try:
             with admission.subscriptions.held("ws"):
                 async for result in opened:
-                    payload: dict[str, Any] = {"data": result.data}
-                    if result.errors:
-                        payload["errors"] = _formatted(result.errors, settings.debug)
-                    await operation.send_operation_message(_message(operation, "next", payload))
+                    if self._expiry is not None and self._expired():
+                        await self._close_expired()
+                        return
+                    if operation.completed:
+                        break
+                    await send({"type": "websocket.send", "text": head + result.payload(debug) + "}"})
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
             return
-        except WebSocketDisconnected:
+        except (WebSocketDisconnected, OSError):  # gone (ASGI: an OSError from ``send``)
             return
         except SlowConsumer as exc:
             metrics.SUBSCRIPTIONS_SLOW.labels("ws").inc()
@@ -207,4 +258,9 @@ class GraphQLWebSocket(GraphQL[Subscriber, None]):
 
     def encode_json(self, data: object) -> str:
         return dumps(data).decode("utf-8")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # the handler sends results straight through ``send``
+            scope[_SEND] = send
+        await super().__call__(scope, receive, send)
 

@@ -14,7 +14,9 @@ Each event executes the operation with the event as root value in a :class:`Cont
 (its loaders read the registry as it is when the event is delivered, and are released after it),
 the way a query runs; the :class:`Subscriber` holds what every one of them shares: who is asking,
 what is served. Subscribers running the same operation alike share each event's execution
-(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event.
+(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event,
+and one encoding of its result (:meth:`StreamedResult.payload`), which the transports wrap in
+their frames as it is.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ from adapters.events import EventFeed
 from adapters.references import References
 from resolvers.context import Access, Budget, Caller, Context
 from resolvers.current_model import sync_current_model
+from resolvers.errors import format_error
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
 from resolvers.operation import run_operation
 from resolvers.reported import with_reported
 from xreg.config import Settings
+from xreg.json_encoding import dumps
 
 
 @dataclass
@@ -69,8 +73,26 @@ class Subscriber:
                        webhooks=self.webhooks, budget=budget, record=record)
 
 
-async def _one(result: ExecutionResult) -> AsyncIterator[ExecutionResult]:
-    yield result
+@dataclass
+class StreamedResult(ExecutionResult):
+    """One result of a stream, as every subscriber sharing it sends it: :meth:`payload` encodes
+    it once."""
+
+    _encoded: str | None = field(default=None, repr=False)
+
+    def payload(self, debug: bool) -> str:
+        """The JSON text of ``{"data": …, "errors": […]}`` (errors formatted as over HTTP, with
+        the detail ``debug`` allows — one setting per process, so the same for every subscriber)."""
+        if self._encoded is None:
+            body: dict[str, Any] = {"data": self.data}
+            if self.errors:
+                body["errors"] = [format_error(e, debug=debug) for e in self.errors]
+            self._encoded = dumps(body).decode("utf-8")
+        return self._encoded
+
+
+async def _one(result: ExecutionResult) -> AsyncIterator[StreamedResult]:
+    yield StreamedResult(data=result.data, errors=result.errors)
 
 
 def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
@@ -82,7 +104,7 @@ async def open_stream(
     schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
     subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType], *,
     budget: Budget | None = None, record: Any = None,
-) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+) -> ExecutionResult | AsyncIterator[StreamedResult]:
     """The operation's response stream, or the result that refuses it (no ``data``; see the
     module). The operation is charged to ``budget`` (the caller's rate limit; ``None``: not
     limited) and named on the request's log ``record``, if any. Raises
@@ -157,13 +179,15 @@ class SharedResults:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[ExecutionResult]] = \
+        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[StreamedResult]] = \
             collections.OrderedDict()
         #: How many executions ran (a subscriber that took a shared result ran none).
         self.executions = 0
 
-    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[ExecutionResult]]) -> ExecutionResult:
+    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[StreamedResult]]) -> StreamedResult:
         found = self._results.get(key)
+        if found is not None and found.done():
+            return found.result()  # the common case: another subscriber ran it
         if found is None:
             self.executions += 1
             found = self._results[key] = asyncio.ensure_future(run())  # runs on if this subscriber goes
@@ -181,7 +205,7 @@ def _operation_key(query: str, variables: dict[str, Any] | None, operation_name:
 
 async def _responses(schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
                      operation_name: str | None, subscriber: Subscriber,
-                     source: AsyncIterable[Any]) -> AsyncIterator[ExecutionResult]:
+                     source: AsyncIterable[Any]) -> AsyncIterator[StreamedResult]:
     """Each event of ``source`` executed with the event as root value, in a context of its own
     (or the result :class:`SharedResults` already holds for it). What the source raises
     (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
@@ -189,7 +213,7 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
     shared = getattr(schema, "shared_results", None)
     operation = _operation_key(query, variables, operation_name, subscriber)
 
-    async def run(payload: Any) -> ExecutionResult:
+    async def run(payload: Any) -> StreamedResult:
         context = subscriber.context()
         try:
             result = execute(schema._schema, document, root_value=payload, context_value=context,
@@ -200,7 +224,7 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
                 result = await result
             if result.errors:
                 schema._process_errors(result.errors)
-            return ExecutionResult(data=result.data, errors=with_reported(result.errors, context))
+            return StreamedResult(data=result.data, errors=with_reported(result.errors, context))
         finally:
             context.close()
 
