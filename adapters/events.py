@@ -66,6 +66,36 @@ class EventStream:
         self._signal = asyncio.Event()
         self._slow = False
         self._closed = False
+        self._listener: Callable[[], None] | None = None
+
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Have ``listener`` called (synchronously, by the feed) whenever the stream may have
+        become :meth:`ready`: a consumer that drives many streams from one task wakes only for
+        those with something to give. ``None``: no longer."""
+        self._listener = listener
+
+    def ready(self) -> bool:
+        """Whether the next ``__anext__`` returns (or raises) without waiting: a live event not yet
+        yielded is buffered, the stream is closed or its consumer too slow. A stream still
+        reading its retained events is not ready (it reads the store)."""
+        if self._slow or self._closed or self._retained:
+            return True
+        if self._reading_retained:
+            return False
+        live, last = self._live, self.last
+        while live and last is not None and live[0].position <= last:
+            live.popleft()  # already yielded from the retained events
+        return bool(live)
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every retained event was yielded: what follows is live."""
+        return not self._reading_retained and not self._retained
+
+    def _wake(self) -> None:
+        self._signal.set()
+        if self._listener is not None:
+            self._listener()
 
     # -- fed by the feed ------------------------------------------------------------------------
     def _push(self, event: RegistryEvent) -> None:
@@ -75,16 +105,16 @@ class EventStream:
             self._slow = True
         else:
             self._live.append(event)
-        self._signal.set()
+        self._wake()
 
     def _close(self) -> None:
         self._closed = True
-        self._signal.set()
+        self._wake()
 
     def _overrun(self) -> None:
         """The live feed lost events this stream had not seen (pruned under it)."""
         self._slow = True
-        self._signal.set()
+        self._wake()
 
     async def _read_retained(self) -> None:
         """The next page of retained events (none left: the stream goes live)."""

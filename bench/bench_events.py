@@ -304,7 +304,8 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
         print(f"first close                     {closed[0]}")
     hooks = webhook_deliveries(args.smoke)
     print(f"webhooks                        {hooks} (bench/bench_webhooks.py)")
-    print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
+    print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: "
+          f"delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
           f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered; {hooks}")
 

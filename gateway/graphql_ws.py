@@ -59,9 +59,10 @@ from adapters.request import RequestSources, Served
 from gateway.admission import Admission, Busy, busy_error
 from gateway.auth import Authenticator, AuthError, Principal
 from gateway.ratelimit import RateLimiter, operation_budget
+from gateway.ws_fanout import Expired, Fanout, Member
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
-from resolvers.streaming import Subscriber, open_stream
+from resolvers.streaming import ResponseStream, Subscriber, open_stream
 from xreg import metrics
 from xreg.config import Settings
 from xreg.json_encoding import dumps
@@ -201,13 +202,23 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
         debug = settings.debug
         try:
             with admission.subscriptions.held("ws"):
-                async for result in opened:
+                # the retained events (``after``) from here; once live, the process's fan-out sends
+                while not (isinstance(opened, ResponseStream) and opened.caught_up):
+                    try:
+                        result = await anext(opened)
+                    except StopAsyncIteration:
+                        break
                     if self._expiry is not None and self._expired():
                         await self._close_expired()
                         return
-                    if operation.completed:
-                        break
                     await send({"type": "websocket.send", "text": head + result.payload(debug) + "}"})
+                else:
+                    ended = await self.view.fanout.run(Member(opened, send, head, debug, self._expired))
+                    if isinstance(ended, Expired):
+                        await self._close_expired()
+                        return
+                    if ended is not None:
+                        raise ended
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
             return
@@ -250,6 +261,8 @@ class GraphQLWebSocket(GraphQL[Subscriber, None]):
         self.settings, self.served, self.auth = settings, served, auth
         self.admission, self.limiter = admission, limiter
         self.events, self.webhooks = events, webhooks
+        #: Sends the results of every live subscription of the process's connections.
+        self.fanout = Fanout()
 
     async def get_context(self, request: Any, response: Any) -> Subscriber:
         reads = RequestSources(self.served)  # the connection's snapshot: a reload does not change it

@@ -146,7 +146,7 @@ async def open_stream(
         if isinstance(source, ExecutionResult):
             return source
         observed.outcome = "ok"
-    return _responses(schema, query, document, variables, operation_name, subscriber, source)
+    return ResponseStream(schema, query, document, variables, operation_name, subscriber, source)
 
 
 async def _source(schema: Schema, document: DocumentNode, variables: dict[str, Any] | None,
@@ -203,23 +203,44 @@ def _operation_key(query: str, variables: dict[str, Any] | None, operation_name:
             scopes)
 
 
-async def _responses(schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
-                     operation_name: str | None, subscriber: Subscriber,
-                     source: AsyncIterable[Any]) -> AsyncIterator[StreamedResult]:
-    """Each event of ``source`` executed with the event as root value, in a context of its own
-    (or the result :class:`SharedResults` already holds for it). What the source raises
-    (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
-    execute = schema._get_execute_function()
-    shared = getattr(schema, "shared_results", None)
-    operation = _operation_key(query, variables, operation_name, subscriber)
+class ResponseStream:
+    """A subscription's results (``async for``): each event of ``source`` executed with the event
+    as root value, in a context of its own (or the result :class:`SharedResults` already holds
+    for it). What the source raises (:class:`~adapters.events.SlowConsumer`) ends the stream
+    with it; :meth:`aclose` leaves the source.
 
-    async def run(payload: Any) -> StreamedResult:
-        context = subscriber.context()
+    :meth:`ready` (the next result comes without waiting for an event), :meth:`listen` (a call
+    when it may have become ready) and :attr:`caught_up` (what follows is live) are the source's,
+    for a transport that drives many subscriptions from one task; a source without them never
+    says it is ready."""
+
+    def __init__(self, schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
+                 operation_name: str | None, subscriber: Subscriber, source: AsyncIterable[Any]) -> None:
+        self._schema, self._document, self._variables = schema, document, variables
+        self._operation_name, self._subscriber = operation_name, subscriber
+        self._source = source
+        self._events = aiter(source)
+        self._execute = schema._get_execute_function()
+        self._shared: SharedResults | None = getattr(schema, "shared_results", None)
+        self._operation = _operation_key(query, variables, operation_name, subscriber)
+
+    def __aiter__(self) -> ResponseStream:
+        return self
+
+    async def __anext__(self) -> StreamedResult:
+        payload = await anext(self._events)
+        key = getattr(payload, "shared_key", None)
+        if self._shared is None or key is None:
+            return await self._run(payload)
+        return await self._shared.result((key, *self._operation), lambda: self._run(payload))
+
+    async def _run(self, payload: Any) -> StreamedResult:
+        schema, context = self._schema, self._subscriber.context()
         try:
-            result = execute(schema._schema, document, root_value=payload, context_value=context,
-                             variable_values=variables, operation_name=operation_name,
-                             is_awaitable=optimized_is_awaitable, executor_class=schema.execution_context_class,
-                             operation_extensions=None)
+            result = self._execute(schema._schema, self._document, root_value=payload, context_value=context,
+                                   variable_values=self._variables, operation_name=self._operation_name,
+                                   is_awaitable=optimized_is_awaitable,
+                                   executor_class=schema.execution_context_class, operation_extensions=None)
             if optimized_is_awaitable(result):
                 result = await result
             if result.errors:
@@ -228,14 +249,23 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
         finally:
             context.close()
 
-    try:
-        async for payload in source:
-            key = getattr(payload, "shared_key", None)
-            if shared is None or key is None:
-                yield await run(payload)
-            else:
-                yield await shared.result((key, *operation), lambda p=payload: run(p))
-    finally:
-        close = getattr(source, "aclose", None)
+    def ready(self) -> bool:
+        ready = getattr(self._source, "ready", None)
+        return bool(ready()) if ready is not None else False
+
+    def listen(self, listener: Callable[[], None] | None) -> bool:
+        """Have ``listener`` called when the stream may have become ready; whether the source can."""
+        listen = getattr(self._source, "listen", None)
+        if listen is None:
+            return False
+        listen(listener)
+        return True
+
+    @property
+    def caught_up(self) -> bool:
+        return bool(getattr(self._source, "caught_up", False))
+
+    async def aclose(self) -> None:
+        close = getattr(self._source, "aclose", None)
         if close is not None:
             await close()
