@@ -88,6 +88,11 @@ class EventStream:
         return bool(live)
 
     @property
+    def overflowed(self) -> bool:
+        """Whether the consumer fell too far behind (the next ``__anext__`` raises :class:`SlowConsumer`)."""
+        return self._slow
+
+    @property
     def caught_up(self) -> bool:
         """Whether every retained event was yielded: what follows is live."""
         return not self._reading_retained and not self._retained

@@ -14,7 +14,8 @@ for a whole fan-out.
 A send starts at once and, to a connection whose transport is not paused, completes without
 waiting; one that must wait (a client not reading) finishes in a task of its own while the
 fan-out goes on, and that member takes no more results until it is done — its events stay in its
-stream's bounded buffer (``subscription_buffer``), whose overflow ends it as a slow consumer.
+stream's bounded buffer (``subscription_buffer``), whose overflow ends it as a slow consumer at
+once (the close frame then waits, like any frame, for the connection to take it or drop).
 What ends a member (the stream's end, :class:`~adapters.events.SlowConsumer`, the client gone,
 its credentials expired) is the outcome its operation's task awaits.
 """
@@ -116,7 +117,9 @@ class Fanout:
         """Send what ``member``'s stream has ready; how many frames."""
         stream, sent = member.stream, 0
         try:
-            while not member.outcome.done() and member.writing is None and stream.ready():
+            # a member whose last frame is still being written takes nothing more, unless its
+            # stream overflowed: then the next result is the SlowConsumer that ends it
+            while not member.outcome.done() and stream.ready() and (member.writing is None or stream.overflowed):
                 result = await stream.__anext__()
                 if member.outcome.done():  # ended meanwhile (the client gone, the operation completed)
                     break
@@ -157,6 +160,7 @@ async def _rest(coro: Coroutine[Any, Any, None], waited: Any) -> None:
             if waited is None:  # a bare yield (``asyncio.sleep(0)``)
                 await asyncio.sleep(0)
             else:
+                waited._asyncio_future_blocking = False  # taken over, as a task's step does
                 try:
                     await waited
                 except BaseException:

@@ -210,7 +210,8 @@ class ResponseStream:
     with it; :meth:`aclose` leaves the source.
 
     :meth:`ready` (the next result comes without waiting for an event), :meth:`listen` (a call
-    when it may have become ready) and :attr:`caught_up` (what follows is live) are the source's,
+    when it may have become ready), :attr:`caught_up` (what follows is live) and
+    :attr:`overflowed` (its consumer fell too far behind) are the source's,
     for a transport that drives many subscriptions from one task; a source without them never
     says it is ready."""
 
@@ -264,6 +265,11 @@ class ResponseStream:
     @property
     def caught_up(self) -> bool:
         return bool(getattr(self._source, "caught_up", False))
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether the next result is the source's :class:`~adapters.events.SlowConsumer`."""
+        return bool(getattr(self._source, "overflowed", False))
 
     async def aclose(self) -> None:
         close = getattr(self._source, "aclose", None)

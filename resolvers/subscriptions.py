@@ -93,6 +93,7 @@ class Delivered:
     def __init__(self, follow: AbstractAsyncContextManager[EventStream], stream: EventStream) -> None:
         self._follow, self.stream = follow, stream
         self._closed = False
+        self._listener: Callable[[], None] | None = None
 
     def __aiter__(self) -> Delivered:
         return self
@@ -106,16 +107,23 @@ class Delivered:
         return self._closed or self.stream.ready()
 
     def listen(self, listener: Callable[[], None] | None) -> None:
+        self._listener = listener
         self.stream.listen(listener)
 
     @property
     def caught_up(self) -> bool:
         return self.stream.caught_up
 
+    @property
+    def overflowed(self) -> bool:
+        return self.stream.overflowed
+
     async def aclose(self) -> None:
         if not self._closed:
             self._closed = True
             self.stream.listen(None)
+            if self._listener is not None:  # it is ready now: its end
+                self._listener()
             await self._follow.__aexit__(None, None, None)
 
 
