@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,8 @@ class Principal:
     via: str  # "anonymous" | "api-key" | "jwt"
     issuer: str | None = None
     #: When the credentials stop being valid (a JWT's ``exp``, epoch seconds); ``None``: never.
-    expires: float | None = None
+    #: Not part of who the principal is (equality).
+    expires: float | None = field(default=None, compare=False)
 
     def can(self, scope: str) -> bool:
         """Whether the principal holds ``scope`` ("read" or "write")."""
