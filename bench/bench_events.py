@@ -14,6 +14,9 @@ this one writes. Figures:
 - **write throughput with vs without subscribers**: ``--writes`` writes as fast as
   ``--writers`` concurrent clients send them, with no subscriber, then with all of them
   receiving (the ratio: what fanning the events out costs the writers);
+- **server CPU per delivery**: the gateway processes' CPU time (user + system) from the first
+  paced write until every delivery arrived, over the deliveries (writes included): a figure a
+  shared machine's load moves less than latencies;
 - **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
   deliveries to a local receiver against plain POSTs of the same bodies).
 
@@ -71,6 +74,12 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -101,6 +110,9 @@ class Gateway:
 
     def rss(self) -> int:
         return sum(rss_bytes(p.pid) for p in self.processes)
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(p.pid) for p in self.processes)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 60
@@ -271,6 +283,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
             connected_s = time.perf_counter() - connecting
             rss_after = gateway.rss()
 
+            cpu_before = gateway.cpu()
             written = await paced(client, args.rate, args.seconds)
             expected = written * args.subscribers
             deadline = time.monotonic() + 60
@@ -279,6 +292,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
                 if state["received"] + state["closed_count"] * written >= expected:
                     break
                 await asyncio.sleep(0.1)
+            cpu_used = gateway.cpu() - cpu_before  # the paced writes and their deliveries
             taken = await subscribers.ask("take")
             loaded = await throughput(client, "loaded", args.writes, args.writers)
             final = await subscribers.ask("count")
@@ -297,17 +311,21 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
           "closed early)")
     print(f"commit-to-delivery p50 / p99    {p50:.1f} / {p99:.1f} ms (mean {mean:.1f} ms)")
+    per_delivery = cpu_used / delivered * 1e6 if delivered else float("nan")
+    print(f"server CPU                      {cpu_used:.1f} s for the paced writes and their deliveries "
+          f"({per_delivery:.0f} µs per delivery, writes included)")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
     print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
     if closed:
         print(f"first close                     {closed[0]}")
-    hooks = webhook_deliveries(args.smoke)
+    hooks = webhook_deliveries(args.smoke) if args.webhooks else "webhooks not measured"
     print(f"webhooks                        {hooks} (bench/bench_webhooks.py)")
     print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: "
           f"delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
-          f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered; {hooks}")
+          f"subscribers {ratio:.2f}×; {per_delivery:.0f} µs server CPU per delivery; {delivered}/{expected} delivered; "
+          f"{hooks}")
 
 
 def webhook_deliveries(smoke: bool) -> str:
@@ -330,6 +348,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=1, help="gateway processes on the one store")
     parser.add_argument("--poll", type=float, default=0.05,
                         help="XREG_EVENTS_POLL_SECONDS: how soon a process finds the others' commits")
+    parser.add_argument("--no-webhooks", dest="webhooks", action="store_false",
+                        help="skip the webhook figure (bench_webhooks.py)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     if args.smoke:
