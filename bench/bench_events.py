@@ -15,8 +15,9 @@ this one writes. Figures:
   ``--writers`` concurrent clients send them, with no subscriber, then with all of them
   receiving (the ratio: what fanning the events out costs the writers);
 - **server CPU per delivery**: the gateway processes' CPU time (user + system) from the first
-  paced write until every delivery arrived, over the deliveries (writes included): a figure a
-  shared machine's load moves less than latencies;
+  paced write until every delivery arrived, less what as many writes cost without subscribers
+  (the throughput run alone), over the deliveries: a figure a shared machine's load moves less
+  than latencies;
 - **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
   deliveries to a local receiver against plain POSTs of the same bodies).
 
@@ -281,7 +282,9 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     async with httpx.AsyncClient(base_url=gateway.url, timeout=120, limits=limits,
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
         await write(client, "warmup")
+        cpu_start = gateway.cpu()
         alone = await throughput(client, "alone", args.writes, args.writers)
+        cpu_per_write = (gateway.cpu() - cpu_start) / args.writes
         rss_before = gateway.rss()
 
         connecting = time.perf_counter()
@@ -321,9 +324,10 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
           "closed early)")
     print(f"commit-to-delivery p50 / p99    {p50:.1f} / {p99:.1f} ms (mean {mean:.1f} ms)")
-    per_delivery = cpu_used / delivered * 1e6 if delivered else float("nan")
-    print(f"server CPU                      {cpu_used:.1f} s for the paced writes and their deliveries "
-          f"({per_delivery:.0f} µs per delivery, writes included)")
+    fanout_cpu = cpu_used - written * cpu_per_write  # less what the writes cost without subscribers
+    per_delivery = fanout_cpu / delivered * 1e6 if delivered else float("nan")
+    print(f"server CPU                      {cpu_used:.1f} s for the paced writes and their deliveries; "
+          f"{cpu_per_write * 1000:.1f} ms per write alone: {per_delivery:.0f} µs per delivery")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
     print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
