@@ -26,15 +26,12 @@ import collections
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
+from graphql import DocumentNode, GraphQLError, OperationType, execute
 from strawberry import Schema
-from strawberry.execution.is_awaitable import optimized_is_awaitable
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
-from strawberry.types.graphql import OperationType
-from strawberry.utils.operation import get_first_operation, get_operation_type
 
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
@@ -44,7 +41,7 @@ from resolvers.current_model import sync_current_model
 from resolvers.errors import format_error
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
-from resolvers.operation import run_operation
+from resolvers.operation import fast_is_awaitable, operation_of, require_allowed, run_operation
 from resolvers.reported import with_reported
 from xreg.config import Settings
 from xreg.json_encoding import dumps
@@ -102,27 +99,25 @@ def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
 
 async def open_stream(
     schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
-    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType], *,
+    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[Enum], *,
     budget: Budget | None = None, record: Any = None,
 ) -> ExecutionResult | AsyncIterator[StreamedResult]:
     """The operation's response stream, or the result that refuses it (no ``data``; see the
     module). The operation is charged to ``budget`` (the caller's rate limit; ``None``: not
     limited) and named on the request's log ``record``, if any. Raises
-    ``CannotGetOperationTypeError`` / ``InvalidOperationTypeError`` for the transport to answer,
-    as :func:`~resolvers.operation.run_operation` does."""
+    :class:`~resolvers.errors.OperationNotFound` / :class:`~resolvers.errors.OperationNotAllowed`
+    for the transport to answer, as :func:`~resolvers.operation.run_operation` does (``allowed``
+    as there)."""
     if not query:
         return _refused(schema, [GraphQLError("No GraphQL query found in the request.",
                                               extensions={"code": "BAD_REQUEST"})])
     try:
         document = parse_document(query, limits.max_tokens if limits else None)
-        operation_type = get_operation_type(document, operation_name)
     except GraphQLError as exc:
         return _refused(schema, [exc])
-    except RuntimeError as exc:
-        raise CannotGetOperationTypeError(operation_name) from exc
-    if operation_type not in allowed:
-        raise InvalidOperationTypeError(operation_type)
-    if operation_type is not OperationType.SUBSCRIPTION:
+    operation = operation_of(document, operation_name)
+    require_allowed(operation, allowed)
+    if operation.operation is not OperationType.SUBSCRIPTION:
         context = subscriber.context(budget, record)
         try:
             result = await run_operation(schema, limits, query, variables, context, None, operation_name, allowed)
@@ -130,10 +125,8 @@ async def open_stream(
             context.close()
         return _one(result)
     with ObservedOperation(record) as observed:  # the set-up is the operation observed; its events are not
-        observed.kind = operation_type.value
-        first = get_first_operation(document) if operation_name is None else None
-        observed.name = operation_name or (first.name.value if isinstance(first, OperationDefinitionNode)
-                                           and first.name else None)
+        observed.kind = operation.operation.value
+        observed.name = operation_name or (operation.name.value if operation.name else None)
         context = subscriber.context(budget, record)
         try:
             errors = await refusals(schema._schema, query, document, operation_name, variables, limits, context)
@@ -160,7 +153,7 @@ async def _source(schema: Schema, document: DocumentNode, variables: dict[str, A
     if isinstance(executor, list):  # the variables do not coerce
         return _refused(schema, executor)
     source: Any = create_source_event_stream(executor)
-    if optimized_is_awaitable(source):
+    if fast_is_awaitable(source):
         source = await source
     if isinstance(source, AsyncIterable):
         return source
@@ -221,7 +214,6 @@ class ResponseStream:
         self._operation_name, self._subscriber = operation_name, subscriber
         self._source = source
         self._events = aiter(source)
-        self._execute = schema._get_execute_function()
         self._shared: SharedResults | None = getattr(schema, "shared_results", None)
         self._operation = _operation_key(query, variables, operation_name, subscriber)
 
@@ -238,11 +230,11 @@ class ResponseStream:
     async def _run(self, payload: Any) -> StreamedResult:
         schema, context = self._schema, self._subscriber.context()
         try:
-            result = self._execute(schema._schema, self._document, root_value=payload, context_value=context,
-                                   variable_values=self._variables, operation_name=self._operation_name,
-                                   is_awaitable=optimized_is_awaitable,
-                                   executor_class=schema.execution_context_class, operation_extensions=None)
-            if optimized_is_awaitable(result):
+            result: Any = execute(schema._schema, self._document, root_value=payload, context_value=context,
+                                  variable_values=self._variables, operation_name=self._operation_name,
+                                  is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
+                                  operation_extensions=None)
+            if fast_is_awaitable(result):
                 result = await result
             if result.errors:
                 schema._process_errors(result.errors)

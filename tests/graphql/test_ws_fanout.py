@@ -17,10 +17,11 @@ from starlette.routing import WebSocketRoute
 from strawberry.types.graphql import OperationType
 
 from adapters.events import SlowConsumer
+from adapters.request import RequestSources
 from gateway.app import create_app
 from gateway.graphql_ws import GraphQLWebSocket
 from gateway.ws_fanout import SLICE, Fanout, Member, _eager
-from resolvers.streaming import ResponseStream, open_stream
+from resolvers.streaming import ResponseStream, Subscriber, open_stream
 from tests.http.support import asgi_client, make_settings
 
 GUARD = 30.0  # a bound against a hang, never an ordering device
@@ -70,7 +71,9 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[Any, GraphQLWebSocket]]:
 
 
 async def subscribe(view: GraphQLWebSocket) -> ResponseStream:
-    subscriber = await view.get_context(None, None)
+    reads = RequestSources(view.served)  # as the view gives each connection
+    subscriber = Subscriber(settings=view.settings, sources=reads.sources, events=view.events, auth=view.auth,
+                            rules=reads.references, webhooks=view.webhooks)
     opened = await open_stream(view.schema, None, SUBSCRIPTION, None, subscriber, None, (OperationType.SUBSCRIPTION,))
     assert isinstance(opened, ResponseStream) and opened.caught_up
     return opened
