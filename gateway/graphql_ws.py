@@ -387,10 +387,12 @@ class _Connection:
                     if self.closed:
                         raise _Gone
                     ended = await self.view.fanout.run(Member(opened, self.raw_send, head, debug, self.expired))
+                    if self.closed:  # closed meanwhile (token expiry, a protocol error): what failed is moot
+                        raise _Gone
                     if isinstance(ended, Expired):
                         await self.close(EXPIRED, _EXPIRED_REASON)
                         return
-                    if isinstance(ended, OSError):  # the client gone
+                    if isinstance(ended, (OSError, RuntimeError)):  # the client gone (ASGI: an OSError)
                         self.closed = True
                         raise _Gone
                     if ended is not None:
