@@ -127,7 +127,8 @@ def webhook_dispatcher(settings: Settings, registry: LocalRegistry, *,
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,
                webhooks: WebhookDispatcher | None = None, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build, ``webhooks``
-    the webhook dispatcher, ``clock`` the time the remote registries' sources read (tests)."""
+    the webhook dispatcher, ``clock`` the time the remote registries' sources read and credentials
+    expire by (tests)."""
     settings = settings or load_settings()
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
@@ -136,7 +137,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
     registry.commit_listeners.append(events.notify)
     registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll
-    auth = Authenticator(settings)
+    auth = Authenticator(settings, clock=clock)
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
 
     @contextlib.asynccontextmanager
