@@ -69,7 +69,7 @@ class Federation:
         self.settings = settings
         self.local = local
         self.transports = dict(transports or {})
-        self.backend = create_backend(settings.cache_url)
+        self.backend = create_backend(settings.cache_url, settings.cache_memory_entries)
         self._sources: dict[str, RegistrySource] = {}
         self._configs: dict[str, RegistryConfig] = {}
         self._lock = asyncio.Lock()
@@ -144,7 +144,7 @@ class Federation:
             rebuild_all = settings.cache_url != self.settings.cache_url
             old_backend = self.backend
             if rebuild_all:
-                self.backend = create_backend(settings.cache_url)
+                self.backend = create_backend(settings.cache_url, self.settings.cache_memory_entries)
             changes, fresh, kept = [], {}, {}
             try:
                 for config in configs:
