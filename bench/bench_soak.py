@@ -22,12 +22,13 @@ the RSS, SQLite's own allocations (``sqlite3_memory_used``: its page caches), gl
 and prints how each figure moved and the RSS once ``malloc_trim`` has handed free pages back.
 ``--trace`` adds ``tracemalloc`` from the warm-up on (it slows the server several times, and its
 own bookkeeping counts in the heap) and the Python allocations made since the warm-up and still
-alive, largest first, by traceback. RSS growth that shows in
+alive, largest first, by traceback. ``--trim`` has the probe call ``malloc_trim`` before each
+sample, so the RSS sampled leaves out the free pages glibc keeps. RSS growth that shows in
 none of the bytes in use but in the bytes free and kept is allocator fragmentation, not a leak.
 The environment reaches the served processes (``MALLOC_ARENA_MAX=2 python bench/bench_soak.py``).
 
 Usage: python bench/bench_soak.py [--smoke] [--duration 1200] [--sample 10] [--warmup 60]
-       [--concurrency 4] [--probe | --trace]
+       [--concurrency 4] [--probe | --trace | --trim]
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ FLAT_MB_PER_10_MIN = 1.0
 #: Run in the served process with ``--trace`` (``python -c PROBE serve …``): SIGUSR1 marks the
 #: baseline and starts tracing Python's allocations (the diff is what was allocated since and is
 #: still alive), SIGUSR2 writes the figures' change and the top allocation diffs to ``SOAK_PROBE_OUT``
-#: (JSON) and then trims the heap. Diagnosis only: it starts the same CLI as ``xreg-gateway``.
+#: (JSON) and then trims the heap; SIGWINCH trims it (``--trim``). Diagnosis only: it starts the
+#: same CLI as ``xreg-gateway``.
 PROBE = r"""
 import ctypes, ctypes.util, gc, json, os, signal, sys, tracemalloc
 
@@ -158,6 +160,7 @@ def report(*_):
     os.replace(os.environ["SOAK_PROBE_OUT"] + ".tmp", os.environ["SOAK_PROBE_OUT"])
 
 
+signal.signal(signal.SIGWINCH, lambda *_: libc.malloc_trim(0))
 signal.signal(signal.SIGUSR1, baseline)
 signal.signal(signal.SIGUSR2, report)
 from gateway.cli import main
@@ -349,6 +352,9 @@ async def drive(local: Served, args: argparse.Namespace) -> tuple[list[tuple[flo
             if not marked and time.monotonic() - start >= args.warmup:
                 local.signal(signal.SIGUSR1)
                 marked = True
+            if args.trim:  # free pages handed back first: what stays is memory in use (or pinned)
+                local.signal(signal.SIGWINCH)
+                await asyncio.sleep(1)
             samples.append((time.monotonic() - start, local.rss_mb()))
             print(f"  {samples[-1][0]:7.0f} s  RSS {samples[-1][1]:7.1f} MB  requests {sum(done.values())}",
                   flush=True)
@@ -382,13 +388,14 @@ def main() -> None:
     parser.add_argument("--probe", action="store_true",
                         help="diagnose: heap figures inside the served gateway (see above)")
     parser.add_argument("--trace", action="store_true", help="diagnose: --probe, and tracemalloc from the warm-up on")
+    parser.add_argument("--trim", action="store_true", help="diagnose: --probe, and malloc_trim before each sample")
     args = parser.parse_args()
     if args.smoke:
         args.duration, args.sample, args.warmup = 10.0, 1.0, 2.0
     report = None
     with tempfile.TemporaryDirectory(prefix="xreg-soak-") as tmp, \
-            gateways(Path(tmp), probe=8 if args.trace else 0 if args.probe else None) as (_, local):
-        mode = ", traced" if args.trace else ", probed" if args.probe else ""
+            gateways(Path(tmp), probe=8 if args.trace else 0 if args.probe or args.trim else None) as (_, local):
+        mode = ", traced" if args.trace else ", trimmed" if args.trim else ", probed" if args.probe else ""
         print(f"gateway under test {local.url} (pid {local.process.pid if local.process else '?'}), "
               f"{args.duration:.0f} s, {args.concurrency} clients{mode}")
         samples, done = asyncio.run(drive(local, args))
