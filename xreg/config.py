@@ -443,6 +443,9 @@ class Settings(BaseSettings):
     registries: list[RegistryConfig] = Field(
         default_factory=list, description="Registries to federate; the local one is implicit when not listed.")
     cache_url: str = Field("memory://", description="memory:// (per process) or redis://[:password@]host:port/db.")
+    cache_memory_entries: int = Field(
+        10000, ge=1, description="Most remote answers kept per process when cache_url is memory:// (the "
+                                 "one stored longest ago dropped first).")
     config_watch_seconds: float = Field(
         2.0, ge=0, description="How often the settings file is checked for changes (0: only on SIGHUP).")
 
