@@ -3,7 +3,9 @@
 Both stores keep, for every *current* (live) state, one index entry per scalar value found at an
 *indexed path* of its ``doc`` (:func:`entries`): a path of plain keys, at most
 :data:`MAX_DEPTH` long, whose last key names a typed attribute (:data:`NAMES`, or any name ending
-in ``id``) or whose key before last is ``labels`` (a label's value). The SQLite store keeps them in
+in ``id``) or whose key before last is ``labels`` (a label's value), or whose last key is in
+:data:`PRESENCE` (``xref``: a presence entry alone, so "which entities under these parents are
+cross-references" is one index range in key order). The SQLite store keeps them in
 a side table, the MongoDB store in an array field of the state document; both index them by
 ``(path, value, collection type, key)``, so an equality filter on such a path is one index range
 read in key order, and a page matching little reads little.
@@ -32,6 +34,9 @@ from xreg.storage.semantics import Condition, numeric_value, wildcard_parts
 #: Attribute names whose values are indexed (besides every name ending in ``id`` and label values).
 NAMES = frozenset({"name", "protocol", "envelope", "format", "dataschemaformat", "usage", "deprecated", "labels",
                    "compatibility", "isdefault", "readonly"})
+#: Attribute names kept by their presence alone (one :data:`PRESENT` entry, their values not
+#: looked up): a cross-reference Resource's ``meta.xref``.
+PRESENCE = frozenset({"xref"})
 #: Longest indexed path (a message resource's materialised label: default.@materialised.attributes.labels.k).
 MAX_DEPTH = 6
 _MAX_INT = 2**63 - 1
@@ -54,7 +59,7 @@ def _indexed(path: tuple[str, ...]) -> bool:
     if any(not seg or seg[0] == "[" or seg == "*" for seg in path):
         return False
     last = path[-1]
-    return last in NAMES or last.endswith("id") or (len(path) >= 2 and path[-2] == "labels")
+    return last in NAMES or last in PRESENCE or last.endswith("id") or (len(path) >= 2 and path[-2] == "labels")
 
 
 def indexed(path: Sequence[str]) -> bool:
@@ -91,6 +96,9 @@ def entries(doc: dict[str, Any] | None) -> Iterator[tuple[tuple[str, ...], Any]]
         for key, value in node.items():
             path = (*prefix, key)
             if indexed(path) and value is not None:
+                if path[-1] in PRESENCE:
+                    yield path, PRESENT
+                    continue
                 if isinstance(value, (dict, list)):
                     yield path, PRESENT
                 seen: set[tuple[type, Any]] = set()
@@ -131,6 +139,8 @@ def lookup(cond: Condition) -> Lookup | None:
     if not indexed(cond.path):
         return None
     path = tuple(cond.path)
+    if path[-1] in PRESENCE:  # one presence entry per state: a single value, one range in key order
+        return Lookup(path, values=(PRESENT,)) if cond.op == "exists" else None
     if cond.op == "exists":
         return Lookup(path, present=True)
     if cond.op != "eq":
