@@ -376,6 +376,23 @@ class _Drive:
     covered: bool
 
 
+#: A search whose words are in more stored states than this (current or past, any collection) ranks
+#: only its matches among the most recently written of those (``bm25`` costs some 10 µs a hit):
+#: the other matches follow them, newest first. A page of any search then costs at most this
+#: many ranked hits, and the older matches it reads (docs/scale.md).
+RANKED_HITS = 1000
+#: The rank of an unranked match is this less its ``seq``: after every ``bm25`` rank (negative).
+UNRANKED = 2**53
+
+
+def _unranked_seq(cursor: Cursor | None) -> int | None:
+    """The ``seq`` of the unranked match a cursor points at (``None``: a ranked one, or none)."""
+    value = None if cursor is None else cursor.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return int(UNRANKED - value)
+    return None
+
+
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
 THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
@@ -705,17 +722,35 @@ class SQLiteStore(Store):
         return _Drive(i, lk, covered)
 
     @staticmethod
-    def _hits(sql: _SQL, query: Query, *, ranked: bool = True) -> str:
-        """The ``WITH`` clause of a search: its matches (``seq``) with their ``bm25`` rank, the
-        title weighing 4 times the body (not ``ranked``: a count, no rank computed)."""
+    def _hits(sql: _SQL, query: Query, *, ranked: bool = True, tier: int | None = None,
+              tier_only: bool = False) -> str:
+        """The ``WITH`` clause of a search: its matches (``seq``) with their rank, the title weighing
+        4 times the body (not ``ranked``: a count, no rank computed). With ``tier`` (see
+        :meth:`_tier`) the matches from it up are ranked by ``bm25`` and the older ones by
+        :data:`UNRANKED` less their ``seq`` (after every ranked one, newest first); ``tier_only``
+        keeps the ranked ones alone."""
         if query.search is None:
             return ""
-        rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
-        return (f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search "
-                f"WHERE search MATCH {sql.p(_match(query.search))}) ")
+        rank, where = "bm25(search, 4.0, 1.0)" if ranked else "0", f"search MATCH {sql.p(_match(query.search))}"
+        if ranked and tier is not None:
+            t = sql.p(tier)
+            if tier_only:
+                where += f" AND rowid >= {t}"
+            else:
+                rank = f"CASE WHEN rowid >= {t} THEN {rank} ELSE {UNRANKED} - rowid END"
+        return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+
+    async def _tier(self, query: Query) -> int | None:
+        """The ``seq`` of the :data:`RANKED_HITS`-th newest stored state holding a search's words
+        (``None``: fewer hold them, every match is ranked): FTS5 reads rowids newest first."""
+        if query.search is None:
+            return None
+        return await self._one("SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                               (_match(query.search), RANKED_HITS - 1))
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
-                  limit: int | None, exists: bool = False, drive: _Drive | None = None) -> _SQL:
+                  limit: int | None, exists: bool = False, drive: _Drive | None = None,
+                  tier: int | None = None, tier_only: bool = False) -> _SQL:
         """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
         query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
         sql = _SQL()
@@ -761,17 +796,80 @@ class SQLiteStore(Store):
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
         what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
-        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive, sql)} "
+        hits = self._hits(sql, query, tier=tier, tier_only=tier_only)
+        sql.text = (f"{hits}SELECT {what} FROM {self._source(query, drive, sql)} "
                     f"WHERE {' AND '.join(where)} ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
         return sql
 
-    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None) -> tuple[_SQL, bool]:
+    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None,
+                  tier: int | None = None) -> tuple[_SQL, bool]:
         """The page statement of ``query`` and whether it reads backwards (``before`` given:
         the page is the ``limit`` rows just before it, read in reverse and turned around)."""
         backward = query.before is not None
-        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive), backward
+        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive, tier=tier), backward
+
+    async def _page_rows(self, query: Query, drive: _Drive | None,
+                         tier: int | None) -> tuple[builtins.list[Any], bool, bool]:
+        """The rows of a page in query order, and whether there are more after and before it."""
+        limit = query.limit
+        sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive, tier)
+        rows = await self._all(sql.text, sql.params)
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if limit is not None else rows
+        if query.before is not None:  # read backwards
+            rows.reverse()
+            # Anything at or after the ``before`` cursor (within the other constraints)?
+            probe = self._page_sql(replace(query, before=None), reverse=False, bound=(">=", query.before), limit=1,
+                                   exists=True, drive=drive, tier=tier)
+            return rows, bool(await self._all(probe.text, probe.params)), more
+        has_prev = False
+        if query.after is not None:
+            probe = self._page_sql(replace(query, after=None), reverse=True, bound=("<=", query.after), limit=1,
+                                   exists=True, drive=drive, tier=tier)
+            has_prev = bool(await self._all(probe.text, probe.params))
+        return rows, more, has_prev
+
+    async def _tiered_page(self, query: Query, tier: int, limit: int) -> tuple[builtins.list[Any], bool, bool]:
+        """A forward page by relevance of a search with more hits than :data:`RANKED_HITS`: the
+        ranked matches (``seq >= tier``, at most that many ranked), then the older matches read
+        newest first from FTS5's rowid order, as far as the page needs."""
+        rows: builtins.list[Any] = []
+        below = _unranked_seq(query.after)
+        if below is None:  # the page starts among the ranked matches
+            sql = self._page_sql(query, reverse=False, bound=None, limit=limit + 1, tier=tier, tier_only=True)
+            rows = await self._all(sql.text, sql.params)
+        if len(rows) <= limit:
+            rows += await self._all(*self._older_hits(query, tier if below is None else below, "<",
+                                                      limit + 1 - len(rows)))
+        has_prev = False
+        if query.after is not None:
+            if below is None:
+                probe = self._page_sql(replace(query, after=None), reverse=True, bound=("<=", query.after), limit=1,
+                                       exists=True, tier=tier, tier_only=True)
+                has_prev = bool(await self._all(probe.text, probe.params))
+            else:
+                probe = self._page_sql(replace(query, after=None), reverse=False, bound=None, limit=1, exists=True,
+                                       tier=tier, tier_only=True)
+                has_prev = bool(await self._all(probe.text, probe.params)) or bool(
+                    await self._all(*self._older_hits(query, below, ">=", 1, tier)))
+        return rows[:limit], len(rows) > limit, has_prev
+
+    def _older_hits(self, query: Query, seq: int, op: str, limit: int, tier: int | None = None) -> tuple[str, Any]:
+        """The statement of the unranked matches of a search older than ``seq`` (``op`` ``<``: newest
+        first) or at least as new (``>=``: oldest first, below ``tier``): FTS5 yields them in rowid
+        order, so the page reads the hits it returns and those the other conditions drop."""
+        sql = _SQL()
+        where = self._where(sql, query)
+        where.append(f"search MATCH {sql.p(_match(query.search or ()))}")
+        where.append(f"search.rowid {op} {sql.p(seq)}")
+        if tier is not None:
+            where.append(f"search.rowid < {sql.p(tier)}")
+        order = "DESC" if op == "<" else "ASC"
+        return (f"SELECT {_COLUMNS}, {UNRANKED} - search.rowid FROM search CROSS JOIN states "
+                f"ON states.seq = search.rowid WHERE {' AND '.join(where)} ORDER BY search.rowid {order} "
+                f"LIMIT {int(limit)}"), sql.params
 
     async def list(self, query: Query) -> Page:
         self.stats.hit("list")
@@ -780,26 +878,11 @@ class SQLiteStore(Store):
         async with self._reading():
             await self._check(query.as_of)
             drive = await self._drive(query)
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive)
-            rows = await self._all(sql.text, sql.params)
-            more = limit is not None and len(rows) > limit
-            rows = rows[:limit] if limit is not None else rows
-            if query.before is not None:  # read backwards
-                rows.reverse()
-                has_prev = more
-                # Anything at or after the ``before`` cursor (within the other constraints)?
-                probe = self._page_sql(
-                    replace(query, before=None), reverse=False,
-                    bound=(">=", query.before), limit=1, exists=True, drive=drive)
-                has_next = bool(await self._all(probe.text, probe.params))
+            tier = await self._tier(query)
+            if tier is not None and query.sort == Sort(RANK) and query.before is None and limit is not None:
+                rows, has_next, has_prev = await self._tiered_page(query, tier, limit)
             else:
-                has_next = more
-                has_prev = False
-                if query.after is not None:
-                    probe = self._page_sql(
-                        replace(query, after=None), reverse=True,
-                        bound=("<=", query.after), limit=1, exists=True, drive=drive)
-                    has_prev = bool(await self._all(probe.text, probe.params))
+                rows, has_next, has_prev = await self._page_rows(query, drive, tier)
         if len(rows) >= THREAD_DECODE_ROWS:  # decoding a large page would hold up the event loop
             items = await asyncio.to_thread(lambda: [self._record(r) for r in rows])
         else:
@@ -897,7 +980,8 @@ class SQLiteStore(Store):
         query = _normal(query)
         limit = query.limit
         async with self._reading():
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query))
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query),
+                                    await self._tier(query))
             rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
         return "\n".join(r[3] for r in rows)
 
