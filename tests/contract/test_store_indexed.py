@@ -45,6 +45,8 @@ def conditions() -> list[tuple[tuple[Condition, ...], ...]]:
     ]
     out: list[tuple[tuple[Condition, ...], ...]] = [((c,),) for c in single]
     out.append(((single[0], single[7]),))  # two indexed
+    out.append(((single[7], single[10], single[1]),))  # one value, a presence test and a wildcard
+    out.append(((single[12], single[14]),))  # two presence tests
     out.append(((single[13], Condition(("default", "messageid"), "gt", "m050")),))  # indexed and a range
     out.append(((single[0], Condition(("default", "isdefault"), "ne", "true")),))  # indexed and a negation
     out.append(((single[7],), (single[3],)))  # OR

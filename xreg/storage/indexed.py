@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,31 +86,59 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, bool, int, float))
 
 
-def entries(doc: dict[str, Any] | None) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path."""
+#: What a path holds in the index: 0 nothing, 1 its values, 2 its presence alone (:data:`PRESENCE`).
+_KINDS: dict[tuple[str, ...], int] = {}
+
+
+def _kind(path: tuple[str, ...]) -> int:
+    kind = 0 if not _indexed(path) else 2 if path[-1] in PRESENCE else 1
+    if len(_KINDS) < 65536:  # documents share few shapes; a bound against odd ones
+        _KINDS[path] = kind
+    return kind
+
+
+def _values(path: tuple[str, ...], value: Any, out: list[tuple[tuple[str, ...], Any]]) -> None:
+    """The entries of a value at an indexed path (the general case: lists, numbers, odd types)."""
+    if isinstance(value, (dict, list)):
+        out.append((path, PRESENT))
+    seen: set[tuple[type, Any]] = set()
+    for item in (value if isinstance(value, list) else (value,)):
+        if _scalar(item):
+            folded = fold(item)
+            mark = (bool if isinstance(folded, bool) else type(folded), folded)
+            if mark not in seen:
+                seen.add(mark)
+                out.append((path, folded))
+
+
+def entries(doc: dict[str, Any] | None) -> list[tuple[tuple[str, ...], Any]]:
+    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path.
+    (Built for every state a commit writes: the common cases — text, an object — are inline.)"""
+    out: list[tuple[tuple[str, ...], Any]] = []
     if not doc:
-        return
+        return out
+    kinds = _KINDS
     stack: list[tuple[tuple[str, ...], dict[str, Any]]] = [((), doc)]
     while stack:
         prefix, node = stack.pop()
+        deeper = len(prefix) + 1 < MAX_DEPTH
         for key, value in node.items():
             path = (*prefix, key)
-            if indexed(path) and value is not None:
-                if path[-1] in PRESENCE:
-                    yield path, PRESENT
-                    continue
-                if isinstance(value, (dict, list)):
-                    yield path, PRESENT
-                seen: set[tuple[type, Any]] = set()
-                for item in (value if isinstance(value, list) else (value,)):
-                    if _scalar(item):
-                        folded = fold(item)
-                        mark = (bool if isinstance(folded, bool) else type(folded), folded)
-                        if mark not in seen:
-                            seen.add(mark)
-                            yield path, folded
-            if isinstance(value, dict) and len(path) < MAX_DEPTH:
+            kind = kinds.get(path)
+            if kind is None:
+                kind = _kind(path)
+            if kind and value is not None:
+                if kind == 2:
+                    out.append((path, PRESENT))
+                elif type(value) is str:
+                    out.append((path, value.lower()))
+                elif type(value) is dict:
+                    out.append((path, PRESENT))
+                else:
+                    _values(path, value, out)
+            if deeper and (type(value) is dict or (type(value) is not str and isinstance(value, dict))):
                 stack.append((path, value))
+    return out
 
 
 @dataclass(frozen=True)

@@ -369,7 +369,7 @@ ESTIMATE_ROWS = 256
 @dataclass(frozen=True)
 class _Drive:
     """The condition (by position in the query's one group) a page is read from, its index
-    lookup, and whether every condition of the group is indexed."""
+    lookup, and whether the index alone answers the group (every other condition a seek)."""
 
     index: int
     lk: Lookup
@@ -393,6 +393,12 @@ def _unranked_seq(cursor: Cursor | None) -> int | None:
     return None
 
 
+def _seekable(lk: Lookup) -> bool:
+    """Whether a further condition is looked up by seeks of ``attrs``' primary key (one value, or
+    a few): a wildcard or a presence test is checked on the state's document instead."""
+    return lk.parts is None and not lk.present
+
+
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
 THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
@@ -400,10 +406,10 @@ THREAD_DECODE_ROWS = 64
 QUICK_KEYS = THREAD_DECODE_ROWS
 
 
-def _state_rows(plan: base.CommitPlan, rev: int) -> list[tuple]:
-    """The ``states`` rows of a commit's new states (their documents encoded)."""
-    return [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
-             int(n.deleted), int(not n.deleted)) for n in plan.new.values()]
+def _state_rows(plan: base.CommitPlan, rev: int, first: int) -> list[tuple]:
+    """The ``states`` rows of a commit's new states, from seq ``first`` on (their documents encoded)."""
+    return [(first + i, n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
+             int(n.deleted), int(not n.deleted)) for i, n in enumerate(plan.new.values())]
 
 
 async def _off_loop(fn: Any, plan: base.CommitPlan, *args: Any) -> Any:
@@ -654,7 +660,7 @@ class SQLiteStore(Store):
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
     def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True, drive: _Drive | None = None,
-               seq: str = "states.seq") -> list[str]:
+               key: str = "states.xkey") -> list[str]:
         """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors.
         With ``drive``, the driving condition is the ``attrs`` rows ``d`` (their ctype and parent
         range too) and the group's other indexed conditions are lookups of ``seq``'s rows."""
@@ -662,7 +668,7 @@ class SQLiteStore(Store):
             visible = "rev_to IS NULL AND deleted = 0"
         else:
             visible = self._visible(sql, query.as_of)
-        where = [visible, f"ctype = {sql.p(query.ctype)}"] if seq == "states.seq" else []
+        where = [visible, f"ctype = {sql.p(query.ctype)}"] if key == "states.xkey" else []
         pk = _parent_key(query)
         if pk is not None and parent_range:
             where.append(f"xkey > {sql.p(pk + '/')} AND xkey < {sql.p(pk + '0')}")
@@ -678,17 +684,17 @@ class SQLiteStore(Store):
             if conds:
                 where.append(conds)
             return where
-        if drive.lk.single or seq != "states.seq":
+        if drive.lk.single or key != "states.xkey":
             where.append(self._drive_where(sql, query, drive))
         for i, cond in enumerate(query.any_of[0]):
             lk = lookup(cond)
             if i == drive.index:
                 continue
-            if lk is None:
+            if lk is None or not _seekable(lk):
                 where.append(sql.condition(cond))
-            else:
-                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE e{i}.aseq = {seq} AND "
-                             f"{sqlite_index.match(sql, f'e{i}', lk)})")
+            else:  # a seek of the primary key: (path, value, collection type, key)
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE {sqlite_index.match(sql, f'e{i}', lk)} "
+                             f"AND e{i}.actype = {sql.p(query.ctype)} AND e{i}.akey = {key})")
         return where
 
     @staticmethod
@@ -709,9 +715,8 @@ class SQLiteStore(Store):
         found = [(i, lk) for i, lk in enumerate(map(lookup, group)) if lk is not None]
         if not found:
             return None
-        covered = len(found) == len(group)
         if len(found) == 1:
-            return _Drive(*found[0], covered)
+            return _Drive(*found[0], len(group) == 1)
         sizes = []
         for i, lk in found:
             sql = _SQL()
@@ -719,6 +724,7 @@ class SQLiteStore(Store):
                     f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
             sizes.append((await self._one(text, sql.params), i, lk))
         _, i, lk = min(sizes, key=lambda t: t[0])
+        covered = len(found) == len(group) and all(_seekable(other) for j, other in found if j != i)
         return _Drive(i, lk, covered)
 
     @staticmethod
@@ -908,7 +914,7 @@ class SQLiteStore(Store):
                 return await self._one(text, sql.params)
             drive = await self._drive(query)
             if drive is not None and drive.covered and query.parents is None:  # the index alone answers
-                where = self._where(sql, query, parent_range=False, drive=drive, seq="d.aseq")
+                where = self._where(sql, query, parent_range=False, drive=drive, key="d.akey")
                 what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
                 return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
             where = self._where(sql, query, drive=drive)
@@ -1009,21 +1015,20 @@ class SQLiteStore(Store):
             await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?",
                                  [(rev, seq) for (seq,) in closing])
             await db.executemany("DELETE FROM links WHERE seq = ?", closing)
+            # The new states take the next seqs in order (the writer holds the database): no
+            # statement reads them back.
+            first = self._quick("SELECT coalesce(max(seq), 0) + 1 FROM states")[0][0]
+            seqs = {key: first + i for i, key in enumerate(plan.new)}
             await db.executemany(
-                "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
-                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev))
-            await self._index_commit(db, rev, plan, current)
-            indexed = [n for n in plan.new.values() if n.links or n.text]
-            for i in range(0, len(indexed), _CHUNK):
-                batch = indexed[i:i + _CHUNK]
-                rows = await self._all(
-                    f"SELECT xkey, seq FROM states WHERE rev_to IS NULL AND xkey IN ({','.join('?' * len(batch))})",
-                    [n.key for n in batch])
-                seqs = dict(rows)
-                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)",
-                                     [(seqs[n.key], t) for n in batch for t in n.links])
-                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
-                                     [(seqs[n.key], *n.text) for n in batch if n.text])
+                "INSERT INTO states(seq, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev, first))
+            await self._index_commit(db, plan, current, seqs)
+            linked = [(seqs[n.key], t) for n in plan.new.values() for t in n.links]
+            if linked:
+                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", linked)
+            texts = [(seqs[n.key], *n.text) for n in plan.new.values() if n.text]
+            if texts:
+                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             if events:
                 await db.executemany(_INSERT_EVENT, [_event_row(e.at(EventPosition(rev, i), self.instance_id))
                                                      for i, e in enumerate(events)])
@@ -1041,11 +1046,10 @@ class SQLiteStore(Store):
                                [*params, limit])
         return [_event(row) for row in rows]
 
-    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: base.CommitPlan,
-                            current: dict[str, base.CurrentState]) -> None:
+    async def _index_commit(self, db: aiosqlite.Connection, plan: base.CommitPlan,
+                            current: dict[str, base.CurrentState], seqs: dict[str, int]) -> None:
         """Keep the read indexes (``sqlite_index``) of the states a commit closes and writes."""
         closed = [(current[k].handle, k, plan.new[k].ctype, not current[k].deleted) for k in plan.closing]
-        seqs = dict(await self._all("SELECT xkey, seq FROM states WHERE rev_from = ?", (rev,)))
         await sqlite_index.on_commit(db, closed, [(seqs[n.key], n.key, n.ctype, n.doc) for n in plan.new.values()])
 
     # -- backups ------------------------------------------------------------------------------
