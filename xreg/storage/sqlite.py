@@ -855,23 +855,18 @@ class SQLiteStore(Store):
                 probe = self._page_sql(replace(query, after=None), reverse=True, bound=("<=", query.after), limit=1,
                                        exists=True, tier=tier, tier_only=True)
                 has_prev = bool(await self._all(probe.text, probe.params))
-            else:
-                probe = self._page_sql(replace(query, after=None), reverse=False, bound=None, limit=1, exists=True,
-                                       tier=tier, tier_only=True)
-                has_prev = bool(await self._all(probe.text, probe.params)) or bool(
-                    await self._all(*self._older_hits(query, below, ">=", 1, tier)))
+            else:  # before an unranked match: every ranked one, and the newer unranked ones
+                has_prev = bool(await self._all(*self._older_hits(query, below, ">=", 1)))
         return rows[:limit], len(rows) > limit, has_prev
 
-    def _older_hits(self, query: Query, seq: int, op: str, limit: int, tier: int | None = None) -> tuple[str, Any]:
-        """The statement of the unranked matches of a search older than ``seq`` (``op`` ``<``: newest
-        first) or at least as new (``>=``: oldest first, below ``tier``): FTS5 yields them in rowid
-        order, so the page reads the hits it returns and those the other conditions drop."""
+    def _older_hits(self, query: Query, seq: int, op: str, limit: int) -> tuple[str, Any]:
+        """The statement of the matches of a search older than ``seq`` (``op`` ``<``: newest first)
+        or at least as new (``>=``: oldest first): FTS5 yields them in rowid order, so the page
+        reads the hits it returns and those the other conditions drop."""
         sql = _SQL()
         where = self._where(sql, query)
         where.append(f"search MATCH {sql.p(_match(query.search or ()))}")
         where.append(f"search.rowid {op} {sql.p(seq)}")
-        if tier is not None:
-            where.append(f"search.rowid < {sql.p(tier)}")
         order = "DESC" if op == "<" else "ASC"
         return (f"SELECT {_COLUMNS}, {UNRANKED} - search.rowid FROM search CROSS JOIN states "
                 f"ON states.seq = search.rowid WHERE {' AND '.join(where)} ORDER BY search.rowid {order} "
