@@ -30,8 +30,9 @@ Schema::
     search(title, body)
         an FTS5 table (porter stemming, accents folded) of every state's ``Write.text``, its
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
-        searches work; relevance is ``bm25`` with the title weighing 4 times the body. Pruning
-        drops the rows of the states it drops.
+        searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
+        most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
+        in rowid order). Pruning drops the rows of the states it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
