@@ -41,7 +41,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from xreg.storage.base import Query, Write  # noqa: E402
+from xreg.storage.records import Query, Write  # noqa: E402
 from xreg.storage.semantics import RANK, Condition, Cursor, Sort, cursor_for  # noqa: E402
 from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 

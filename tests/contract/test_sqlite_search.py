@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from xreg.storage import sqlite
-from xreg.storage.base import Query, Write
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import RANK, Condition, Sort, cursor_for
 from xreg.storage.sqlite import SQLiteStore
 
