@@ -36,6 +36,9 @@ from typing import Any, Protocol
 from xreg.storage.indexed import PRESENT, Lookup, entries, parent_key, path_text
 
 #: 2: ``meta.xref`` kept by its presence (:data:`~xreg.storage.indexed.PRESENCE`); no ``attrs_seq``.
+#: Bump it whenever :func:`~xreg.storage.indexed.entries` changes what it yields: a commit deletes
+#: a replaced state's rows by building them again from its document, so rows built by another
+#: layout would stay behind (a bump rebuilds the index when the store opens).
 VERSION = 2
 
 SCHEMA = """
