@@ -43,6 +43,7 @@ from gateway.bulk import build_routes as bulk_routes
 from gateway.cors import cors_middleware
 from gateway.event_log import build_routes as event_routes
 from gateway.graphql_http import build_routes as graphql_routes
+from gateway.heap_trim import HeapTrimmer, glibc_trim
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.http_errors import http_exception
 from gateway.logs import redact_url
@@ -172,13 +173,16 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                     log.exception("history retention failed")
                 await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
 
-        task = asyncio.create_task(pruner())
+        tasks = [asyncio.create_task(pruner()),
+                 asyncio.create_task(HeapTrimmer(settings.malloc_trim_seconds, glibc_trim()).run())]
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await dispatcher.aclose()
             await events.close()
             await auth.aclose()
