@@ -31,7 +31,7 @@ COPY xreg/ xreg/
 COPY web/copy_assets.py web/
 COPY --from=assets /src/web/node_modules/ web/node_modules/
 # Copies the manifest's files into gateway/static/graphiql/ and fails on any SHA-384 mismatch.
-RUN python web/copy_assets.py
+RUN python web/copy_assets.py --set graphiql
 # Installed without extras (the test extra is test tools only), the package (not this source tree:
 # -I, from /) must import every route and carry verified assets; tests/deploy/test_install.py
 # installs and runs the wheel the same way.

@@ -1,13 +1,17 @@
-"""Copy GraphiQL's browser assets from ``web/node_modules`` into ``gateway/static/graphiql/``.
+"""Copy the pinned browser assets from ``web/node_modules`` to where they are served.
 
+Two sets, each a manifest and a directory: GraphiQL's (``gateway/static/graphiql.manifest.json``
+→ ``gateway/static/graphiql/``, served by the gateway) and the manual's (``web/docs.manifest.json``
+→ ``docs/assets/vendor/``: Mermaid, so the site draws its diagrams without a CDN).
 Run by ``make assets`` after ``npm ci`` (standard library only: it runs before the virtualenv
-exists). Every file named in ``gateway/static/graphiql.manifest.json`` is copied from the npm
-package the manifest names, after checking that the installed package has the pinned version
-and that the file's SHA-384 equals the manifest's. Any mismatch fails with exit status 1 and
-leaves the previously installed assets untouched: the files are staged in a temporary directory
-and swapped in only when all of them verified.
+exists). Every file named in a manifest is copied from the npm package the manifest names, after
+checking that the installed package has the pinned version and that the file's SHA-384 equals
+the manifest's. Any mismatch fails with exit status 1 and leaves the previously installed assets
+untouched: the files are staged in a temporary directory and swapped in only when all of them
+verified.
 
     python3 web/copy_assets.py                    # copy and verify (what `make assets` runs)
+    python3 web/copy_assets.py --set graphiql     # one set only (the image needs no manual)
     python3 web/copy_assets.py --check            # verify the installed copy only
     python3 web/copy_assets.py --update-manifest  # after a deliberate version bump: re-hash
 """
@@ -26,8 +30,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE_MODULES = ROOT / "web" / "node_modules"
-MANIFEST = ROOT / "gateway" / "static" / "graphiql.manifest.json"
-TARGET = ROOT / "gateway" / "static" / "graphiql"
+#: Each set by its name: its label, its manifest, the directory its files are installed in.
+SETS = {
+    "graphiql": ("GraphiQL", ROOT / "gateway" / "static" / "graphiql.manifest.json",
+                 ROOT / "gateway" / "static" / "graphiql"),
+    "docs": ("the manual's", ROOT / "web" / "docs.manifest.json", ROOT / "docs" / "assets" / "vendor"),
+}
 
 
 def sri_sha384(data: bytes) -> str:
@@ -35,8 +43,8 @@ def sri_sha384(data: bytes) -> str:
     return "sha384-" + base64.b64encode(hashlib.sha384(data).digest()).decode("ascii")
 
 
-def load_manifest() -> dict:
-    return json.loads(MANIFEST.read_text(encoding="utf-8"))
+def load_manifest(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def installed_version(package: str) -> str | None:
@@ -76,32 +84,32 @@ def verify_dir(directory: Path, manifest: dict) -> list[str]:
     return problems
 
 
-def install(manifest: dict) -> int:
+def install(label: str, path: Path, target: Path, manifest: dict) -> int:
     problems = check_sources(manifest)
     if problems:
-        return fail("cannot install GraphiQL's assets", problems)
-    TARGET.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".graphiql-", dir=TARGET.parent))
+        return fail(f"cannot install {label} assets", problems)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         for name, entry in manifest["files"].items():
             shutil.copyfile(NODE_MODULES / entry["source"], staging / name)
         problems = verify_dir(staging, manifest)
         if problems:
-            return fail("GraphiQL's assets do not match gateway/static/graphiql.manifest.json", problems)
+            return fail(f"{label} assets do not match {os.path.relpath(path, ROOT)}", problems)
         staging.chmod(0o755)  # mkdtemp creates it private; the server may run as another user
-        if TARGET.exists():
-            shutil.rmtree(TARGET)
-        staging.rename(TARGET)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
-    total = sum((TARGET / name).stat().st_size for name in manifest["files"])
-    print(f"GraphiQL assets: {len(manifest['files'])} files ({total / 1e6:.1f} MB) verified (sha384) "
-          f"and installed in {os.path.relpath(TARGET)}/")
+    total = sum((target / name).stat().st_size for name in manifest["files"])
+    print(f"{label} assets: {len(manifest['files'])} files ({total / 1e6:.1f} MB) verified (sha384) "
+          f"and installed in {os.path.relpath(target, ROOT)}/")
     return 0
 
 
-def update_manifest(manifest: dict) -> int:
+def update_manifest(path: Path, manifest: dict) -> int:
     problems = []
     for name, entry in manifest["files"].items():
         package = entry["package"].rpartition("@")[0]
@@ -113,8 +121,8 @@ def update_manifest(manifest: dict) -> int:
         entry["integrity"] = sri_sha384((NODE_MODULES / entry["source"]).read_bytes())
     if problems:
         return fail("cannot re-hash", problems)
-    MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    print(f"rewrote {os.path.relpath(MANIFEST)}; review the diff, then run `make assets`")
+    path.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    print(f"rewrote {os.path.relpath(path, ROOT)}; review the diff, then run `make assets`")
     return 0
 
 
@@ -128,16 +136,22 @@ def fail(title: str, problems: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="verify gateway/static/graphiql/ against the manifest")
+    mode.add_argument("--check", action="store_true", help="verify the installed copies against their manifests")
     mode.add_argument("--update-manifest", action="store_true", help="re-hash the files of the installed packages")
+    parser.add_argument("--set", choices=sorted(SETS), action="append",
+                        help="only this set (repeatable; default: every set)")
     args = parser.parse_args(argv)
-    manifest = load_manifest()
-    if args.check:
-        problems = verify_dir(TARGET, manifest)
-        return fail("installed GraphiQL assets do not verify", problems) if problems else 0
-    if args.update_manifest:
-        return update_manifest(manifest)
-    return install(manifest)
+    status = 0
+    for label, path, target in (SETS[name] for name in args.set or SETS):
+        manifest = load_manifest(path)
+        if args.check:
+            problems = verify_dir(target, manifest)
+            status |= fail(f"installed {label} assets do not verify", problems) if problems else 0
+        elif args.update_manifest:
+            status |= update_manifest(path, manifest)
+        else:
+            status |= install(label, path, target, manifest)
+    return status
 
 
 if __name__ == "__main__":

@@ -151,8 +151,8 @@ def load_copy_assets(monkeypatch, tmp_path: Path, manifest: dict):
     spec.loader.exec_module(module)
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     monkeypatch.setattr(module, "NODE_MODULES", tmp_path / "node_modules")
-    monkeypatch.setattr(module, "MANIFEST", tmp_path / "manifest.json")
-    monkeypatch.setattr(module, "TARGET", tmp_path / "static" / "graphiql")
+    monkeypatch.setattr(module, "SETS", {"graphiql": ("GraphiQL", tmp_path / "manifest.json",
+                                                      tmp_path / "static" / "graphiql")})
     return module
 
 
@@ -206,6 +206,7 @@ def test_manifest_pins_exactly_what_package_json_pins():
         assert re.fullmatch(r"\d+\.\d+\.\d+", spec), f"{name} is not pinned exactly: {spec}"
         assert lock[f"node_modules/{name}"]["version"] == spec
         assert lock[f"node_modules/{name}"]["integrity"].startswith("sha512-")
-    for entry in MANIFEST.values():
+    docs = json.loads((REPO / "web" / "docs.manifest.json").read_text())["files"]
+    for entry in [*MANIFEST.values(), *docs.values()]:
         package, _, version = entry["package"].rpartition("@")
         assert pinned[package] == version
