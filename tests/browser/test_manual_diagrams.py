@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import pytest
 from starlette.applications import Starlette
 from starlette.staticfiles import StaticFiles
 
