@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from adapters import staleness
 from adapters.base import (
     ChangeItem,
     Entity,
@@ -50,6 +51,7 @@ from xreg.registry.reads import (
     store_sort,
     view_of,
 )
+from xreg.registry.rematerialise import stale_since
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
 from xreg.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
@@ -403,6 +405,8 @@ class LocalSource(RegistrySource):
             return []
         # a cross-reference reads as its target (core/spec.md "Cross Referencing Resources")
         records = await xrefs.resolve(self.store, records, as_of)
+        if as_of is None and self.registry.rematerialising:
+            self._note_stale(records)
         eager = [rec for rec in records if rec.kind not in _LAZY]
         views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False) if eager else []
@@ -424,6 +428,14 @@ class LocalSource(RegistrySource):
 
         # a large page of versions materialises on a worker thread, off the event loop
         return await asyncio.to_thread(entities) if len(eager) >= THREAD_VIEWS else entities()
+
+    def _note_stale(self, records: Sequence[EntityRecord]) -> None:
+        """Report the answer stale when a message of it waits for its re-materialisation (its
+        stored materialisation predates a write of its chain: ``xreg.registry.rematerialise``)."""
+        pending = self.registry.rematerialising
+        found = [since for rec in records if (since := stale_since(rec, pending)) is not None]
+        if found:
+            staleness.note(self.id, min(found), "rematerialising", detail="rematerialising")
 
     def _materialisation(self, rec: EntityRecord, view: dict[str, Any]) -> Materialisation | None:
         """A stored message's materialisation, as the sources show it."""

@@ -65,6 +65,9 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     #: Messages whose materialisation changed (a base of theirs was written), not themselves.
     rematerialised: list[str] = field(default_factory=list)
+    #: Keys of the messages written whose dependents were too many to re-materialise in this
+    #: commit: left to ``xreg.registry.rematerialise`` (recorded with the commit).
+    deferred: list[str] = field(default_factory=list)
     #: ``(message XID, reference)`` of the messages written whose ``basemessageuri`` chain ends
     #: at a message that does not exist here (permitted: reported, not refused).
     dangling: list[tuple[str, str]] = field(default_factory=list)
@@ -112,6 +115,10 @@ class Changeset:
     ``ignore_epoch`` skips the request-epoch check (the ``ignore=epoch`` flag; import uses it
     because documents carry epochs of the registry they came from).
     """
+
+    #: How many dependents of the messages written are re-materialised in the commit; beyond it,
+    #: none are and they are left to ``xreg.registry.rematerialise`` (``None``: no limit).
+    rematerialise_inline: int | None = None
 
     def __init__(
         self, store: Store, model: RegistryModel, *, touch: bool = True, ignore_epoch: bool = False,
@@ -1046,8 +1053,7 @@ class Changeset:
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self._errors}
             raise ValidationErrors(list(unique.values()))
         await self._bump_parents()
-        await materialise(self, list(self._dirty))
-        outcome = Outcome()
+        outcome = Outcome(deferred=await materialise(self, list(self._dirty), inline=self.rematerialise_inline))
         for key, what in self._dirty.items():
             getattr(outcome, "deleted" if what == "deleted" else what).append(self._states[key].xid)
         outcome.unchanged = [self._states[k].xid for k in self._unchanged if k not in self._dirty]
@@ -1065,7 +1071,8 @@ class Changeset:
         changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self._transient.items()
                     if s.doc is None and k not in self._dirty]
         outcome.events = derive_events(changes, time=self.now, correlation_id=correlation_id)
-        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events)
+        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events,
+                                                   rematerialise=outcome.deferred)
         outcome.correlation_id = correlation_id
         return outcome
 
