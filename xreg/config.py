@@ -260,7 +260,7 @@ class Settings(BaseSettings):
     rematerialise_inline: int = Field(
         100, ge=0, description="Dependents of a message re-materialised in the write's own commit; a write with "
                                "more leaves them all to the background worker (docs/scale.md).")
-    rematerialise_batch: int = Field(200, ge=1, description="Dependents the background worker re-materialises "
+    rematerialise_batch: int = Field(100, ge=1, description="Dependents the background worker re-materialises "
                                                             "per commit.")
     rematerialise_poll_seconds: float = Field(
         1.0, gt=0, description="How often the re-materialisation worker looks for work of other processes "

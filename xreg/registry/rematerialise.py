@@ -47,7 +47,7 @@ from xreg.storage.rematerialise import Rematerialisation
 log = logging.getLogger(__name__)
 
 #: Dependents re-materialised per commit of the worker.
-BATCH = 200
+BATCH = 100
 #: Seconds a lease on the work items lasts unless renewed (each page renews it).
 LEASE_SECONDS = 30.0
 

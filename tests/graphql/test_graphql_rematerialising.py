@@ -1,0 +1,43 @@
+"""While the dependents of a written base wait for the background worker
+(xreg.registry.rematerialise), an answer holding one is flagged stale (``extensions.stale``,
+``Cache-Status``) rather than served silently; once the worker is done it is current again."""
+
+from __future__ import annotations
+
+import time
+
+from tests.graphql.conftest import REGISTRY_ID, make_settings, open_registry, serve_asgi
+from xreg.registry.rematerialise import Rematerialiser
+
+G = "/messagegroups/g/messages/"
+LOOKUP = """query($xid: String!) { lookup(xid: $xid) { ... on Message { description } } }"""
+
+
+def document(description: str) -> dict:
+    messages: dict = {"base": {"description": description}, "alone": {"description": "alone"}}
+    messages.update({f"d{i}": {"basemessageuri": G + "base"} for i in range(3)})
+    return {"messagegroups": {"g": {"messages": messages}}}
+
+
+async def test_a_dependent_waiting_for_its_rematerialisation_is_answered_stale(tmp_path):
+    registry = open_registry(tmp_path / "registry.db")
+    registry.rematerialise_inline = 1
+    async with registry, serve_asgi(registry, make_settings(tmp_path)) as gql:
+        await registry.apply_document(document("v1"))
+        now = time.time()
+        # the app's own worker stays away: this test holds the lease (and works under its name)
+        assert await registry.store.rematerialise_lease("test", now, now + 3600)
+        outcome = await registry.apply_document(document("v2"))
+        assert outcome.deferred
+        response = await gql.post(LOOKUP, {"xid": G + "d1"})
+        body = response.json()
+        assert body["data"]["lookup"]["description"] == "v1"  # what the store holds until the worker comes
+        [stale] = body["extensions"]["stale"]
+        assert stale["registry"] == REGISTRY_ID and stale["reason"] == "rematerialising"
+        assert response.headers["cache-status"].endswith("detail=rematerialising")
+        alone = (await gql.post(LOOKUP, {"xid": G + "alone"})).json()
+        assert "stale" not in (alone.get("extensions") or {})  # only answers holding a waiting dependent
+        await Rematerialiser(registry, holder="test").run_until_idle()
+        body = (await gql.post(LOOKUP, {"xid": G + "d1"})).json()
+        assert body["data"]["lookup"]["description"] == "v2"
+        assert "stale" not in (body.get("extensions") or {})
