@@ -27,6 +27,7 @@ from adapters.base import (
     Materialisation,
     RegistrySource,
     SourcePage,
+    SourceStatus,
     WriteOutcome,
 )
 from adapters.slicing import decode as decode_cursor
@@ -218,6 +219,12 @@ class LocalSource(RegistrySource):
 
     def own_registry(self) -> LocalRegistry:
         return self.registry
+
+    def status(self) -> SourceStatus:
+        """``stale_since``: since when messages wait for their re-materialisation (the earliest
+        pending write of a base: ``xreg.registry.rematerialise``), ``None`` when none do."""
+        pending = self.registry.rematerialising.values()
+        return replace(super().status(), stale_since=min((i.at for i in pending), default=None))
 
     @property  # read from the registry: a modelsource write replaces it
     def model(self) -> RegistryModel:  # type: ignore[override]

@@ -10,6 +10,7 @@ from tests.graphql.conftest import REGISTRY_ID, make_settings, open_registry, se
 from xreg.registry.rematerialise import Rematerialiser
 
 G = "/messagegroups/g/messages/"
+STATUS = "{ registries { registryid status { staleSince } } }"
 LOOKUP = """query($xid: String!) { lookup(xid: $xid) { ... on Message { description } } }"""
 
 
@@ -35,9 +36,12 @@ async def test_a_dependent_waiting_for_its_rematerialisation_is_answered_stale(t
         [stale] = body["extensions"]["stale"]
         assert stale["registry"] == REGISTRY_ID and stale["reason"] == "rematerialising"
         assert response.headers["cache-status"].endswith("detail=rematerialising")
+        [status] = (await gql.data(STATUS))["registries"]
+        assert status["registryid"] == REGISTRY_ID and status["status"]["staleSince"] is not None
         alone = (await gql.post(LOOKUP, {"xid": G + "alone"})).json()
         assert "stale" not in (alone.get("extensions") or {})  # only answers holding a waiting dependent
         await Rematerialiser(registry, holder="test").run_until_idle()
         body = (await gql.post(LOOKUP, {"xid": G + "d1"})).json()
         assert body["data"]["lookup"]["description"] == "v2"
         assert "stale" not in (body.get("extensions") or {})
+        assert (await gql.data(STATUS))["registries"][0]["status"]["staleSince"] is None
