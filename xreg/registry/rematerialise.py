@@ -37,7 +37,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
-from xreg.errors import XRegistryError
 from xreg.registry.changeset import Changeset
 from xreg.registry.materialise import Materialised, derived_of, rematerialise
 from xreg.registry.service import LocalRegistry
@@ -144,12 +143,10 @@ class Rematerialiser:
             await rematerialise(cs, [r for r in page if r.revision < item.revision])
             return page
 
-        try:
-            page, outcome = await self.registry.write(build, subject=item.key, note=f"rematerialise {item.key}",
-                                                      touch=False)
-        except XRegistryError as exc:  # one page that cannot be written must not stop the rest
-            log.warning("re-materialising the dependents of %s after %s failed: %s", item.key, after, exc)
-            return await self.registry.store.referrers([item.key], after=after, limit=self.batch), 0
+        # a failure (server_busy: other writers kept conflicting) records no progress: the page is
+        # done again at the next round, so no dependent is left stale with its item gone
+        page, outcome = await self.registry.write(build, subject=item.key, note=f"rematerialise {item.key}",
+                                                  touch=False)
         return page, len(outcome.rematerialised)
 
     async def run(self, poll_seconds: float) -> None:
