@@ -4,9 +4,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
-from tests.graphql.conftest import REGISTRY_ID, make_settings, open_registry, serve_asgi
+import httpx
+
+from gateway.app import create_app
+from tests.graphql.conftest import REGISTRY_ID, WRITE_KEY, make_settings, open_registry, serve_asgi
 from xreg.registry.rematerialise import Rematerialiser
 
 G = "/messagegroups/g/messages/"
@@ -45,3 +49,23 @@ async def test_a_dependent_waiting_for_its_rematerialisation_is_answered_stale(t
         assert body["data"]["lookup"]["description"] == "v2"
         assert "stale" not in (body.get("extensions") or {})
         assert (await gql.data(STATUS))["registries"][0]["status"]["staleSince"] is None
+
+
+async def test_the_apps_worker_catches_up_after_a_write_over_http(tmp_path):
+    registry = open_registry(tmp_path / "registry.db")
+    registry.rematerialise_inline = 1
+    app = create_app(make_settings(tmp_path), registry=registry)
+    worker: Rematerialiser = app.state.rematerialiser
+    async with app.router.lifespan_context(app), \
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+        await registry.apply_document(document("v1"))
+        worker.idle.clear()
+        response = await client.patch("/registry/messagegroups/g/messages/base", json={"description": "v2"},
+                                      headers={"Authorization": f"Bearer {WRITE_KEY}"})
+        assert response.status_code == 200, response.text
+        async with asyncio.timeout(60):  # a guard against a hang, not a measure
+            await worker.idle.wait()
+        for i in range(3):
+            rec = await registry.store.get(f"{G}d{i}")
+            assert rec is not None and rec.doc["default"]["@materialised"]["attributes"]["description"] == "v2"
+        assert await registry.store.rematerialisations() == []

@@ -78,6 +78,8 @@ class Rematerialiser:
         self.clock = clock
         self.holder = holder or f"rematerialiser-{uuid.uuid4()}"
         self._wake = asyncio.Event()
+        #: Set by :meth:`run` whenever a round leaves no work known to this process.
+        self.idle = asyncio.Event()
         registry.commit_listeners.append(self._committed)
 
     def _committed(self, revision: int) -> None:
@@ -158,6 +160,8 @@ class Rematerialiser:
                 await self.run_until_idle()
             except Exception:  # keep the worker alive; the items stay for the next round
                 log.exception("re-materialisation failed; retrying at the next poll")
+            if not self.registry.rematerialising:
+                self.idle.set()
             try:
                 async with asyncio.timeout(poll_seconds):
                     await self._wake.wait()
