@@ -30,8 +30,10 @@ from typing import Any
 from xreg.storage.semantics import Condition, numeric_value, wildcard_parts
 
 #: Attribute names whose values are indexed (besides every name ending in ``id`` and label values).
+#: ``xref``: every write of a Version looks up the cross-references of its collection type
+#: (``meta.xref`` present), which must not read every Resource of a large registry.
 NAMES = frozenset({"name", "protocol", "envelope", "format", "dataschemaformat", "usage", "deprecated", "labels",
-                   "compatibility", "isdefault", "readonly"})
+                   "compatibility", "isdefault", "readonly", "xref"})
 #: Longest indexed path (a message resource's materialised label: default.@materialised.attributes.labels.k).
 MAX_DEPTH = 6
 _MAX_INT = 2**63 - 1

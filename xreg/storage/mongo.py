@@ -125,8 +125,8 @@ INDEXES = {
 ATTRS_INDEX = "states_attrs"
 ATTRS_KEYS = [("ix.p", ASCENDING), ("ix.v", ASCENDING), ("ctype", ASCENDING), ("xkey", ASCENDING)]
 ATTRS_PARTIAL = {"live": True}
-#: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps.
-READ_INDEX_VERSION = 1
+#: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps (2: ``xref`` indexed).
+READ_INDEX_VERSION = 2
 
 EVENT_INDEXES = {
     "events_position": [("rev", ASCENDING), ("idx", ASCENDING)],

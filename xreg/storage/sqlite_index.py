@@ -32,7 +32,8 @@ from typing import Any, Protocol
 
 from xreg.storage.indexed import PRESENT, Lookup, entries, parent_key, path_text
 
-VERSION = 1
+#: ``meta.read_index``: the layout this code keeps (2: ``xref`` indexed); an older one is rebuilt.
+VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
