@@ -63,3 +63,12 @@ async def test_referrers_come_in_pages_in_key_order(store):
     assert [r.id for r in await store.referrers([BASE], after=second[-1].key, limit=2)] == ["e"]
     assert [r.id for r in await store.referrers([BASE], after="/messagegroups/g/messages/bb")] == ["c", "d", "e"]
     assert await store.referrers([BASE], limit=0) == []
+
+
+async def test_unordered_referrers_bound_a_count_without_reading_them_all(store):
+    names = [f"m{i:02d}" for i in range(12)]
+    await store.commit([message("g", n, links=(BASE, BASE + "/versions/1")) for n in names])
+    some = await store.referrers([BASE, BASE + "/versions/1"], limit=5, ordered=False)
+    assert len(some) == 5 and len({r.key for r in some}) == 5  # once each, though linked twice
+    assert {r.id for r in some} <= set(names) and [r.key for r in some] == sorted(r.key for r in some)
+    assert len(await store.referrers([BASE], limit=50, ordered=False)) == 12

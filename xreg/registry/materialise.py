@@ -281,7 +281,8 @@ async def materialise(cs: Workspace, written: Iterable[str], *, inline: int | No
     changed = [cs.loaded(k) for k in written if cs.loaded(k).ctype in ctypes]
     if not changed:
         return []
-    referrers = await cs.store.referrers([s.xid for s in changed], limit=None if inline is None else inline + 1)
+    referrers = await cs.store.referrers([s.xid for s in changed], limit=None if inline is None else inline + 1,
+                                         ordered=False)
     deferred: list[str] = []
     if inline is not None and len(referrers) > inline:
         deferred, referrers = [s.xid.lower() for s in changed if s.doc is not None or s.stored is not None], []

@@ -610,12 +610,13 @@ class Store(abc.ABC):
         """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
 
     @abc.abstractmethod
-    async def referrers(self, keys: Sequence[str], *, after: str | None = None,
-                        limit: int | None = None) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         """The live entities whose current state links to any of ``keys`` (see
         :attr:`Write.links`; matched case-insensitively), in key order: a reverse index, one
         index lookup per key whatever the size of the store. ``after`` / ``limit``: the page of
-        at most ``limit`` of them whose keys follow ``after``."""
+        at most ``limit`` of them whose keys follow ``after``; ``ordered=False``: any ``limit``
+        of them (what a bound check needs: they are not all read to find the first by key)."""
 
     @abc.abstractmethod
     async def explain(self, query: Query) -> str:

@@ -825,8 +825,8 @@ class MongoStore(Store):
         cursor = self._find(flt, order, None if limit is None or limit < 0 else limit)
         return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
 
-    async def referrers(self, keys: Sequence[str], *, after: str | None = None,
-                        limit: int | None = None) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
@@ -834,7 +834,8 @@ class MongoStore(Store):
         async with self._reading():
             for i in range(0, len(targets), _CHUNK):
                 cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True, **page},
-                                    [("xkey", ASCENDING)], None if limit is None else max(0, limit))
+                                    [("xkey", ASCENDING)] if ordered else None,
+                                    None if limit is None else max(0, limit))
                 for d in await cursor.to_list(length=None):
                     rec = self._record(d)
                     out[rec.key] = rec

@@ -882,19 +882,21 @@ class SQLiteStore(Store):
         rows = await self._all(text, sql.params)
         return [Change(self._record(r)) for r in rows]
 
-    async def referrers(self, keys: Sequence[str], *, after: str | None = None,
-                        limit: int | None = None) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        page = ("" if after is None else " AND xkey > ?") + " ORDER BY xkey" + (
-            "" if limit is None else f" LIMIT {max(0, int(limit))}")
+        bound = "" if limit is None else f" LIMIT {max(0, int(limit))}"
+        page = ("" if after is None else " AND xkey > ?") + (" ORDER BY xkey" + bound if ordered else "")
         async with self._reading():
             for i in range(0, len(targets), _CHUNK):
                 chunk = targets[i:i + _CHUNK]
+                # unordered: the first link rows found will do (links hold current states only)
                 rows = await self._all(
                     f"SELECT {_COLUMNS} FROM states WHERE live = 1 AND seq IN "
-                    f"(SELECT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})){page}",
+                    f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
+                    f"{'' if ordered else bound}){page}",
                     [*chunk, *(() if after is None else (after.lower(),))])
                 for row in rows:
                     rec = self._record(row)
