@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 HOST   ?= 127.0.0.1
 PORT   ?= 8080
 
-.PHONY: install assets codegen-tools system-deps run test lint docs bench lock clean
+.PHONY: install assets codegen-tools system-deps run test test-newest lint docs bench lock clean
 
 install: assets codegen-tools $(VENV)/.installed
 
@@ -43,6 +43,19 @@ PYTEST_WORKERS ?= 2
 test: install system-deps lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup
 
+## The GraphQL and unit tests on the newest releases of strawberry-graphql and graphql-core, in a
+## venv of its own (the lock first, then both upgraded): an early warning that an upgrade breaks
+## something. Not part of `make test`; a failure blocks nothing (docs/getting-started.md).
+NEWEST_VENV ?= .venv-newest
+test-newest: assets codegen-tools
+	$(PYTHON) -m venv $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/pip install --quiet --upgrade pip==26.3
+	$(NEWEST_VENV)/bin/pip install --quiet -c requirements.lock -e '.[test]'
+	$(NEWEST_VENV)/bin/pip install --quiet --upgrade strawberry-graphql graphql-core
+	@$(NEWEST_VENV)/bin/python -c 'from importlib.metadata import version as v; \
+	  print("newest: strawberry-graphql", v("strawberry-graphql"), "graphql-core", v("graphql-core"))'
+	$(NEWEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadgroup tests/graphql tests/unit
+
 ## ruff (rules and line length in pyproject.toml) and mypy on the packages.
 lint: install
 	$(BIN)/ruff check .
@@ -77,4 +90,4 @@ lock:
 	rm -rf .lockenv
 
 clean:
-	rm -rf $(VENV) data site .pytest_cache web/node_modules gateway/static/graphiql
+	rm -rf $(VENV) $(NEWEST_VENV) data site .pytest_cache web/node_modules gateway/static/graphiql

@@ -8,7 +8,7 @@ xRegistry JSON view plus which registry it came from and the revision it was rea
 
 Collections are read through a :class:`Listing` (collection types, filters, sort, one keyset
 page). Cursors are opaque to callers, but every source issues them the same way — a
-:class:`~xreg.storage.base.Cursor` (the row's key and sort value) — and accepts any such
+:class:`~xreg.storage.semantics.Cursor` (the row's key and sort value) — and accepts any such
 position as ``after`` / ``before``, so that listings across registries can be merged. Writes exist
 only on writable sources; the
 others raise ``action_not_supported``.

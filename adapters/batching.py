@@ -1,4 +1,4 @@
-"""Per-request batching of entity loads across registries (a DataLoader).
+"""Per-request batching of entity loads across registries (a :class:`~adapters.batch_loader.BatchLoader`).
 
 Every ``load(registry, xid)`` issued while one step of a request runs — the references of a
 page of entities, the bases of a page of messages — is served together: one
@@ -15,34 +15,25 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast
-
-from strawberry.dataloader import DataLoader
+from typing import Any
 
 from adapters.base import Entity, RegistrySource
+from adapters.batch_loader import BatchLoader, Hold
 
 #: ``(registry, as_of, XID as written)``
 Key = tuple[str, "int | None", str]
-
-
-class Hold(Protocol):
-    """What keeps a request's loader batches open while it is taken (``resolvers.pacing.Hold``)."""
-
-    def take(self) -> None: ...
-
-    def give(self) -> None: ...
 
 
 class EntityBatcher:
     """Batched, cached entity loads of one request."""
 
     def __init__(self, sources: Mapping[str, RegistrySource],
-                 loader: Callable[..., DataLoader[Any, Any]] = DataLoader, hold: Hold | None = None) -> None:
-        """``loader`` makes the DataLoader (a subclass that schedules its batches otherwise);
+                 loader: Callable[..., BatchLoader[Any, Any]] = BatchLoader, hold: Hold | None = None) -> None:
+        """``loader`` makes the batch loader (the request's, whose batches ``hold`` keeps open);
         ``hold``, the loaders' hold, is taken while :meth:`fetch` reads."""
         self.sources = sources
         self.hold = hold
-        self.loader: DataLoader[Key, Entity | None] = loader(
+        self.loader: BatchLoader[Key, Entity | None] = loader(
             self._load, cache_key_fn=lambda k: (k[0], k[1], k[2].lower()))
         #: entities read otherwise (pages), by ``(registry, as_of, lower-case XID)``
         self.primed: dict[Key, Entity] = {}
@@ -68,7 +59,7 @@ class EntityBatcher:
         out: list[Entity | asyncio.Future[Entity | None]] = []
         for key in keys:
             found = primed.get((key[0], key[1], key[2].lower()))
-            out.append(found if found is not None else cast("asyncio.Future[Entity | None]", self.loader.load(key)))
+            out.append(found if found is not None else self.loader.load(key))
         return out
 
     async def fetch(self, keys: list[Key]) -> list[Entity | BaseException | None]:
@@ -82,7 +73,7 @@ class EntityBatcher:
         their batches open (``hold``): the loads the caller then issues with what it found (a
         schema's version after the schema) join the loads of the same step, however long the
         read took, instead of following them in a batch of their own."""
-        primed, cache = self.primed, self.loader.cache_map
+        primed, loader = self.primed, self.loader
         out: list[Any] = [None] * len(keys)
         loading: list[tuple[int, asyncio.Future[Entity | None]]] = []
         reading: dict[Key, list[int]] = {}  # by case-folded key: the places that want it
@@ -93,7 +84,7 @@ class EntityBatcher:
             if found is not None:
                 out[index] = found
                 continue
-            future = cache.get(key)
+            future = loader.cached(key)
             if future is not None and not future.cancelled():
                 loading.append((index, future))
             elif folded in reading:
@@ -123,7 +114,7 @@ class EntityBatcher:
                     remembered.exception()  # retrieved: a later load raises it itself
                 else:
                     remembered.set_result(None)
-                cache.set(folded, remembered)
+                loader.remember(folded, remembered)
         if loading:
             await asyncio.gather(*(f for _, f in loading), return_exceptions=True)
             for index, future in loading:

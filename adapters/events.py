@@ -14,7 +14,7 @@ without gap or duplicate (the stream joins the live feed *before* reading the re
 skips what it has already yielded). A stream buffers at most ``max_buffer`` live events; a
 consumer further behind gets :class:`SlowConsumer` from its iterator (it can resume from the
 last position it handled). Events older than the retained history raise
-:class:`~xreg.storage.base.EventsGone` when the stream opens.
+:class:`~xreg.storage.errors.EventsGone` when the stream opens.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from xreg.events.record import EventPosition, RegistryEvent
-from xreg.storage.base import EventsGone, Store
+from xreg.storage.base import Store
+from xreg.storage.errors import EventsGone
 
 log = logging.getLogger("xreg.events")
 
@@ -146,7 +147,7 @@ class EventFeed:
                      subject: str | None = None, max_buffer: int = 1000) -> AsyncIterator[EventStream]:
         """A stream of the events after ``after`` (``None``: the oldest retained) of any of
         ``types`` about ``subject`` (see :func:`xreg.events.record.subject_filter`). Raises
-        :class:`~xreg.storage.base.EventsGone` when those events were pruned."""
+        :class:`~xreg.storage.errors.EventsGone` when those events were pruned."""
         stream = EventStream(self, after, types, subject, max_buffer)
         self._streams.add(stream)  # joins the live feed before reading the retained events
         try:

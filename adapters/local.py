@@ -6,6 +6,9 @@ under many parents with one store call: a range of the key index from the first 
 last, grouped, ordered and cut into pages in memory by the store's reference order
 (:func:`xreg.registry.filters.compare_key`, ties by key) — so a page of 100 groups with
 their resources costs the same number of store calls as a page of 10.
+
+Over 600 lines: the source and the entity it builds lazily from the store's records share those
+records, the model and the materialised messages; the reads themselves are ``xreg.registry.reads``.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ from xreg.registry.reads import (
 from xreg.registry.rematerialise import stale_since
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
-from xreg.storage.base import EntityRecord, Page, RevisionAhead, RevisionGone
+from xreg.storage.errors import RevisionAhead, RevisionGone
+from xreg.storage.records import EntityRecord, Page
 from xreg.storage.semantics import Cursor, Sort, cursor_for
 
 #: A key past every stored key (XIDs are ASCII).

@@ -40,6 +40,9 @@ and held likewise. A snapshot lives ``snapshot_ttl`` seconds after its last use;
 expired one is a ``bad_request``. Memory: at most ``snapshot_max`` snapshots, each holding the
 collections read under it (each at most :data:`MAX_COLLECTION` entities), in the backend and in
 each process that reads them.
+
+Over 600 lines: :class:`RemoteSource` is one source whose requests share the remote's capabilities,
+model and cache keys; the cache, snapshots, slicing and event following are modules of their own.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Filters, order and keyset pages over collections held in memory (a remote registry's, read
 whole), with exactly the store's semantics (``xreg.registry.filters``): rows sort by the
 reference order of their sort value, ties by key; cursors are
-:class:`~xreg.storage.base.Cursor` positions, so pages of a remote collection merge with
+:class:`~xreg.storage.semantics.Cursor` positions, so pages of a remote collection merge with
 pages of any other source.
 """
 

@@ -56,7 +56,8 @@ from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.outbound import OutboundPolicy, OutboundRefused, Resolver, system_resolver
 from adapters.webhook_admin import Webhooks
 from xreg.events import EventPosition
-from xreg.storage.base import EventsGone, Store
+from xreg.storage.base import Store
+from xreg.storage.errors import EventsGone
 from xreg.storage.webhooks import DeadLetter, Subscription
 
 log = logging.getLogger("xreg.webhooks")

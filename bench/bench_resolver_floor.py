@@ -47,7 +47,7 @@ from resolvers.connections import Paging  # noqa: E402
 from resolvers.context import Context  # noqa: E402
 from resolvers.queries import lookups_of  # noqa: E402
 from resolvers.schema import build_schema  # noqa: E402
-from resolvers.types import _messagegroups_of, _messages_of, bare_registry, collection, dataschemas_of  # noqa: E402
+from resolvers.types import bare_registry, collection, dataschemas_of, messagegroups_of, messages_of  # noqa: E402
 from tests.corpus import corpus_sample  # noqa: E402
 from xreg.config import Settings  # noqa: E402
 
@@ -63,9 +63,9 @@ async def resolvers_only(settings: Settings, sources: dict[str, Any]) -> dict[st
         page = await collection(info, root, ("endpoints",), None, None, Paging(first=50))
         endpoints = page.nodes
         infos = [info] * len(endpoints)
-        groups = await _messagegroups_of(endpoints, infos)
+        groups = await messagegroups_of(endpoints, infos)
         flat = [g for gs in groups for g in gs]
-        messages = dict(zip(map(id, flat), await _messages_of(flat, [info] * len(flat), paging=Paging(first=20)),
+        messages = dict(zip(map(id, flat), await messages_of(flat, [info] * len(flat), paging=Paging(first=20)),
                             strict=True))
 
         def group_json(group: Any) -> dict[str, Any]:

@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO))
 
 from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
-from xreg.storage.base import Query, Write  # noqa: E402
+from xreg.storage.records import Query, Write  # noqa: E402
 from xreg.storage.semantics import RANK, Condition, Cursor, Sort  # noqa: E402
 from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 

@@ -42,7 +42,8 @@ from tests.corpus import corpus_sample  # noqa: E402
 from xreg.documents.normalise import normalise  # noqa: E402
 from xreg.documents.reader import read_document  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
-from xreg.storage.base import Query, Store, Write  # noqa: E402
+from xreg.storage.base import Store  # noqa: E402
+from xreg.storage.records import Query, Write  # noqa: E402
 from xreg.storage.semantics import Cursor  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"

@@ -30,7 +30,8 @@ from xreg.registry.service import LocalRegistry
 from xreg.registry.stored_values import find_invalid, repair_timestamps
 from xreg.storage import create_store
 from xreg.storage.backup import BackupError, BackupInfo, ReadLimits, backup, check_backup, restore
-from xreg.storage.base import HistoryChanged, Store
+from xreg.storage.base import Store
+from xreg.storage.errors import HistoryChanged
 from xreg.storage.sqlite import SQLiteStore
 from xreg.xid import Xid
 

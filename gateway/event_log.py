@@ -38,7 +38,7 @@ from gateway.request_context import current_request_id, new_request_id
 from xreg.errors import XRegistryError
 from xreg.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
 from xreg.registry.service import LocalRegistry
-from xreg.storage.base import EventsGone
+from xreg.storage.errors import EventsGone
 
 #: The media type of the answer (CloudEvents JSON batch format).
 BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"

@@ -41,11 +41,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiocache.base import BaseCache
+from graphql import OperationType
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
-from strawberry.types.graphql import OperationType
 
 from adapters import staleness
 from adapters.events import EventFeed
@@ -60,8 +59,9 @@ from gateway.graphql_ws import GraphQLWebSocket
 from gateway.ratelimit import RateLimiter, budget_of
 from gateway.request_context import current
 from resolvers.context import Context
-from resolvers.errors import INTERNAL, format_error
+from resolvers.errors import INTERNAL, OperationNotAllowed, OperationNotFound, format_error
 from resolvers.media import GRAPHQL_RESPONSE, JSON, content_type, negotiate
+from resolvers.operation import run_operation
 from resolvers.pacing import LARGE_COST, json_response
 from resolvers.persisted import Document, PersistedQueries, bad_request
 from resolvers.schema import GatewaySchema, build_schema
@@ -244,17 +244,15 @@ def graphql_endpoint(
                     result = opened
                 else:
                     with staleness.collecting() as stale:
-                        result = await schema.execute(document.text, params.get("variables"), context,
-                                                      operation_name=params.get("operationName"),
-                                                      allowed_operation_types=allowed)
-            except InvalidOperationTypeError as exc:
-                if exc.operation_type is OperationType.SUBSCRIPTION:
+                        result = await run_operation(schema, schema.limits, document.text, params.get("variables"),
+                                                     context, None, params.get("operationName"), allowed)
+            except OperationNotAllowed as exc:
+                if exc.operation is OperationType.SUBSCRIPTION:
                     return _problem(media, 400, "BAD_REQUEST", SUBSCRIPTIONS_STREAM)
-                allow = "POST" if exc.operation_type is OperationType.MUTATION else "GET, POST"
-                return _problem(media, 405, "METHOD_NOT_ALLOWED", exc.as_http_error_reason(request.method),
-                                {"Allow": allow})
-            except CannotGetOperationTypeError as exc:
-                return _problem(media, 400, "BAD_REQUEST", exc.as_http_error_reason())
+                allow = "POST" if exc.operation is OperationType.MUTATION else "GET, POST"
+                return _problem(media, 405, exc.code, exc.reason(request.method), {"Allow": allow})
+            except OperationNotFound as exc:
+                return _problem(media, 400, exc.code, str(exc))
             body: dict[str, Any] = {}
             if result.errors:
                 body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]

@@ -26,13 +26,11 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from graphql import GraphQLError
+from graphql import GraphQLError, OperationType
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
-from strawberry.http.streaming import SSETransport
 from strawberry.types import ExecutionResult
-from strawberry.types.graphql import OperationType
 
 from adapters.events import SlowConsumer
 from gateway.admission import Admission, Busy, busy_error, release_early
@@ -58,8 +56,17 @@ def accepts_event_stream(request: Request) -> bool:
                for part in request.headers.get("accept", "").split(","))
 
 
-def _encode(value: object) -> str:
-    return dumps(value).decode("utf-8")
+#: The headers of an event stream: not cached, not transformed, not buffered by a proxy (Nginx).
+STREAM_HEADERS = {"Content-Type": EVENT_STREAM, "Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
+#: The comment keeping a silent stream alive.
+HEARTBEAT = ": ping\r\n\r\n"
+
+
+def sse_event(event: str, data: object = None) -> str:
+    """One event of the stream: ``data`` as one line of JSON (every event carries a ``data``
+    field: browsers drop events without one)."""
+    text = "" if data is None else dumps(data).decode("utf-8")  # compact JSON: no line breaks
+    return f"event: {event}\r\ndata: {text}\r\n\r\n"
 
 
 class _EventStreamResponse(StreamingResponse):
@@ -101,7 +108,6 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
         return Response(dumps({"errors": [busy_error(retry)]}), 503, media_type="application/json",
                         headers={"Retry-After": str(retry)})
     release_early(request.scope)
-    transport = SSETransport()
     pending: list[asyncio.Future[ExecutionResult]] = []
 
     async def events() -> AsyncGenerator[str, None]:
@@ -110,7 +116,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
                 pending.append(asyncio.ensure_future(anext(opened)))
             done, _ = await asyncio.wait(pending, timeout=HEARTBEAT_SECONDS)
             if not done:
-                yield transport.heartbeat_message(_encode)
+                yield HEARTBEAT
                 continue
             step = pending.pop()
             try:
@@ -119,18 +125,18 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
                 break
             except SlowConsumer as exc:
                 metrics.SUBSCRIPTIONS_SLOW.labels("sse").inc()
-                yield transport.encode_next({"errors": [_slow(exc)]}, _encode)
+                yield sse_event("next", {"errors": [_slow(exc)]})
                 break
             except Exception as exc:  # a bug, or the store failing: the stream ends with the error
                 log.exception("GraphQL event stream failed")
                 error = format_error(GraphQLError(str(exc), original_error=exc), debug=settings.debug)
-                yield transport.encode_next({"errors": [error]}, _encode)
+                yield sse_event("next", {"errors": [error]})
                 break
             body: dict[str, Any] = {"data": result.data}
             if result.errors:
                 body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
-            yield transport.encode_next(body, _encode)  # type: ignore[arg-type]
-        yield transport.encode_complete()
+            yield sse_event("next", body)
+        yield sse_event("complete")
 
     content = events()
 
@@ -143,7 +149,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
         await opened.aclose()  # type: ignore[attr-defined]
         held.__exit__(None, None, None)
 
-    return _EventStreamResponse(content, dict(transport.headers), end)
+    return _EventStreamResponse(content, dict(STREAM_HEADERS), end)
 
 
 def _slow(exc: SlowConsumer) -> dict[str, Any]:

@@ -1,5 +1,12 @@
 """GraphQL over WebSocket at ``/graphql``: the ``graphql-transport-ws`` protocol (the one the
-``graphql-ws`` npm client speaks), served by strawberry's ASGI view through its public hooks.
+``graphql-ws`` npm client speaks, its ``PROTOCOL.md``), on Starlette's WebSocket.
+
+The protocol: the client opens with ``connection_init`` (within ``subscription_init_seconds``,
+else ``4408``; twice: ``4429``), answered ``connection_ack``; then ``subscribe`` (an ``id`` and
+the operation; before the ack: ``4401``; an ``id`` in use: ``4409``) starts an operation, whose
+results come as ``next`` messages until ``complete`` (or one ``error``); the client's
+``complete`` stops it. ``ping`` is answered ``pong``. A message that is not JSON text, or not one
+of these: ``4400``. A client not offering the subprotocol is closed with ``4406``.
 
 A connection is held to the same rules as a request to ``/graphql``:
 
@@ -25,31 +32,28 @@ reconnecting with ``after`` set to it resumes without gap or duplicate.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
-from collections.abc import Mapping
-from datetime import timedelta
-from typing import Any, cast
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit
 
-from graphql import GraphQLError
-from starlette.websockets import WebSocket
-from strawberry.asgi import GraphQL
-from strawberry.http.exceptions import WebSocketDisconnected
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from graphql import GraphQLError, OperationType
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
-from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import BaseGraphQLTransportWSHandler, Operation
-from strawberry.subscriptions.protocols.graphql_transport_ws.types import ConnectionInitMessage, Message
 from strawberry.types import ExecutionResult
-from strawberry.types.graphql import OperationType
 
 from adapters.events import EventFeed, SlowConsumer
 from adapters.request import RequestSources, Served
 from gateway.admission import Admission, Busy, busy_error
 from gateway.auth import Authenticator, AuthError, Principal
 from gateway.ratelimit import RateLimiter, operation_budget
-from resolvers.errors import format_error
+from resolvers.errors import OperationNotAllowed, OperationNotFound, format_error
 from resolvers.schema import GatewaySchema
 from resolvers.streaming import Subscriber, open_stream
-from xreg import metrics
+from xreg import json_limits, metrics
 from xreg.config import Settings
 from xreg.json_encoding import dumps
 
@@ -62,6 +66,7 @@ PER_CONNECTION = 100
 #: A close reason is at most 123 bytes (RFC 6455).
 _REASON_BYTES = 123
 _ALL = (OperationType.QUERY, OperationType.MUTATION, OperationType.SUBSCRIPTION)
+_DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 
 
 def _reason(text: str) -> str:
@@ -84,91 +89,261 @@ def _formatted(errors: list[GraphQLError] | None, debug: bool) -> list[dict[str,
     return [format_error(e, debug=debug) for e in errors or ()]
 
 
-def _message(operation: Operation[Subscriber, None], kind: str, payload: Any = None) -> Message:
-    """An operation's ``next``, ``error`` or ``complete`` message (errors formatted as over HTTP)."""
-    message: dict[str, Any] = {"id": operation.id, "type": kind}
-    if payload is not None:
-        message["payload"] = payload
-    return cast(Message, message)
+def _origin(value: str) -> tuple[str, str, int | None] | None:
+    """``(scheme, host, port)`` of an origin (the default port filled in), ``None`` if it is none."""
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not parts.hostname:
+        return None
+    scheme = parts.scheme.lower()
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS.get(scheme)
 
 
-class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
-    """strawberry's ``graphql-transport-ws`` handler, with the gateway's credentials check on
-    ``connection_init`` and its operation pipeline (:func:`open_stream`) for every operation,
-    under the admission control and rate limiter of the :class:`GraphQLWebSocket` view."""
+def origin_allowed(websocket: WebSocket, allowed: list[str]) -> bool:
+    """Whether the handshake may go on: no ``Origin`` (not a browser), the page's own host, or an
+    origin in ``allowed`` (``*``: any). Browsers apply no CORS to WebSockets, so this is the check
+    against cross-site WebSocket hijacking."""
+    origin = websocket.headers.get("origin")
+    if origin is None or "*" in allowed or websocket.headers.get("sec-fetch-site") == "same-origin":
+        return True
+    found = _origin(origin)
+    if found is None:
+        return False
+    host = websocket.headers.get("host")
+    if host:
+        with contextlib.suppress(ValueError):
+            served = urlsplit(f"//{host.strip()}")
+            port = served.port or _DEFAULT_PORTS.get(found[0])
+            if (served.hostname or "").lower() == found[1] and port == found[2]:
+                return True  # the same host and port: TLS ended at a proxy still counts as the same origin
+    return found in {_origin(o) for o in allowed}
 
-    context: Subscriber
-    view: GraphQLWebSocket
 
-    @property
-    def _socket(self) -> WebSocket:
-        return self.websocket.ws  # type: ignore[attr-defined]  # the ASGI adapter's socket
+class _Gone(Exception):
+    """The socket is closed (by either side): nothing more can be sent."""
 
-    async def handle_connection_init(self, message: ConnectionInitMessage) -> None:
-        payload = message.get("payload") or {}
-        if isinstance(payload, dict) and not self.connection_init_received and not self.connection_timed_out:
-            try:
-                principal = await self._authenticate(payload)
-            except AuthError as exc:
-                self.connection_init_received = True
-                if self.connection_init_timeout_task:
-                    self.connection_init_timeout_task.cancel()
-                await self.websocket.close(4401 if exc.status == 401 else 4403, _reason(exc.title))
-                return
-            self.context.principal = principal
-        await super().handle_connection_init(message)
 
-    async def _authenticate(self, payload: dict[str, Any]) -> Principal:
+class _Operation:
+    """One ``subscribe``: its id, the task running it, and whether its last message went out."""
+
+    __slots__ = ("done", "id", "task")
+
+    def __init__(self, id: str) -> None:
+        self.id = id
+        self.done = False
+        self.task: asyncio.Task[None] | None = None
+
+
+class _Connection:
+    """One ``graphql-transport-ws`` connection (see the module), for :class:`GraphQLWebSocket`."""
+
+    def __init__(self, view: GraphQLWebSocket, websocket: WebSocket, subscriber: Subscriber) -> None:
+        self.view = view
+        self.websocket = websocket
+        self.subscriber = subscriber
+        self.init_received = False
+        self.acknowledged = False
+        self.closed = False
+        self.operations: dict[str, _Operation] = {}
+        self.init_timer: asyncio.Task[None] | None = None
+
+    async def serve(self) -> None:
+        """Read messages until the socket closes, then stop every operation."""
+        self.init_timer = asyncio.create_task(self._init_timeout())
+        try:
+            while not self.closed:
+                message = await self.websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    self.closed = True
+                    break
+                text = message.get("text")
+                if text is None:
+                    await self.close(4400, "WebSocket message type must be text")
+                    break
+                try:
+                    data = json_limits.loads(text)
+                except ValueError:
+                    await self.close(4400, "WebSocket message must be valid JSON")
+                    break
+                await self.handle(data)
+        except WebSocketDisconnect:
+            self.closed = True
+        finally:
+            await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        tasks = [t for t in (self.init_timer, *(op.task for op in self.operations.values())) if t is not None]
+        self.operations.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await task
+
+    async def _init_timeout(self) -> None:
+        await asyncio.sleep(self.view.settings.subscription_init_seconds)
+        if not self.init_received:
+            await self.close(4408, "Connection initialisation timeout")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one message; :class:`_Gone` once the socket is closed."""
+        if self.closed:
+            raise _Gone
+        try:
+            await self.websocket.send_text(dumps(message).decode("utf-8"))
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            self.closed = True
+            raise _Gone from None
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        with contextlib.suppress(WebSocketDisconnect, RuntimeError, OSError):
+            await self.websocket.close(code, _reason(reason))
+
+    async def handle(self, message: Any) -> None:
+        kind = message.get("type") if isinstance(message, dict) else None
+        try:
+            if kind == "connection_init":
+                await self._connection_init(message)
+            elif kind == "ping":
+                await self.send({"type": "pong"})
+            elif kind == "pong":
+                pass
+            elif kind == "subscribe":
+                await self._subscribe(message)
+            elif kind == "complete":
+                operation = self.operations.pop(message.get("id"), None) if isinstance(message.get("id"), str) else None
+                if operation is not None and operation.task is not None:
+                    operation.task.cancel()  # not awaited: the reading goes on
+            elif isinstance(kind, str):
+                await self.close(4400, f"Unknown message type: {kind}")
+            else:
+                await self.close(4400, "Failed to parse message")
+        except _Gone:
+            pass
+
+    async def _connection_init(self, message: dict[str, Any]) -> None:
+        payload = message.get("payload")
+        if payload is None:
+            payload = {}
+        if not isinstance(payload, dict):
+            await self.close(4400, "Invalid connection init payload")
+            return
+        if self.init_received:
+            await self.close(4429, "Too many initialisation requests")
+            return
+        self.init_received = True
+        if self.init_timer is not None:
+            self.init_timer.cancel()
         auth = self.view.auth
-        principal = await auth.authenticate(_credentials(payload, self._socket))
-        auth.require(principal, "read")
-        return principal
+        try:
+            principal = await auth.authenticate(_credentials(payload, self.websocket))
+            auth.require(principal, "read")
+        except AuthError as exc:
+            await self.close(4401 if exc.status == 401 else 4403, exc.title)
+            return
+        self.subscriber.principal = principal
+        self.subscriber.connection_params = payload
+        await self.send({"type": "connection_ack"})
+        self.acknowledged = True
 
-    async def run_operation(self, operation: Operation[Subscriber, None]) -> None:
-        """One ``subscribe`` message: set up under admission and the rate limit, then its results."""
-        settings, admission = self.context.settings, self.view.admission
+    async def _subscribe(self, message: dict[str, Any]) -> None:
+        if not self.acknowledged:
+            await self.close(4401, "Unauthorized")
+            return
+        id, payload = message.get("id"), message.get("payload")
+        if (not isinstance(id, str) or not id or not isinstance(payload, dict)
+                or not isinstance(payload.get("query"), str) or not isinstance(payload.get("variables") or {}, dict)
+                or not isinstance(payload.get("operationName") or "", str)):
+            await self.close(4400, "Invalid subscribe message")
+            return
+        if id in self.operations:
+            await self.close(4409, f"Subscriber for {id} already exists")
+            return
+        if len(self.operations) >= PER_CONNECTION:
+            await self.send({"id": id, "type": "error", "payload": [
+                {"message": "Subscription limit reached", "extensions": {"code": "TOO_MANY_OPERATIONS"}}]})
+            return
+        operation = self.operations[id] = _Operation(id)
+        operation.task = asyncio.create_task(
+            self._run(operation, payload["query"], payload.get("variables"), payload.get("operationName")))
+
+    async def _finish(self, operation: _Operation, message: dict[str, Any]) -> None:
+        """Send the operation's last message (``complete`` or ``error``); its id is free again."""
+        if operation.done:
+            return
+        operation.done = True
+        if self.operations.get(operation.id) is operation:
+            del self.operations[operation.id]
+        await self.send(message)
+
+    async def _run(self, operation: _Operation, query: str, variables: dict[str, Any] | None,
+                   operation_name: str | None) -> None:
+        """One operation: set up under admission and the rate limit, then its results."""
+        try:
+            await self._results(operation, query, variables, operation_name)
+        except _Gone:
+            pass
+        except Exception:  # a bug: logged, the operation ends
+            log.exception("GraphQL WebSocket operation failed")
+            with contextlib.suppress(_Gone):
+                await self._finish(operation, {"id": operation.id, "type": "complete"})
+
+    async def _results(self, operation: _Operation, query: str, variables: dict[str, Any] | None,
+                       operation_name: str | None) -> None:
+        view, subscriber = self.view, self.subscriber
+        settings, admission = subscriber.settings, view.admission
         gate = admission.gates["graphql"] if admission.enabled else None
-        principal = cast(Principal | None, self.context.principal)
-        limiter = self.view.limiter
-        budget = operation_budget(limiter, principal, self._socket.scope) if limiter is not None else None
+        principal = subscriber.principal if isinstance(subscriber.principal, Principal) else None
+        budget = (operation_budget(view.limiter, principal, self.websocket.scope)
+                  if view.limiter is not None else None)
         try:
             if gate is not None:
                 await gate.acquire()
             try:
-                schema = cast(GatewaySchema, self.schema)
-                opened = await open_stream(schema, schema.limits, operation.query, operation.variables,
-                                           self.context, operation.operation_name, _ALL, budget=budget)
+                opened = await open_stream(view.schema, view.schema.limits, query, variables, subscriber,
+                                           operation_name, _ALL, budget=budget)
             finally:
                 if gate is not None:
                     gate.release()
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
             return
-        except (CannotGetOperationTypeError, InvalidOperationTypeError) as exc:
-            await self.websocket.close(4400, _reason(str(exc)))
+        except (OperationNotFound, OperationNotAllowed) as exc:
+            await self.close(4400, str(exc))
             return
         if isinstance(opened, ExecutionResult):
             await self._error(operation, _formatted(opened.errors, settings.debug))
             return
+        await self._stream(operation, opened)
+
+    async def _stream(self, operation: _Operation, opened: AsyncIterator[ExecutionResult]) -> None:
+        settings, admission = self.subscriber.settings, self.view.admission
         try:
             with admission.subscriptions.held("ws"):
                 async for result in opened:
                     payload: dict[str, Any] = {"data": result.data}
                     if result.errors:
                         payload["errors"] = _formatted(result.errors, settings.debug)
-                    await operation.send_operation_message(_message(operation, "next", payload))
+                    if operation.done:
+                        return
+                    await self.send({"id": operation.id, "type": "next", "payload": payload})
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
-            return
-        except WebSocketDisconnected:
             return
         except SlowConsumer as exc:
             metrics.SUBSCRIPTIONS_SLOW.labels("ws").inc()
             self.operations.pop(operation.id, None)
             last = f"resubscribe with after: {exc.last}" if exc.last is not None else "resubscribe"
-            await self.websocket.close(SLOW_CONSUMER, _reason(f"Slow consumer: over {exc.max_buffer} events "
-                                                              f"behind; {last}"))
+            await self.close(SLOW_CONSUMER, f"Slow consumer: over {exc.max_buffer} events behind; {last}")
             return
+        except _Gone:
+            raise
         except Exception as exc:  # a bug, or the store failing: the operation ends with the error
             log.exception("GraphQL subscription failed")
             error = GraphQLError(str(exc), original_error=exc)
@@ -176,35 +351,38 @@ class TransportHandler(BaseGraphQLTransportWSHandler[Subscriber, None]):
             return
         finally:
             await opened.aclose()  # type: ignore[attr-defined]  # an async generator
-        await operation.send_operation_message(_message(operation, "complete"))
+        await self._finish(operation, {"id": operation.id, "type": "complete"})
 
-    async def _error(self, operation: Operation[Subscriber, None], errors: list[dict[str, Any]]) -> None:
-        await operation.send_operation_message(_message(operation, "error", errors))
+    async def _error(self, operation: _Operation, errors: list[dict[str, Any]]) -> None:
+        await self._finish(operation, {"id": operation.id, "type": "error", "payload": errors})
 
 
-class GraphQLWebSocket(GraphQL[Subscriber, None]):
-    """strawberry's ASGI view, for WebSocket connections only (``/graphql``'s HTTP binding is
+class GraphQLWebSocket:
+    """The ASGI app of ``/graphql``'s WebSocket connections (the HTTP binding is
     :mod:`gateway.graphql_http`): operations over the registries ``served`` and the local
     registry's ``events``, for callers ``auth`` lets read, under ``admission`` and ``limiter``
     (``None``: rates not limited)."""
 
-    graphql_transport_ws_handler_class = TransportHandler
-
     def __init__(self, settings: Settings, schema: GatewaySchema, *, served: Served, auth: Authenticator,
                  admission: Admission, limiter: RateLimiter | None = None, events: EventFeed | None = None,
                  webhooks: Any = None) -> None:
-        super().__init__(schema, graphql_ide=None, subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
-                         connection_init_wait_timeout=timedelta(seconds=settings.subscription_init_seconds),
-                         max_subscriptions_per_connection=PER_CONNECTION, allowed_origins=settings.cors_origins)
-        self.settings, self.served, self.auth = settings, served, auth
+        self.settings, self.schema, self.served, self.auth = settings, schema, served, auth
         self.admission, self.limiter = admission, limiter
         self.events, self.webhooks = events, webhooks
 
-    async def get_context(self, request: Any, response: Any) -> Subscriber:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        websocket = WebSocket(scope, receive, send)
+        if not origin_allowed(websocket, self.settings.cors_origins):
+            log.warning("Refused a WebSocket connection from origin %r (not in cors_origins)",
+                        websocket.headers.get("origin"))
+            await websocket.close(1008)  # before the handshake completes: HTTP 403
+            return
+        if GRAPHQL_TRANSPORT_WS_PROTOCOL not in scope.get("subprotocols", ()):
+            await websocket.accept()
+            await websocket.close(4406, "Subprotocol not acceptable")
+            return
+        await websocket.accept(subprotocol=GRAPHQL_TRANSPORT_WS_PROTOCOL)
         reads = RequestSources(self.served)  # the connection's snapshot: a reload does not change it
-        return Subscriber(settings=self.settings, sources=reads.sources, events=self.events, auth=self.auth,
-                          rules=reads.references, webhooks=self.webhooks)
-
-    def encode_json(self, data: object) -> str:
-        return dumps(data).decode("utf-8")
-
+        subscriber = Subscriber(settings=self.settings, sources=reads.sources, events=self.events, auth=self.auth,
+                                rules=reads.references, webhooks=self.webhooks)
+        await _Connection(self, websocket, subscriber).serve()

@@ -18,7 +18,7 @@ from strawberry.types import Info
 
 from adapters.effective import is_message
 from resolvers.references import only, resolve_strict
-from resolvers.types import dataschema_targets
+from resolvers.types.messages import dataschema_targets
 from xreg.errors import UserInputError, ValidationErrors, XRegistryError
 from xreg.formats import Refused, default
 from xreg.registry.changeset import Changeset

@@ -11,17 +11,15 @@ the registry source; a cursor is only meaningful with the sort it was issued und
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Optional, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 import strawberry
 from strawberry import Private
-from strawberry.annotation import StrawberryAnnotation
-from strawberry.extensions.field_extension import FieldExtension
+from strawberry.extensions import FieldExtension
 from strawberry.types import Info
-from strawberry.types.arguments import StrawberryArgument
-from strawberry.types.field import StrawberryField
 
 from adapters.base import Listing, SourcePage
 from resolvers.context import Context
@@ -119,25 +117,29 @@ class Paging:
     search: str | None = None
 
 
-#: The paging arguments, in the order the schema lists them (after the field's own), and the
-#: free-text search every collection takes.
-_PAGING_ARGUMENTS = (("first", Optional[int]), ("after", Optional[str]),  # noqa: UP045 - runtime annotations
-                     ("last", Optional[int]), ("before", Optional[str]),  # noqa: UP045
-                     ("search", Optional[str]))  # noqa: UP045
-_DESCRIPTIONS = {"search": "Free text: entities whose ids, names, descriptions, labels or message types hold every "
-                           "word (a message's inherited values too), most relevant first unless `sort` is given."}
+#: The free-text search every collection takes.
+SEARCH = ("Free text: entities whose ids, names, descriptions, labels or message types hold every word (a "
+          "message's inherited values too), most relevant first unless `sort` is given.")
+
+
+def _paging_arguments(first: int | None = None, after: str | None = None, last: int | None = None,
+                      before: str | None = None,
+                      search: Annotated[str | None, strawberry.argument(description=SEARCH)] = None) -> None:
+    """The paging arguments, in the order the schema lists them (after the field's own)."""
+
+
+#: A field declaring only the paging arguments: :class:`Paged` gives every connection field copies.
+_PAGING_FIELD: Any = strawberry.field(resolver=_paging_arguments)
+_PAGING_NAMES = ("first", "after", "last", "before", "search")
 
 
 class Paged(FieldExtension):
     """Adds ``first`` / ``after`` / ``last`` / ``before`` to a connection field and passes the
     resolver their values as ``paging=``:class:`Paging`."""
 
-    def apply(self, field: StrawberryField) -> None:
+    def apply(self, field: Any) -> None:  # a strawberry field: its arguments are declared by a resolver's
         own = [a for a in field.arguments if a.python_name != "paging"]
-        field.arguments = [*own, *(
-            StrawberryArgument(python_name=name, graphql_name=None, type_annotation=StrawberryAnnotation(kind),
-                               default=None, description=_DESCRIPTIONS.get(name))
-            for name, kind in _PAGING_ARGUMENTS)]
+        field.arguments = [*own, *(copy.copy(a) for a in _PAGING_FIELD.arguments)]
 
     def resolve(self, next_: Callable[..., Any], source: Any, info: Info, **kwargs: Any) -> Any:
         return next_(source, info, paging=paging_of(kwargs), **kwargs)
@@ -149,7 +151,7 @@ class Paged(FieldExtension):
 
 def paging_of(kwargs: dict[str, Any]) -> Paging:
     """The :class:`Paging` of a connection field's converted arguments, which it takes out of ``kwargs``."""
-    return Paging(**{name: kwargs.pop(name, None) for name, _ in _PAGING_ARGUMENTS})
+    return Paging(**{name: kwargs.pop(name, None) for name in _PAGING_NAMES})
 
 
 def paged_field(description: str) -> Any:

@@ -78,7 +78,7 @@ class Context:
     reported: list[GraphQLError] = field(default_factory=list)
     #: The operation's estimated cost (``resolvers/cost.py``), once its document is validated.
     cost: int = 0
-    #: The connections' listings by their arguments (``resolvers.types.collection``).
+    #: The connections' listings by their arguments (``resolvers.types.pages.collection``).
     listings: dict[tuple, tuple] = field(default_factory=dict)
     #: The webhook subscriptions (``adapters.webhook_admin.Webhooks``), when served.
     webhooks: Any = None

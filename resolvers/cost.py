@@ -46,12 +46,13 @@ from graphql import (
     IntValueNode,
     ListValueNode,
     OperationDefinitionNode,
+    SchemaMetaFieldDef,
     SelectionSetNode,
+    TypeMetaFieldDef,
     ValueNode,
     VariableNode,
     get_named_type,
 )
-from graphql.type.introspection import SchemaMetaFieldDef, TypeMetaFieldDef
 
 #: The assumed length of a list that has no page size (labels, an endpoint's message groups: a few).
 LIST_ESTIMATE = 5

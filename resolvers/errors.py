@@ -7,13 +7,16 @@
 * documents: ``GRAPHQL_PARSE_FAILED``, ``GRAPHQL_VALIDATION_FAILED``, or the limit that was
   exceeded (``QUERY_TOO_DEEP``, ``TOO_MANY_ALIASES``, ``TOO_MANY_TOKENS``);
 * anything else is a bug: ``INTERNAL_SERVER_ERROR`` with a fixed message, unless debugging.
+
+An operation a transport cannot run (:class:`OperationNotFound`, :class:`OperationNotAllowed`)
+is raised for the transport to answer (an HTTP status, a WebSocket close code).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from graphql import GraphQLError, GraphQLSyntaxError
+from graphql import GraphQLError, GraphQLSyntaxError, OperationType
 
 from xreg.errors import GatewayError, ValidationErrors, XRegistryError
 
@@ -66,3 +69,33 @@ def format_error(error: GraphQLError, *, debug: bool = False) -> dict[str, Any]:
         out["path"] = list(error.path)
     out["extensions"] = extensions
     return out
+
+
+class OperationNotFound(GatewayError):
+    """The document holds no operation to run: none at all, or none by the name asked for. The
+    transport answers it (HTTP 400; a WebSocket closes with 4400)."""
+
+    code = "BAD_REQUEST"
+    status = 400
+
+    def __init__(self, operation_name: str | None) -> None:
+        self.operation_name = operation_name
+        super().__init__("Can't get GraphQL operation type" if operation_name is None
+                         else f'Unknown operation named "{operation_name}".')
+
+
+class OperationNotAllowed(GatewayError):
+    """An operation of a type the transport does not run (a mutation over ``GET``, a subscription
+    without a streaming transport); :attr:`operation` is its type. The transport answers it."""
+
+    code = "METHOD_NOT_ALLOWED"
+    status = 405
+
+    def __init__(self, operation: OperationType) -> None:
+        self.operation = operation
+        super().__init__(f"{operation.value} operations are not allowed here")
+
+    def reason(self, method: str) -> str:
+        """The sentence answering a request made with ``method``."""
+        plural = {"query": "queries", "mutation": "mutations", "subscription": "subscriptions"}[self.operation.value]
+        return f"{plural} are not allowed when using {method}"

@@ -1,4 +1,5 @@
-"""Per-request DataLoaders: every entity and every nested page a query needs, batched.
+"""Per-request batch loaders: every entity and every nested page a query needs, batched
+(:class:`~adapters.batch_loader.BatchLoader`).
 
 All loads issued while a level of the query resolves are served together: entities by XID with
 one :meth:`~adapters.base.RegistrySource.get_many` per registry and revision, nested pages with
@@ -21,14 +22,12 @@ batch per registry per step (``adapters.effective``).
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from strawberry.dataloader import Batch, DataLoader, LoaderTask, dispatch_batch
-
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
+from adapters.batch_loader import BatchLoader
 from adapters.batching import EntityBatcher
 from adapters.references import References
 from adapters.request import Materialiser
@@ -41,8 +40,10 @@ EntityKey = tuple[str, "int | None", str]
 ChildrenKey = tuple[str, str, Listing]
 
 
-class HeldLoader(DataLoader[Any, Any]):
-    """strawberry's DataLoader, whose batches are not sent while ``hold`` is taken.
+class HeldLoader(BatchLoader[Any, Any]):
+    """A batch loader of the request's (:class:`~adapters.batch_loader.BatchLoader`), whose
+    batches are not sent while ``hold`` is taken, and whose futures (:class:`BatchFuture`) wake
+    the gathers waiting on them once per batch (:func:`batch_done`).
 
     A batch is sent by a task created with its first load, whose first step runs in the next
     loop turn (so the loads issued in this one join the batch); the task first waits for the hold
@@ -51,40 +52,7 @@ class HeldLoader(DataLoader[Any, Any]):
     """
 
     def __init__(self, load_fn: Any, hold: Hold, cache_key_fn: Any = None) -> None:
-        super().__init__(load_fn, cache_key_fn=cache_key_fn)
-        self.hold = hold
-        self._key_of = cache_key_fn
-        self._futures: dict[Any, Any] = self.cache_map.cache_map  # type: ignore[attr-defined]  # DefaultCache's
-
-    def load(self, key: Any) -> Any:
-        # strawberry's, with its cache's dictionary read in place (no cache method per load)
-        cache_key = key if self._key_of is None else self._key_of(key)
-        futures = self._futures
-        cached = futures.get(cache_key)
-        if cached is not None and not cached.cancelled():
-            return cached
-        loop = self._loop or self.loop
-        future = futures[cache_key] = BatchFuture(loop=loop)
-        batch = self.batch
-        if batch is None or not batch.tasks or batch.dispatched:  # no ``max_batch_size``
-            batch = self.batch = Batch()
-            self._schedule(batch)  # its first step is in the next loop turn: this turn's loads join it
-        # not ``batch.add_task``: its done callback per future (cancelling the dispatch once every
-        # future is cancelled) costs a scheduled call per load; the dispatch skips a cancelled batch
-        batch.tasks.append(LoaderTask(key, future))
-        return future
-
-    def _schedule(self, batch: Batch[Any, Any]) -> None:
-        # kept by its batch while it runs (no done callback: one holding the batch would keep its
-        # loads' results alive for a loop turn after the response)
-        batch._dispatch_task = asyncio.ensure_future(self._dispatch(batch))
-
-    async def _dispatch(self, batch: Batch[Any, Any]) -> None:
-        try:
-            await self.hold.released()
-            await dispatch_batch(self, batch)
-        finally:
-            batch_done(self.loop)  # its futures are set: the gathers waiting on them go on
+        super().__init__(load_fn, cache_key_fn=cache_key_fn, hold=hold, future=BatchFuture, batch_done=batch_done)
 
 
 class Loaders:
@@ -101,10 +69,10 @@ class Loaders:
             return HeldLoader(load_fn, hold, **options)
 
         self.batcher = EntityBatcher(sources, loader, hold)
-        self.entities: DataLoader[EntityKey, Entity | None] = self.batcher.loader
+        self.entities: BatchLoader[EntityKey, Entity | None] = self.batcher.loader
         self.materialiser = Materialiser(self.batcher, references, gather)
-        self.children: DataLoader[ChildrenKey, SourcePage] = loader(self._children)
-        self.views: DataLoader[Entity, dict] = loader(
+        self.children: BatchLoader[ChildrenKey, SourcePage] = loader(self._children)
+        self.views: BatchLoader[Entity, dict] = loader(
             self._views, cache_key_fn=lambda e: (e.registry, e.as_of, e.xid.lower()))
 
     def release(self) -> None:
@@ -114,8 +82,7 @@ class Loaders:
         would wait for the cycle collector (a full collection, under load) instead of being
         freed at once."""
         for loader in (self.entities, self.children, self.views):
-            loader.clear_all()
-            loader.batch = None
+            loader.clear()
         self.batcher.primed.clear()
         self.materialiser.clear()
 

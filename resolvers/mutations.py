@@ -17,7 +17,8 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.base import WriteOutcome
-from resolvers.types import Node, to_node
+from resolvers.types.entities import Node
+from resolvers.types.nodes import to_node
 from resolvers.webhooks import WebhookMutations
 from xreg.errors import XRegistryError
 from xreg.xid import Xid

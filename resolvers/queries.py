@@ -20,20 +20,13 @@ from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGrou
 from resolvers.gathering import gather
 from resolvers.ids import parse_global_id
 from resolvers.references import only
-from resolvers.types import (
-    Endpoint,
-    Group,
-    Message,
-    MessageGroup,
-    Node,
-    Registry,
-    Resource,
-    Schema,
-    SchemaGroup,
-    bare_registry,
-    batched,
-    to_node,
-)
+from resolvers.types.endpoints import Endpoint
+from resolvers.types.entities import Group, Node, Resource
+from resolvers.types.fields import batched
+from resolvers.types.messages import Message, MessageGroup
+from resolvers.types.nodes import bare_registry, to_node
+from resolvers.types.registry import Registry
+from resolvers.types.schemas import Schema, SchemaGroup
 from resolvers.webhooks import WebhookQueries
 from xreg.errors import UserInputError, XRegistryError
 from xreg.xid import Xid

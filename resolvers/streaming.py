@@ -24,15 +24,12 @@ import collections
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
-from graphql import DocumentNode, GraphQLError, OperationDefinitionNode
+from graphql import DocumentNode, GraphQLError, OperationType, execute
 from strawberry import Schema
-from strawberry.execution.is_awaitable import optimized_is_awaitable
-from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types import ExecutionResult
-from strawberry.types.graphql import OperationType
-from strawberry.utils.operation import get_first_operation, get_operation_type
 
 from adapters.base import RegistrySource
 from adapters.events import EventFeed
@@ -41,7 +38,7 @@ from resolvers.context import Access, Budget, Caller, Context
 from resolvers.current_model import sync_current_model
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
-from resolvers.operation import run_operation
+from resolvers.operation import fast_is_awaitable, operation_of, require_allowed, run_operation
 from resolvers.reported import with_reported
 from xreg.config import Settings
 
@@ -80,27 +77,25 @@ def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
 
 async def open_stream(
     schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
-    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[OperationType], *,
+    subscriber: Subscriber, operation_name: str | None, allowed: Iterable[Enum], *,
     budget: Budget | None = None, record: Any = None,
 ) -> ExecutionResult | AsyncIterator[ExecutionResult]:
     """The operation's response stream, or the result that refuses it (no ``data``; see the
     module). The operation is charged to ``budget`` (the caller's rate limit; ``None``: not
     limited) and named on the request's log ``record``, if any. Raises
-    ``CannotGetOperationTypeError`` / ``InvalidOperationTypeError`` for the transport to answer,
-    as :func:`~resolvers.operation.run_operation` does."""
+    :class:`~resolvers.errors.OperationNotFound` / :class:`~resolvers.errors.OperationNotAllowed`
+    for the transport to answer, as :func:`~resolvers.operation.run_operation` does (``allowed``
+    as there)."""
     if not query:
         return _refused(schema, [GraphQLError("No GraphQL query found in the request.",
                                               extensions={"code": "BAD_REQUEST"})])
     try:
         document = parse_document(query, limits.max_tokens if limits else None)
-        operation_type = get_operation_type(document, operation_name)
     except GraphQLError as exc:
         return _refused(schema, [exc])
-    except RuntimeError as exc:
-        raise CannotGetOperationTypeError(operation_name) from exc
-    if operation_type not in allowed:
-        raise InvalidOperationTypeError(operation_type)
-    if operation_type is not OperationType.SUBSCRIPTION:
+    operation = operation_of(document, operation_name)
+    require_allowed(operation, allowed)
+    if operation.operation is not OperationType.SUBSCRIPTION:
         context = subscriber.context(budget, record)
         try:
             result = await run_operation(schema, limits, query, variables, context, None, operation_name, allowed)
@@ -108,10 +103,8 @@ async def open_stream(
             context.close()
         return _one(result)
     with ObservedOperation(record) as observed:  # the set-up is the operation observed; its events are not
-        observed.kind = operation_type.value
-        first = get_first_operation(document) if operation_name is None else None
-        observed.name = operation_name or (first.name.value if isinstance(first, OperationDefinitionNode)
-                                           and first.name else None)
+        observed.kind = operation.operation.value
+        observed.name = operation_name or (operation.name.value if operation.name else None)
         context = subscriber.context(budget, record)
         try:
             errors = await refusals(schema._schema, query, document, operation_name, variables, limits, context)
@@ -138,7 +131,7 @@ async def _source(schema: Schema, document: DocumentNode, variables: dict[str, A
     if isinstance(executor, list):  # the variables do not coerce
         return _refused(schema, executor)
     source: Any = create_source_event_stream(executor)
-    if optimized_is_awaitable(source):
+    if fast_is_awaitable(source):
         source = await source
     if isinstance(source, AsyncIterable):
         return source
@@ -185,18 +178,17 @@ async def _responses(schema: Schema, query: str, document: DocumentNode, variabl
     """Each event of ``source`` executed with the event as root value, in a context of its own
     (or the result :class:`SharedResults` already holds for it). What the source raises
     (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
-    execute = schema._get_execute_function()
     shared = getattr(schema, "shared_results", None)
     operation = _operation_key(query, variables, operation_name, subscriber)
 
     async def run(payload: Any) -> ExecutionResult:
         context = subscriber.context()
         try:
-            result = execute(schema._schema, document, root_value=payload, context_value=context,
-                             variable_values=variables, operation_name=operation_name,
-                             is_awaitable=optimized_is_awaitable, executor_class=schema.execution_context_class,
-                             operation_extensions=None)
-            if optimized_is_awaitable(result):
+            result: Any = execute(schema._schema, document, root_value=payload, context_value=context,
+                                  variable_values=variables, operation_name=operation_name,
+                                  is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
+                                  operation_extensions=None)
+            if fast_is_awaitable(result):
                 result = await result
             if result.errors:
                 schema._process_errors(result.errors)

@@ -23,10 +23,11 @@ from strawberry.types import Info
 
 from adapters.events import EventFeed, EventStream
 from resolvers.scalars import Timestamp
-from resolvers.types import Node, to_node
+from resolvers.types.entities import Node
+from resolvers.types.nodes import to_node
 from xreg.errors import UserInputError, XRegistryError
 from xreg.events import EventPosition, RegistryEvent
-from xreg.storage.base import EventsGone
+from xreg.storage.errors import EventsGone
 
 #: The kinds of entity (``io.xregistry.<entity>.<action>``) whose events have an ``entity``.
 _ENTITIES = frozenset({"registry", "group", "resource", "version"})

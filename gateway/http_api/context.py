@@ -17,7 +17,7 @@ from xreg.model.registry_model import RegistryModel
 from xreg.registry.filters import Filters, parse_filters, parse_sort
 from xreg.registry.reads import collection_tree
 from xreg.registry.service import LocalRegistry
-from xreg.storage.base import EntityRecord
+from xreg.storage.records import EntityRecord
 from xreg.storage.semantics import Sort
 
 

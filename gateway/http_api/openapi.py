@@ -5,7 +5,10 @@ flags each accepts, bodies, responses and problem documents, and bearer authenti
 The document is linear in the model: what several operations share (problem responses, the
 ``inline``/``filter``/``sort`` parameters of a level, document responses, the XID patterns that
 name every type of the model) is one component referred to with ``$ref``. It is built and
-encoded once per model (:func:`openapi_body`)."""
+encoded once per model (:func:`openapi_body`).
+
+Over 600 lines: one document whose parts name each other's components (``$ref``) as they are built.
+"""
 
 from __future__ import annotations
 
@@ -31,7 +34,8 @@ from xreg.model.registry_model import (
     RegistryModel,
     ResourceDef,
 )
-from xreg.registry.validation import NAME_OPT_VERSION, NAME_VERSION, NON_EMPTY, USAGE_VALUES
+from xreg.registry.rules.core import NAME_OPT_VERSION, NAME_VERSION, NON_EMPTY
+from xreg.registry.rules.endpoints import USAGE_VALUES
 
 ID_PATTERN = rf"^[A-Za-z0-9_][A-Za-z0-9\-._~:@]{{0,{MAX_ID_LENGTH - 1}}}$"
 JSON = "application/json"
@@ -103,7 +107,7 @@ REFUSALS: dict[str, list[str]] = {
                            "capability_missing_value", "capability_error"),
 }
 #: ``invalid_attribute`` refusals a valid request may still get, by attribute (``args.name``):
-#: rules across attributes or against the group (xreg/registry/validation.py), listed per
+#: rules across attributes or against the group (xreg/registry/rules/), listed per
 #: write operation under ``x-xregistry-refused-attributes``.
 REFUSED_ATTRIBUTES: dict[str, str] = {
     "deprecated.removal": "not sooner than `deprecated.effective`",
@@ -125,7 +129,7 @@ _REFUSAL_HELP = ("Refused (problem document, core/spec.md \"Error Processing\").
 #: Attribute names (core/spec.md "Attributes") and map keys ("Data Types"), as the server checks.
 ATTRIBUTE_NAME_PATTERN = "^[a-z_][a-z0-9_]{0,62}$"
 MAP_KEY_PATTERN = "^[a-z0-9][a-z0-9:\\-_.]{0,62}$"
-#: What the server accepts for ``uri``/``url`` attributes (``xreg/registry/validation.py``):
+#: What the server accepts for ``uri``/``url`` attributes (``xreg/registry/checker.py``):
 #: no control character, space or ``<>"\\^`|{}``, a ``%`` only in a percent-encoding, and a
 #: valid scheme when a ``:`` comes before any ``/``, ``?`` or ``#`` (non-ASCII characters are
 #: kept, as IRIs in real documents carry them).
@@ -391,7 +395,7 @@ def _ecma(pattern: str) -> str:
     return pattern.replace("\\s", _PY_SPACE)
 
 
-#: Domain rules of xreg/registry/validation.py that JSON Schema can state, by level.
+#: Domain rules of xreg/registry/rules/ that JSON Schema can state, by level.
 _COMMON_RULES: dict[str, dict[str, Any]] = {name: {"minLength": 1} for name in NON_EMPTY}
 _MESSAGE_FORMS: dict[str, dict[str, Any]] = {"envelope": {"pattern": _ecma(f"^{NAME_VERSION}$")},
                                             "protocol": {"pattern": _ecma(f"^{NAME_OPT_VERSION}$")}}

@@ -16,7 +16,8 @@ from urllib.parse import urlencode
 
 from xreg.errors import XRegistryError
 from xreg.registry.reads import Selection, select, store_sort
-from xreg.storage.base import Page, Store
+from xreg.storage.base import Store
+from xreg.storage.records import Page
 from xreg.storage.semantics import Cursor
 
 #: Cursors past either end of any collection: keys never reach U+10FFFF, and ``true`` is the

@@ -23,7 +23,7 @@ from xreg.registry.capabilities import offered
 from xreg.registry.filters import FilterExpression, Filters, parse_filters
 from xreg.registry.reads import Selection, count
 from xreg.registry.views import meta_view, url_for
-from xreg.storage.base import EntityRecord
+from xreg.storage.records import EntityRecord
 from xreg.storage.semantics import matches
 from xreg.xid import Xid
 

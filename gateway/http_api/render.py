@@ -29,12 +29,12 @@ from gateway.http_api.flags import Flags
 from gateway.http_api.inline import Inline
 from xreg.model.registry_model import RegistryModel, ResourceDef
 from xreg.registry import xrefs
-from xreg.registry.changeset import is_json_media_type
 from xreg.registry.filters import FilterExpression, Filters
 from xreg.registry.reads import Selection, count, level_of, render, select, store_condition
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import resource_id_attribute
-from xreg.storage.base import EntityRecord, Query
+from xreg.registry.write_steps.documents import is_json_media_type
+from xreg.storage.records import EntityRecord, Query
 from xreg.storage.semantics import matches_condition
 from xreg.xid import Xid
 

@@ -34,7 +34,7 @@ from xreg.registry.filters import FilterExpression, Filters
 from xreg.registry.reads import Selection, position, select, store_sort
 from xreg.registry.service import Build, document_xids
 from xreg.registry.views import url_for
-from xreg.storage.base import EntityRecord
+from xreg.storage.records import EntityRecord
 from xreg.storage.semantics import Sort
 
 T = TypeVar("T")

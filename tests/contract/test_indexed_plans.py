@@ -13,7 +13,7 @@ from pathlib import Path
 from mongomock_motor import AsyncMongoMockClient
 
 from xreg.storage import mongo
-from xreg.storage.base import Query, Write
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor
 from xreg.storage.sqlite import SQLiteStore
 

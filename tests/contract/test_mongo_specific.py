@@ -13,7 +13,8 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from tests.contract.conftest import live_mongo_store
-from xreg.storage.base import Conflict, Query, Write
+from xreg.storage.errors import Conflict
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor, Sort, cursor_for
 from xreg.storage.sqlite import SQLiteStore
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from xreg.storage.base import Query, Write
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor, Sort, matches
 from xreg.storage.sqlite import SQLiteStore
 

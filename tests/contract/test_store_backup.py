@@ -21,8 +21,10 @@ from mongomock_motor import AsyncMongoMockClient
 
 from tests.contract.test_store_contract import GROUPS, MESSAGES, gone, group, message
 from xreg.storage.backup import FORMAT, BackupError, backup, check_backup, restore
-from xreg.storage.base import Query, RevisionAhead, RevisionGone, Store, StoreNotEmpty, Write
+from xreg.storage.base import Store
+from xreg.storage.errors import RevisionAhead, RevisionGone, StoreNotEmpty
 from xreg.storage.mongo import MongoStore
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import RANK, Sort
 from xreg.storage.sqlite import SQLiteStore
 

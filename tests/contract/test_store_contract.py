@@ -23,7 +23,8 @@ from dataclasses import replace
 import pytest
 
 from xreg.registry.filters import parse_filter
-from xreg.storage.base import Conflict, EntityRecord, Query, RevisionGone, Write
+from xreg.storage.errors import Conflict, RevisionGone
+from xreg.storage.records import EntityRecord, Query, Write
 from xreg.storage.semantics import RANK, Condition, Cursor, Sort, compare_key, cursor_for, matches
 
 GROUPS = "messagegroups"

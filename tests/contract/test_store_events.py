@@ -12,8 +12,10 @@ from mongomock_motor import AsyncMongoMockClient
 
 from xreg.events.record import EventDraft, EventPosition
 from xreg.storage.backup import backup, restore
-from xreg.storage.base import EventsGone, Store, Write
+from xreg.storage.base import Store
+from xreg.storage.errors import EventsGone
 from xreg.storage.mongo import MongoStore
+from xreg.storage.records import Write
 from xreg.storage.sqlite import SQLiteStore
 
 T0 = "2026-01-01T00:00:00.000000Z"

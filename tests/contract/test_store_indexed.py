@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from xreg.storage.base import Query, Write
+from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor, matches
 
 MESSAGES = "messagegroups/messages"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.contract.test_store_contract import message
-from xreg.storage.base import Conflict
+from xreg.storage.errors import Conflict
 
 BASE = "/messagegroups/g/messages/base"
 

@@ -75,11 +75,12 @@ def resetting() -> Iterator[ResettingServer]:
 
 
 def remote_config(rid: str, url: str, **overrides: Any) -> RegistryConfig:
-    """A remote's settings with test-sized timeouts and back-off. The remotes here are gateways,
+    """A remote's settings with a test-sized back-off and timeouts far above any answer's time on a
+    loaded machine (a test about timeouts passes its own). The remotes here are gateways,
     which offer their event log; these tests count the requests reads make and the TTL's effects,
     so the log is not followed (tests/federation/test_remote_events.py follows it)."""
     values: dict[str, Any] = dict(id=rid, kind="xregistry", url=url, backoff_seconds=0.01, max_backoff_seconds=2.0,
-                                  timeouts={"connect": 1.0, "read": 1.0, "total": 2.0}, follow_events=False,
+                                  timeouts={"connect": 30.0, "read": 60.0, "total": 120.0}, follow_events=False,
                                   probe_seconds=0)
     values.update(overrides)
     return RegistryConfig(**values)

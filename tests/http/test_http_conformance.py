@@ -167,7 +167,7 @@ async def test_document_link_is_resource_url(seeded, app):
     store = app.state.registry.store
     rec = await store.get("/schemagroups/g/schemas/s/versions/1")
     old = {k if k != "schemaurl" else "schemauri": v for k, v in rec.doc.items()}
-    from xreg.storage.base import Write
+    from xreg.storage.records import Write
     await store.commit([Write(xid=rec.xid, kind="version", ctype=rec.ctype, doc=old, expect=rec.revision)], note="old")
     got = (await client.get("/registry/schemagroups/g/schemas/s/versions/1$details")).json()
     assert got["schemaurl"] == link and "schemauri" not in got

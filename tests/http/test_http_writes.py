@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.http.support import BASE, assert_problem, revision
-from xreg.storage.base import Write
+from xreg.storage.records import Write
 
 MSG = {"envelope": "CloudEvents/1.0", "envelopemetadata": {"type": {"value": "com.example.x"}}}
 SCHEMA = {"format": "JSONSchema/draft-07"}

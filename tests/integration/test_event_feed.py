@@ -18,7 +18,8 @@ from adapters.events import EventFeed, EventStream, SlowConsumer
 from xreg.events.record import EventPosition, RegistryEvent
 from xreg.registry.changeset import Changeset
 from xreg.registry.service import LocalRegistry
-from xreg.storage.base import EventsGone, Store
+from xreg.storage.base import Store
+from xreg.storage.errors import EventsGone
 from xreg.storage.mongo import MongoStore
 from xreg.storage.sqlite import SQLiteStore
 

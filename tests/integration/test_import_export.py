@@ -15,7 +15,7 @@ from xreg.documents.normalise import normalise
 from xreg.documents.reader import find_documents, read_document
 from xreg.errors import XRegistryError
 from xreg.registry.service import LocalRegistry
-from xreg.storage.base import Query
+from xreg.storage.records import Query
 from xreg.storage.sqlite import SQLiteStore
 
 REAL_FILES = find_documents([XREG_DATA])

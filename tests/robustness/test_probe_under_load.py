@@ -15,7 +15,7 @@ import pytest
 from tests.http.support import SEED, asgi_client, make_settings, running
 from tests.support.clock import ManualClock
 from xreg.storage import base
-from xreg.storage.base import Write
+from xreg.storage.records import Write
 from xreg.storage.sqlite import SQLiteStore
 
 #: Event-loop turns a probe gets to answer a read that cannot come (it waits, or gives up at once).

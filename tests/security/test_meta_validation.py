@@ -21,7 +21,7 @@ from xreg.errors import XRegistryError
 from xreg.registry.changeset import Changeset
 from xreg.registry.service import LocalRegistry
 from xreg.registry.stored_values import find_invalid, repair_timestamps
-from xreg.storage.base import Write
+from xreg.storage.records import Write
 
 S = "/registry/schemagroups/g/schemas/s"
 BAD_META: list[dict[str, Any]] = [{"createdat": True}, {"modifiedat": [1]}, {"createdat": "yesterday"}]

@@ -1,5 +1,5 @@
 """The OpenAPI document's patterns for URI attributes accept exactly what the server accepts
-(``xreg/registry/validation.py``), so a generated request is refused if and only if its URI
+(``xreg/registry/checker.py``), so a generated request is refused if and only if its URI
 is: a looser pattern lets schemathesis's negative cases through (found as "schema-violating
 request accepted" for a `documentation` URL with non-ASCII characters), a stricter one hides
 values the server keeps."""
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.http_api.openapi import _URI_PATTERN, _URI_TEMPLATE_PATTERN
-from xreg.registry.validation import _uri_problem
+from xreg.registry.checker import _uri_problem
 
 URI = re.compile(_URI_PATTERN)
 TEMPLATE = re.compile(_URI_TEMPLATE_PATTERN)

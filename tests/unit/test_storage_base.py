@@ -1,4 +1,4 @@
-"""The store logic every backend shares (xreg/storage/base.py): the commit's conflict check
+"""The store logic every backend shares (xreg/storage/algorithms.py): the commit's conflict check
 and plan, and the retention horizon. The contract suite runs them through both stores; here
 they are pinned down as pure functions."""
 
@@ -8,7 +8,10 @@ import asyncio
 
 import pytest
 
-from xreg.storage.base import Conflict, CurrentState, StoreStats, Write, plan_commit, retention_horizon, upkeep
+from xreg.storage.algorithms import CurrentState, plan_commit, retention_horizon
+from xreg.storage.errors import Conflict
+from xreg.storage.observe import StoreStats, upkeep
+from xreg.storage.records import Write
 
 
 def w(xid: str, doc: dict | None = None, expect: object = ...) -> Write:

@@ -11,7 +11,8 @@ from tests.corpus import XREG_DATA
 from xreg.documents.normalise import normalise
 from xreg.errors import ValidationErrors, XRegistryError
 from xreg.model.registry_model import AttributeDef, RegistryModel
-from xreg.registry.validation import validate_attributes, validate_entity
+from xreg.registry.checker import validate_attributes
+from xreg.registry.validation import validate_entity
 from xreg.xid import Xid
 
 MODEL = RegistryModel.default()

@@ -19,7 +19,8 @@ from xreg.errors import ValidationErrors, XRegistryError
 from xreg.model.registry_model import RegistryModel
 from xreg.registry.materialise import DERIVED
 from xreg.registry.validation import validate_entity
-from xreg.storage.base import EntityRecord, Query, Store
+from xreg.storage.base import Store
+from xreg.storage.records import EntityRecord, Query
 from xreg.xid import Xid
 
 SUBJECT = "/modelsource"

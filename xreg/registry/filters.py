@@ -141,7 +141,7 @@ class Filters:
 
     @property
     def any_of(self) -> tuple[tuple[Condition, ...], ...]:
-        """:attr:`Query.any_of <xreg.storage.base.Query.any_of>`: per branch, its conditions
+        """:attr:`Query.any_of <xreg.storage.records.Query.any_of>`: per branch, its conditions
         on the targeted entities. An empty inner group is always true."""
         return tuple(b.conditions for b in self.branches)
 

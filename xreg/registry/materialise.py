@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 from xreg.errors import XRegistryError
 from xreg.model.registry_model import RegistryModel
-from xreg.storage.base import EntityRecord, Query, Store
+from xreg.storage.base import Store
+from xreg.storage.records import EntityRecord, Query
 from xreg.xid import Xid
 
 #: The record key holding the materialisation (not a valid attribute name, so never one).

@@ -25,7 +25,9 @@ from xreg.registry import xrefs
 from xreg.registry.filters import FilterExpression, Filters
 from xreg.registry.materialise import materialised_path
 from xreg.registry.views import group_view, registry_view, resource_view, version_view
-from xreg.storage.base import EntityRecord, Page, Query, RevisionGone, Store
+from xreg.storage.base import Store
+from xreg.storage.errors import RevisionGone
+from xreg.storage.records import EntityRecord, Page, Query
 from xreg.storage.semantics import (
     RANK,
     Condition,

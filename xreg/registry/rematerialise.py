@@ -40,7 +40,8 @@ from collections.abc import Callable, Mapping
 from xreg.registry.changeset import Changeset
 from xreg.registry.materialise import Materialised, derived_of, rematerialise
 from xreg.registry.service import LocalRegistry
-from xreg.storage.base import EntityRecord, upkeep
+from xreg.storage.observe import upkeep
+from xreg.storage.records import EntityRecord
 from xreg.storage.rematerialise import Rematerialisation
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,10 @@ from xreg.registry.changeset import Changeset, Outcome, new_correlation_id
 from xreg.registry.materialise import materialise_all, materialised_view, needs_materialising
 from xreg.registry.views import group_view, meta_view, registry_view, resource_view, version_view
 from xreg.storage import create_store
-from xreg.storage.base import Conflict, EntityRecord, Query, RevisionGone, Store, upkeep
+from xreg.storage.base import Store
+from xreg.storage.errors import Conflict, RevisionGone
+from xreg.storage.observe import upkeep
+from xreg.storage.records import EntityRecord, Query
 from xreg.storage.rematerialise import Rematerialisation
 from xreg.xid import Xid
 
@@ -57,7 +60,7 @@ class WritePolicy:
 
     The writes of one process run one at a time (a lock), so they never conflict with each
     other; a writer in another process (or replica) is caught by the store's commit check
-    (:class:`~xreg.storage.base.Conflict`). The unit is then rebuilt from fresh reads after
+    (:class:`~xreg.storage.errors.Conflict`). The unit is then rebuilt from fresh reads after
     a random delay in ``[0, base_delay * 2**attempt]``, at most ``attempts`` times in all;
     after that the write fails with ``server_busy``. ``sleep`` and ``random`` are injectable
     so tests need not wait.

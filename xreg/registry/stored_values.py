@@ -23,9 +23,10 @@ from typing import Any
 from xreg import json_limits
 from xreg.errors import ValidationErrors, XRegistryError
 from xreg.registry.changeset import Changeset
+from xreg.registry.checker import validate_attributes
 from xreg.registry.service import LocalRegistry
 from xreg.registry.timestamps import utc_now
-from xreg.registry.validation import registry_definitions, validate_attributes, validate_entity
+from xreg.registry.validation import registry_definitions, validate_entity
 from xreg.xid import Xid
 
 #: The attributes :func:`repair_timestamps` repairs.

@@ -15,7 +15,7 @@ from xreg.model.modelsource import STORED_KEY as MODEL_SOURCE_KEY
 from xreg.model.registry_model import RegistryModel
 from xreg.registry.capabilities import STORED_KEY as CAPABILITIES_KEY
 from xreg.registry.materialise import DERIVED
-from xreg.storage.base import EntityRecord
+from xreg.storage.records import EntityRecord
 from xreg.xid import Xid
 
 SPEC_VERSION = "1.0-rc4"

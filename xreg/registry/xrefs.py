@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from xreg.registry.views import resource_id_attribute
-from xreg.storage.base import EntityRecord, Store
+from xreg.storage.base import Store
+from xreg.storage.records import EntityRecord
 from xreg.xid import Xid
 
 

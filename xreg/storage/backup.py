@@ -53,7 +53,9 @@ from xreg import json_limits
 from xreg.errors import XRegistryError
 from xreg.events.record import ACTIONS, ENTITIES, TYPE_PREFIX, EventPosition, RegistryEvent
 from xreg.ids import parse_xid
-from xreg.storage.base import RevisionEntry, Store, StoredState, StoreNotEmpty
+from xreg.storage.base import Store
+from xreg.storage.errors import StoreNotEmpty
+from xreg.storage.records import RevisionEntry, StoredState
 
 FORMAT = "xregistry-gateway-backup"
 VERSION = 2

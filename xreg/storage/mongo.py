@@ -1,6 +1,6 @@
 """MongoDB implementation of :class:`~xreg.storage.base.Store` (PyMongo's async API).
 
-One module over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
+Over 600 lines: the query compiler, the Python fallbacks it needs and the commit share
 the state document's layout; which attributes are indexed is :mod:`xreg.storage.indexed`.
 
 Collections::
@@ -87,10 +87,12 @@ from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
-from xreg.storage import base
+from xreg.storage import algorithms, errors, records
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
+from xreg.storage.base import Store
 from xreg.storage.indexed import PRESENT, Lookup, entries, lookup, parent_key, path_text
+from xreg.storage.observe import StoreStats
+from xreg.storage.records import Change, EntityRecord, Page, Query, Write
 from xreg.storage.rematerialise import Rematerialisation
 from xreg.storage.semantics import (
     RANK,
@@ -286,7 +288,9 @@ def words(text: str) -> list[str]:
     return [_stem(w) for w in _WORD.findall("".join(c for c in plain if not unicodedata.combining(c)))]
 
 
-def _state_document(state: base.NewState | base.StoredState, rev: int, rev_to: int | None = None) -> dict[str, Any]:
+def _state_document(
+    state: algorithms.NewState | records.StoredState, rev: int, rev_to: int | None = None,
+) -> dict[str, Any]:
     """The ``states`` document of a state written at revision ``rev`` (superseded at ``rev_to``)."""
     parent = EntityRecord(state.xid, state.kind, state.ctype, {}).parent_xid
     text = {"title": state.text[0], "body": state.text[1]} if state.text else None
@@ -320,7 +324,9 @@ def _native_value(value: Any) -> Any:
     return _number(_fold(value))
 
 
-def _count_delta(plan: base.CommitPlan, current: dict[str, base.CurrentState]) -> dict[tuple[str, str], int]:
+def _count_delta(
+    plan: algorithms.CommitPlan, current: dict[str, algorithms.CurrentState],
+) -> dict[tuple[str, str], int]:
     """How a commit changes the live entities per ``(ctype, parent key)`` (the ``counts`` collection)."""
     delta: dict[tuple[str, str], int] = {}
     for key, state in plan.new.items():
@@ -875,9 +881,9 @@ class MongoStore(Store):
         keys = list(dict.fromkeys(w.key for w in writes))
         cursor = self.states.find({"xkey": {"$in": keys}, "rev_to": None},
                                   {"xkey": 1, "rev_from": 1, "deleted": 1}, session=session)
-        current = {d["xkey"]: base.CurrentState(rev_from=d["rev_from"], deleted=bool(d["deleted"]))
+        current = {d["xkey"]: algorithms.CurrentState(rev_from=d["rev_from"], deleted=bool(d["deleted"]))
                    for d in await cursor.to_list(length=None)}
-        plan = base.plan_commit(writes, current, rev)
+        plan = algorithms.plan_commit(writes, current, rev)
         new = [_state_document(n, rev) for n in plan.new.values()]
         delta = _count_delta(plan, current)
         if not session:
@@ -949,7 +955,7 @@ class MongoStore(Store):
 
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def dump(self) -> AsyncIterator[base.Dump]:
+    async def dump(self) -> AsyncIterator[records.Dump]:
         """The states as of the revision current when the dump starts (a state superseded later is
         read as current), under the commit lock where commits are not transactions."""
         self.stats.hit("dump")
@@ -957,18 +963,18 @@ class MongoStore(Store):
             revision, oldest = await self._current(), await self._oldest()
             instance = self.instance_id
 
-            async def revisions() -> AsyncIterator[base.RevisionEntry]:
+            async def revisions() -> AsyncIterator[records.RevisionEntry]:
                 cursor = self.revisions.find({"_id": {"$lte": revision}}).sort([("_id", ASCENDING)])
                 async for d in cursor:
-                    yield base.RevisionEntry(int(d["_id"]), float(d["at"]), d.get("note") or "")
+                    yield records.RevisionEntry(int(d["_id"]), float(d["at"]), d.get("note") or "")
 
-            async def states() -> AsyncIterator[base.StoredState]:
+            async def states() -> AsyncIterator[records.StoredState]:
                 cursor = self.states.find({"rev_from": {"$lte": revision}}, {"lc": 0, "words": 0}).sort(
                     [("_id", ASCENDING)])
                 async for d in cursor:
                     rev_to = d.get("rev_to")
                     text = d.get("text")
-                    yield base.StoredState(
+                    yield records.StoredState(
                         d["xid"], d["kind"], d["ctype"], None if d.get("deleted") else d.get("doc"), int(d["rev_from"]),
                         rev_to if rev_to is not None and rev_to <= revision else None, tuple(d.get("links") or ()),
                         (text["title"], text["body"]) if text else None)
@@ -979,30 +985,31 @@ class MongoStore(Store):
                 async for d in cursor:
                     yield _event(d)
 
-            yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
             if await self._oldest() != oldest:
-                raise base.HistoryChanged("the history was pruned while it was read; run the dump again")
+                raise errors.HistoryChanged("the history was pruned while it was read; run the dump again")
 
-    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
-                   states: Iterable[base.StoredState], events: Iterable[RegistryEvent] = (),
+    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
+                   states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
                    events_horizon: EventPosition | None = None) -> None:
         self.stats.hit("load")
         async with self._lock:
             if (await self._current() or await self.revisions.find_one({}, {"_id": 1})
                     or await self.states.find_one({}, {"_id": 1}) or await self.events.find_one({}, {"_id": 1})):
-                raise base.StoreNotEmpty(f"the database {self._db.name} already holds revision {await self._current()}")
+                raise errors.StoreNotEmpty(
+                    f"the database {self._db.name} already holds revision {await self._current()}")
             try:
-                for batch in base.batches(revisions):
+                for batch in algorithms.batches(revisions):
                     await self.revisions.insert_many([{"_id": r.rev, "at": r.at, "note": r.note} for r in batch])
                 live: dict[tuple[str, str], int] = {}
-                for batch in base.batches(states):
+                for batch in algorithms.batches(states):
                     await self.states.insert_many([_state_document(st, st.rev_from, st.rev_to) for st in batch])
                     for st in batch:
                         if st.live:
                             slot = (st.ctype, parent_key(st.key))
                             live[slot] = live.get(slot, 0) + 1
                 await self._set_counts(live)
-                for batch in base.batches(events):
+                for batch in algorithms.batches(events):
                     await self.events.insert_many([_event_document(e) for e in batch])
                 if events_horizon is not None:
                     await self.meta.update_one({"_id": "events_horizon"}, {"$set": {"value": str(events_horizon)}},
@@ -1032,8 +1039,8 @@ class MongoStore(Store):
                 found = await self.revisions.find_one(
                     {"at": {"$lte": time.time() - keep_seconds}}, sort=[("_id", DESCENDING)], session=session)
                 newest_before = found["_id"] if found else None
-            horizon = base.retention_horizon(current, oldest, keep_revisions=keep_revisions, keep_seconds=keep_seconds,
-                                        newest_before_cutoff=newest_before)
+            horizon = algorithms.retention_horizon(current, oldest, keep_revisions=keep_revisions,
+                                                   keep_seconds=keep_seconds, newest_before_cutoff=newest_before)
             if horizon <= oldest:
                 return 0
             dropped = 0

@@ -1,6 +1,6 @@
 """SQLite implementation of :class:`~xreg.storage.base.Store` (``aiosqlite``, one file).
 
-One module over 600 lines: reads, commits and backups share the connections and the statement
+Over 600 lines: reads, commits and backups share the connections and the statement
 builder (``_SQL``); the read indexes' schema and upkeep live in :mod:`xreg.storage.sqlite_index`.
 
 Schema::
@@ -103,10 +103,12 @@ from typing import Any
 import aiosqlite
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
-from xreg.storage import base, sqlite_index
+from xreg.storage import algorithms, errors, records, sqlite_index
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Change, EntityRecord, Page, Query, Store, StoreStats, Write
+from xreg.storage.base import Store
 from xreg.storage.indexed import Lookup, lookup, parent_key
+from xreg.storage.observe import StoreStats
+from xreg.storage.records import Change, EntityRecord, Page, Query, Write
 from xreg.storage.rematerialise import Rematerialisation
 from xreg.storage.semantics import (
     ANY_ITEM,
@@ -387,13 +389,13 @@ THREAD_DECODE_ROWS = 64
 QUICK_KEYS = THREAD_DECODE_ROWS
 
 
-def _state_rows(plan: base.CommitPlan, rev: int) -> list[tuple]:
+def _state_rows(plan: algorithms.CommitPlan, rev: int) -> list[tuple]:
     """The ``states`` rows of a commit's new states (their documents encoded)."""
     return [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
              int(n.deleted), int(not n.deleted)) for n in plan.new.values()]
 
 
-async def _off_loop(fn: Any, plan: base.CommitPlan, *args: Any) -> Any:
+async def _off_loop(fn: Any, plan: algorithms.CommitPlan, *args: Any) -> Any:
     """``fn(plan, *args)``: in a worker thread for a large commit (encoding thousands of
     documents would hold up the event loop's readers), at once for a small one."""
     if len(plan.new) <= THREAD_DECODE_ROWS:
@@ -925,14 +927,15 @@ class SQLiteStore(Store):
                 rev = cur.lastrowid
             assert rev is not None
             keys = list(dict.fromkeys(w.key for w in writes))
-            current: dict[str, base.CurrentState] = {}
+            current: dict[str, algorithms.CurrentState] = {}
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
                 rows = await self._all(
                     f"SELECT xkey, seq, rev_from, deleted FROM states WHERE rev_to IS NULL "
                     f"AND xkey IN ({','.join('?' * len(chunk))})", chunk)
-                current.update((k, base.CurrentState(rev_from=r, deleted=bool(d), handle=seq)) for k, seq, r, d in rows)
-            plan = base.plan_commit(writes, current, rev)
+                current.update((k, algorithms.CurrentState(rev_from=r, deleted=bool(d), handle=seq))
+                               for k, seq, r, d in rows)
+            plan = algorithms.plan_commit(writes, current, rev)
             closing: list[tuple[int]] = [(current[k].handle,) for k in plan.closing]
             await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?",
                                  [(rev, seq) for (seq,) in closing])
@@ -992,8 +995,8 @@ class SQLiteStore(Store):
                                [*params, limit])
         return [_event(row) for row in rows]
 
-    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: base.CommitPlan,
-                            current: dict[str, base.CurrentState]) -> None:
+    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: algorithms.CommitPlan,
+                            current: dict[str, algorithms.CurrentState]) -> None:
         """Keep the read indexes (``sqlite_index``) of the states a commit closes and writes."""
         closed = [(current[k].handle, k, plan.new[k].ctype, not current[k].deleted) for k in plan.closing]
         seqs = dict(await self._all("SELECT xkey, seq FROM states WHERE rev_from = ?", (rev,)))
@@ -1001,7 +1004,7 @@ class SQLiteStore(Store):
 
     # -- backups ------------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def dump(self) -> AsyncIterator[base.Dump]:
+    async def dump(self) -> AsyncIterator[records.Dump]:
         """One read transaction (:meth:`_reading`): a snapshot, whatever is committed meanwhile
         (WAL); the links of the current states come from ``links``."""
         self.stats.hit("dump")
@@ -1010,18 +1013,18 @@ class SQLiteStore(Store):
             revision, oldest = await self._current(), await self._oldest()
             instance = str(await self._one("SELECT value FROM meta WHERE key = 'instance'"))
 
-            async def revisions() -> AsyncIterator[base.RevisionEntry]:
+            async def revisions() -> AsyncIterator[records.RevisionEntry]:
                 async with db.execute("SELECT rev, at, note FROM revisions ORDER BY rev") as cur:
                     async for rev, at, note in cur:
-                        yield base.RevisionEntry(rev, at, note)
+                        yield records.RevisionEntry(rev, at, note)
 
-            async def states() -> AsyncIterator[base.StoredState]:
+            async def states() -> AsyncIterator[records.StoredState]:
                 async with db.execute(
                         "SELECT xid, kind, ctype, doc, rev_from, rev_to, search.title, search.body, "
                         "(SELECT json_group_array(target) FROM links WHERE links.seq = states.seq) "
                         "FROM states LEFT JOIN search ON search.rowid = states.seq ORDER BY states.seq") as cur:
                     async for xid, kind, ctype, doc, rev_from, rev_to, title, body, links in cur:
-                        yield base.StoredState(
+                        yield records.StoredState(
                             xid, kind, ctype, None if doc is None else json.loads(doc), rev_from, rev_to,
                             tuple(sorted(json.loads(links))) if links else (),
                             None if title is None else (title, body))
@@ -1032,16 +1035,16 @@ class SQLiteStore(Store):
                     async for row in cur:
                         yield _event(row)
 
-            yield base.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
 
-    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[base.RevisionEntry],
-                   states: Iterable[base.StoredState], events: Iterable[RegistryEvent] = (),
+    async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
+                   states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
                    events_horizon: EventPosition | None = None) -> None:
         self.stats.hit("load")
         async with self._transaction() as db:
             if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
-                raise base.StoreNotEmpty(f"the store {self.path} already holds revision {await self._current()}")
-            for batch in base.batches(revisions):
+                raise errors.StoreNotEmpty(f"the store {self.path} already holds revision {await self._current()}")
+            for batch in algorithms.batches(revisions):
                 await db.executemany("INSERT INTO revisions(rev, at, note) VALUES (?, ?, ?)",
                                      [(r.rev, r.at, r.note) for r in batch])
             if revision and not await self._one("SELECT 1 FROM revisions WHERE rev = ?", (revision,)):
@@ -1049,7 +1052,7 @@ class SQLiteStore(Store):
                 await db.execute("INSERT INTO revisions(rev, at, note) VALUES (?, ?, 'restored revision counter')",
                                  (revision, time.time()))
             seq = 0
-            for batch in base.batches(states):
+            for batch in algorithms.batches(states):
                 rows, links, texts = [], [], []
                 for st in batch:
                     seq += 1
@@ -1063,7 +1066,7 @@ class SQLiteStore(Store):
                                      "live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
                 await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", links)
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
-            for batch in base.batches(events):
+            for batch in algorithms.batches(events):
                 await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
             if events_horizon is not None:
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
@@ -1081,8 +1084,8 @@ class SQLiteStore(Store):
             if keep_seconds is not None:
                 newest_before = await self._one("SELECT max(rev) FROM revisions WHERE at <= ?",
                                                 (time.time() - keep_seconds,))
-            horizon = base.retention_horizon(current, oldest, keep_revisions=keep_revisions, keep_seconds=keep_seconds,
-                                        newest_before_cutoff=newest_before)
+            horizon = algorithms.retention_horizon(current, oldest, keep_revisions=keep_revisions,
+                                                   keep_seconds=keep_seconds, newest_before_cutoff=newest_before)
             dropped = 0
             if horizon > oldest:
                 for text in ("DELETE FROM states WHERE rev_to IS NOT NULL AND rev_to <= ?",

@@ -1,0 +1,126 @@
+"""A per-request batch loader: the loads one step of a request issues, served by one call.
+
+:meth:`BatchLoader.load` returns a future. Every load issued before the loader's batch goes out
+joins it: the batch goes out in the next turn of the event loop — or, while the loader's ``hold``
+is taken, once it is given back — and is served by one call of ``load_fn`` with its keys in
+order. ``load_fn`` answers one value per key (an exception for a key that failed); when it
+raises, every load of the batch fails with that. Each key is loaded once per request (cached by
+``cache_key_fn``), unless its load was cancelled.
+
+The GraphQL layer makes the futures (``future``, a subclass of ``asyncio.Future``) and is told
+when a batch's futures are all set (``batch_done``): its gathers are woken once per batch
+(``resolvers/gathering.py``), not by a callback per load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Hold(Protocol):
+    """What keeps a request's batches open while it is taken (``resolvers.pacing.Hold``)."""
+
+    def take(self) -> None: ...
+
+    def give(self) -> None: ...
+
+    def released(self) -> Awaitable[None]: ...
+
+
+class _Batch:
+    """The loads waiting to go out together: keys and futures, in the order they were issued."""
+
+    __slots__ = ("dispatched", "futures", "keys", "task")
+
+    def __init__(self) -> None:
+        self.keys: list[Any] = []
+        self.futures: list[asyncio.Future[Any]] = []
+        self.dispatched = False
+        #: the task sending it (kept while it runs)
+        self.task: asyncio.Task[None] | None = None
+
+
+class BatchLoader(Generic[K, V]):
+    """Batched, cached loads through ``load_fn`` (see the module)."""
+
+    def __init__(
+        self, load_fn: Callable[[list[K]], Awaitable[Sequence[V | BaseException]]], *,
+        cache_key_fn: Callable[[K], Hashable] | None = None, hold: Hold | None = None,
+        future: type[asyncio.Future[Any]] = asyncio.Future,
+        batch_done: Callable[[asyncio.AbstractEventLoop], None] | None = None,
+    ) -> None:
+        self.load_fn = load_fn
+        self.hold = hold
+        self._key_of = cache_key_fn
+        self._future = future
+        self._batch_done = batch_done
+        #: the loads of the request, by cache key
+        self._futures: dict[Hashable, asyncio.Future[V]] = {}
+        #: the batch that takes the next load (``None``, or dispatched: a new one is started)
+        self.batch: _Batch | None = None
+
+    def load(self, key: K) -> asyncio.Future[V]:
+        """The future of ``key``'s value: the one cached, or a new load joining the open batch."""
+        cache_key = key if self._key_of is None else self._key_of(key)
+        cached = self._futures.get(cache_key)
+        if cached is not None and not cached.cancelled():
+            return cached
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[V] = self._future(loop=loop)
+        self._futures[cache_key] = future
+        batch = self.batch
+        if batch is None or batch.dispatched:
+            batch = self.batch = _Batch()
+            # its first step is in the next loop turn: the loads issued in this one join the batch
+            batch.task = loop.create_task(self._dispatch(batch))
+        batch.keys.append(key)
+        batch.futures.append(future)
+        return future
+
+    def cached(self, key: K) -> asyncio.Future[V] | None:
+        """The future of ``key``'s load when it was loaded (or is being loaded) or remembered."""
+        return self._futures.get(key if self._key_of is None else self._key_of(key))
+
+    def remember(self, key: K, future: asyncio.Future[V]) -> None:
+        """Take ``future`` as ``key``'s load (a value read otherwise, or why it failed)."""
+        self._futures[key if self._key_of is None else self._key_of(key)] = future
+
+    def clear(self) -> None:
+        """Forget every load (the request is over)."""
+        self._futures.clear()
+        self.batch = None
+
+    async def _dispatch(self, batch: _Batch) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            if self.hold is not None:
+                await self.hold.released()
+            batch.dispatched = True
+            futures = batch.futures
+            if all(f.cancelled() for f in futures):  # nobody waits: no call
+                return
+            try:
+                values = list(await self.load_fn(batch.keys))
+                if len(values) != len(futures):
+                    raise ValueError(f"the batch load answered {len(values)} values for {len(futures)} keys")
+            except Exception as exc:
+                for f in futures:
+                    if not f.done():
+                        f.set_exception(exc)
+                return
+            for f, value in zip(futures, values, strict=True):
+                if f.done():
+                    continue
+                if isinstance(value, BaseException):
+                    f.set_exception(value)
+                else:
+                    f.set_result(value)
+        finally:
+            batch.task = None
+            if self._batch_done is not None:
+                self._batch_done(loop)  # its futures are set: the gathers waiting on them go on

@@ -1,0 +1,65 @@
+"""The per-request batch loader (adapters/batch_loader.py): one call per batch, cached keys,
+failures per key and per batch, no call for a batch nobody waits for."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from adapters.batch_loader import BatchLoader
+
+
+def _recording(batches: list[list[str]]):
+    async def load(keys: list[str]) -> list[str | BaseException]:
+        batches.append(list(keys))
+        return [KeyError(k) if k.startswith("bad") else k.upper() for k in keys]
+    return load
+
+
+async def test_the_loads_of_one_loop_turn_are_one_call_and_each_key_is_loaded_once():
+    batches: list[list[str]] = []
+    loader = BatchLoader(_recording(batches), cache_key_fn=str.lower)
+    first, again, other = loader.load("a"), loader.load("A"), loader.load("b")
+    assert first is again  # one load per key (the cache key folds case)
+    assert await asyncio.gather(first, other) == ["A", "B"]
+    assert batches == [["a", "b"]]
+    assert await loader.load("a") == "A" and batches == [["a", "b"]]  # cached
+    assert await loader.load("c") == "C" and batches == [["a", "b"], ["c"]]  # a later turn: a batch of its own
+    loader.clear()
+    assert await loader.load("a") == "A" and len(batches) == 3
+
+
+async def test_a_key_fails_alone_and_a_failing_call_fails_its_batch():
+    batches: list[list[str]] = []
+    loader = BatchLoader(_recording(batches))
+    good, bad = loader.load("x"), loader.load("bad")
+    assert await good == "X"
+    with pytest.raises(KeyError):
+        await bad
+
+    async def broken(keys: list[str]) -> list[str]:
+        raise RuntimeError("down")
+
+    failing = BatchLoader(broken)
+    futures = [failing.load("p"), failing.load("q")]
+    results = await asyncio.gather(*futures, return_exceptions=True)
+    assert [str(r) for r in results] == ["down", "down"]
+
+    async def short(keys: list[str]) -> list[str]:
+        return keys[:1]
+
+    miscounted = BatchLoader(short)
+    results = await asyncio.gather(miscounted.load("p"), miscounted.load("q"), return_exceptions=True)
+    assert [str(r) for r in results] == ["the batch load answered 1 values for 2 keys"] * 2
+
+
+async def test_a_batch_nobody_waits_for_is_not_loaded_and_a_cancelled_key_loads_again():
+    batches: list[list[str]] = []
+    done: list[asyncio.AbstractEventLoop] = []
+    loader = BatchLoader(_recording(batches), batch_done=done.append)
+    loader.load("a").cancel()
+    assert loader.batch is not None and loader.batch.task is not None
+    await loader.batch.task
+    assert batches == [] and len(done) == 1  # skipped; waiters are still told the batch is over
+    assert await loader.load("a") == "A" and batches == [["a"]]
