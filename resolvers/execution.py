@@ -1,5 +1,9 @@
-"""The executor of the gateway's schema: graphql-core's, with compiled plans for the fields most
-of a response is made of.
+"""The executor of the gateway's schema: graphql-core's (a subclass of its public ``Executor``,
+given to strawberry as ``execution_context_class``), with compiled plans for the fields most of a
+response is made of.
+
+Over 600 lines: one class whose overrides of graphql-core's methods share one execution's state
+(the argument conversion it needs is ``resolvers/arguments.py``).
 
 For each selection set (graphql-core collects one per object type and field group, fragments
 and ``@skip`` / ``@include`` already applied with the request's variables) the executor builds a
@@ -13,9 +17,14 @@ and ``@skip`` / ``@include`` already applied with the request's variables) the e
   completed by graphql-core.
 - **Resolver calls** (connection fields and references: arguments, ``info``, awaiting) call the
   resolver directly: their arguments are coerced and converted once per field node and request
-  (the :class:`~resolvers.connections.Paged` extension's ``paging`` included), the strawberry
-  ``Info`` is built, and the rest of strawberry's wrapping (extension chain, exception handlers,
-  none of which apply) is skipped.
+  (:mod:`resolvers.arguments`; the :class:`~resolvers.connections.Paged` extension's ``paging``
+  included), the strawberry ``Info`` is built, and the rest of strawberry's wrapping (extension
+  chain) is skipped. Not in a schema with exception handlers, nor for arguments strawberry
+  converts beyond their GraphQL type (``GlobalID``, ``Maybe``, ``from_input``).
+
+Strawberry's definitions of the schema, its fields and arguments are read from the public
+``extensions`` of the graphql-core objects (:func:`resolvers.arguments.definition`); resolvers
+get the ``info`` strawberry's own executor builds (:class:`ResolveInfo`).
 
 **Documents without variables.** What an operation without variables collects and plans — each
 field group's sub-fields, each selection set's plan — is the same for every request of it (the
@@ -59,30 +68,30 @@ import operator
 from collections.abc import Callable, Sequence
 from time import perf_counter
 from types import CoroutineType
-from typing import Any, cast, overload
+from typing import Any, NamedTuple, cast, overload
 
 from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
     GraphQLField,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
+    GraphQLOutputType,
     GraphQLScalarType,
+    GraphQLSchema,
     GraphQLStreamDirective,
     ListValueNode,
     ObjectValueNode,
+    OperationDefinitionNode,
     VariableNode,
     is_leaf_type,
 )
-from graphql.execution.executor import CollectedErrors, to_nodes
-from graphql.execution.values import get_argument_values
+from graphql.execution import Executor, get_argument_values
 from graphql.pyutils import Path, Undefined
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
-from strawberry.schema.schema_converter import GraphQLCoreConverter
-from strawberry.types.arguments import convert_arguments
-from strawberry.types.cast import get_strawberry_type_cast
-from strawberry.types.field import StrawberryField
 
 from adapters.base import Entity as SourceEntity
+from resolvers.arguments import arguments_converter, definition
 from resolvers.connections import Paged, paging_of
 from resolvers.gathering import gather
 from resolvers.loaders import Loaders
@@ -95,8 +104,10 @@ Plan = tuple[Callable[[Any], Any], Any, Any]
 
 #: A resolver called directly: the strawberry field, the function, whether it takes ``self``,
 #: the name of its ``info`` parameter (``None``: it takes none), whether it is :class:`Paged`,
-#: whether it is a coroutine function, and its form for many objects (:func:`resolvers.types.batched`).
-Call = tuple[StrawberryField, Callable[..., Any], bool, "str | None", bool, bool, "Callable[..., Any] | None"]
+#: whether it is a coroutine function, its form for many objects (:func:`resolvers.types.batched`),
+#: and the converter of its coerced arguments (:func:`resolvers.arguments.arguments_converter`).
+Call = tuple[Any, Callable[..., Any], bool, "str | None", bool, bool, "Callable[..., Any] | None",
+             Callable[[dict[str, Any]], dict[str, Any]]]
 
 _PLANS: dict[int, tuple[GraphQLField, Plan | None]] = {}
 _CALLS: dict[int, tuple[GraphQLField, Call | None]] = {}
@@ -157,9 +168,10 @@ def plan_of(field_def: GraphQLField) -> Plan | None:
     return plan
 
 
-def _strawberry_field(field_def: GraphQLField) -> StrawberryField | None:
-    field = (field_def.extensions or {}).get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    return field if isinstance(field, StrawberryField) and not field.is_subscription else None
+def _strawberry_field(field_def: GraphQLField) -> Any:
+    """Strawberry's field of a GraphQL field (``None``: not a strawberry field, or a subscription's)."""
+    field = definition(field_def)
+    return field if field is not None and hasattr(field, "base_resolver") and not field.is_subscription else None
 
 
 def _plan(field_def: GraphQLField) -> Plan | None:
@@ -187,19 +199,20 @@ def _plan(field_def: GraphQLField) -> Plan | None:
     return read, type_, named if is_leaf_type(named) else None
 
 
-def call_of(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
-    """How a resolver with arguments or ``info`` is called directly (``None``: through strawberry)."""
+def call_of(field_def: GraphQLField) -> Call | None:
+    """How a resolver with arguments or ``info`` is called directly (``None``: through strawberry).
+    Only for schemas without exception handlers (:attr:`GatewayExecutor.direct_calls`)."""
     cached = _CALLS.get(id(field_def))
     if cached is not None and cached[0] is field_def:
         return cached[1]
-    call = _call(field_def, converter)
+    call = _call(field_def)
     _CALLS[id(field_def)] = (field_def, call)
     return call
 
 
-def _call(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | None:
+def _call(field_def: GraphQLField) -> Call | None:
     field = _strawberry_field(field_def)
-    if field is None or field.base_resolver is None or converter._get_field_exception_handlers(field):
+    if field is None or field.base_resolver is None:
         return None
     paged = [e for e in field.extensions if isinstance(e, Paged)]
     if len(paged) != len(field.extensions) or len(paged) > 1:
@@ -207,10 +220,14 @@ def _call(field_def: GraphQLField, converter: GraphQLCoreConverter) -> Call | No
     resolver = field.base_resolver
     if resolver.parent_parameter is not None or resolver.root_parameter is not None:
         return None
+    convert = arguments_converter(field_def)
+    if convert is None:
+        return None  # arguments strawberry converts otherwise
     info = resolver.info_parameter
     return (field, cast(Callable[..., Any], resolver.wrapped_func), resolver.self_parameter is not None,
             info.name if info is not None else None, bool(paged), resolver.is_async,
-            getattr(resolver.wrapped_func, "many", None) if resolver.self_parameter is not None else None)
+            getattr(resolver.wrapped_func, "many", None) if resolver.self_parameter is not None else None,
+            convert)
 
 
 def _pacing_of(context: Any) -> tuple[Pacer, Slicer] | None:
@@ -331,7 +348,7 @@ class _Infos(Sequence[Any]):
 
     __slots__ = ("_field", "_info_class", "_made", "_raw")
 
-    def __init__(self, info_class: Any, field: StrawberryField, raw: list[Any]) -> None:
+    def __init__(self, info_class: Any, field: Any, raw: list[Any]) -> None:
         self._info_class, self._field, self._raw = info_class, field, raw
         self._made: list[Any] = [None] * len(raw)
 
@@ -380,17 +397,49 @@ async def _settle_all(awaitables: list[Any]) -> list[Any]:
         return [exc]
 
 
-class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
-    """graphql-core's executor with compiled selection-set plans (see the module)."""
+class ResolveInfo(NamedTuple):
+    """The ``info`` graphql-core passes resolvers, as strawberry's executor builds it: the
+    variables as a plain dict, and the operation's extensions (``Info.operation_extensions``)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    field_name: str
+    field_nodes: list[FieldNode]
+    return_type: GraphQLOutputType
+    parent_type: GraphQLObjectType
+    path: Path
+    schema: GraphQLSchema
+    fragments: dict[str, FragmentDefinitionNode]
+    root_value: Any
+    operation: OperationDefinitionNode
+    variable_values: dict[str, Any]
+    context: Any
+    is_awaitable: Callable[[Any], bool]
+    abort_signal: Any
+    async_helpers: Any
+    operation_extensions: dict[str, Any] | None
+
+
+#: Where ``strawberry.cast`` marks the object type it casts an object to.
+_CAST_ATTRIBUTE = "__as_strawberry_type__"
+
+
+class GatewayExecutor(Executor):
+    """graphql-core's executor with compiled selection-set plans (see the module). It delivers
+    no incremental results: ``@defer`` and ``@stream`` are not the gateway's."""
+
+    def __init__(self, *args: Any, operation_extensions: dict[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.operation_extensions = operation_extensions
         manager = self.middleware_manager
         #: field middleware (a schema extension's ``resolve`` hook) needs every field's info
-        self.planned = manager is None or manager._middleware_resolvers is None
-        strawberry_schema = getattr(self.schema, "_strawberry_schema", None)
-        self.converter: GraphQLCoreConverter | None = (
-            strawberry_schema.schema_converter if strawberry_schema is not None else None)
+        self.planned = manager is None or not manager.middlewares
+        strawberry_schema = definition(self.schema)
+        config = getattr(strawberry_schema, "config", None)
+        #: the class of the strawberry ``Info`` resolvers are given
+        self.info_class: Any = config.info_class if config is not None else None
+        #: resolvers are called directly (:func:`call_of`): not when an exception handler may apply
+        self.direct_calls = config is not None and not getattr(strawberry_schema, "exception_handlers", ())
+        #: sub-fields collected for an operation without variables, by object type and field group
+        self._collected: dict[tuple[Any, int], tuple[Any, Any]] = {}
         #: per selection set (kept alive with its plan, so that its id stays unique) and object type
         self._selection_plans: dict[int, tuple[Any, GraphQLObjectType, list[tuple[str, Any, Any, Any]]]] = {}
         #: per object type (by name): the class of the objects found to be of it
@@ -413,6 +462,15 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         self._stragglers: list[_Deferred] = []
         #: the rests of the level's paced lists (tasks), each waiting for its turn
         self._paused: list[asyncio.Future[Any]] = []
+
+    def build_resolve_info(
+        self, field_def: GraphQLField, field_nodes: list[FieldNode], parent_type: GraphQLObjectType, path: Path,
+    ) -> Any:
+        """A :class:`ResolveInfo`, as strawberry's executor builds it."""
+        return ResolveInfo(
+            field_nodes[0].name.value, field_nodes, field_def.type, parent_type, path, self.schema,
+            self.fragment_definitions, self.root_value, self.operation, self.variable_values.coerced,
+            self.context_value, self.is_awaitable, self.abort_signal, self.async_helpers, self.operation_extensions)
 
     def build_response(self, data: dict[str, Any] | None) -> Any:
         """graphql-core's, and then the request's loaders are released (:meth:`Loaders.release`)."""
@@ -488,7 +546,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
                     self._place(deferred, value)
         except _Rerun:
             self._abandon()
-            self.collected_errors = CollectedErrors()
+            self.collected_errors = type(self.collected_errors)()
             reported = getattr(self.context_value, "reported", None)
             if isinstance(reported, list):
                 del reported[root[3]:]
@@ -506,21 +564,20 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
     ) -> _Deferred | None:
         """Call an awaiting resolver for :meth:`_run_levels` to await with the rest of its level
         (``None``: its arguments are bad; graphql-core's path reports them)."""
-        field, func, takes_self, info_name, _, _, _ = call
+        field, func, takes_self, info_name, _, _, _, _ = call
         try:
             arguments = self._arguments_of(call, field_def, field_details_list[0])
         except Exception:
             return None
         info = self._resolve_info(field_def, field_details_list, parent_type, path)
-        assert self.converter is not None
         many = call[6]
         if many is not None:  # called with the rest of the level's (_run_levels)
             deferred = _Deferred(None, field_def.type, field_details_list, info, path, None, None)
-            deferred.many = (many, source, (self.converter.config.info_class, field), arguments)
+            deferred.many = (many, source, (self.info_class, field), arguments)
         else:
             kwargs = dict(arguments)
             if info_name is not None:
-                kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
+                kwargs[info_name] = self.info_class(_raw_info=info, _field=field)
             try:
                 value = func(source, **kwargs) if takes_self else func(**kwargs)
             except Exception as raw_error:
@@ -606,7 +663,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
             # any other field: how :meth:`execute_field` would take it, decided once here
             other = None
             if leaf is None and field_def is not None and self.planned:
-                call = call_of(field_def, self.converter) if field_plan is None and self.converter else None
+                call = call_of(field_def) if field_plan is None and self.direct_calls else None
                 if field_plan is not None or call is not None:
                     other = (field_def, field_plan, call, _objects_of(field_def.type) if field_plan else None)
             plan.append((response_name, field_details_list, leaf, other))
@@ -621,20 +678,19 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         constant = self._constant
         if constant is None:
             return super().collect_subfields(return_type, field_details_list)
-        mine = self._relevant_sub_fields.get((return_type, id(field_details_list)))
+        mine = self._collected.get((return_type, id(field_details_list)))
         if mine is not None:
             return mine[1]
         key = (return_type, *[id(details.node) for details in field_details_list])
         collected = constant.sub_fields.get(key)
-        if collected is not None:
-            self._relevant_sub_fields[(return_type, id(field_details_list))] = (field_details_list, collected)
-            return collected
-        collected = super().collect_subfields(return_type, field_details_list)
-        if not collected.new_defer_usages and not collected.forbidden_directive_instances and all(
-                details.defer_usage is None and details.fragment_variable_values is None
-                for details in field_details_list):
-            constant.sub_fields[key] = collected
-            constant.grouped[id(collected.grouped_field_set)] = collected.grouped_field_set
+        if collected is None:
+            collected = super().collect_subfields(return_type, field_details_list)
+            if not collected.new_defer_usages and not collected.forbidden_directive_instances and all(
+                    details.defer_usage is None and details.fragment_variable_values is None
+                    for details in field_details_list):
+                constant.sub_fields[key] = collected
+                constant.grouped[id(collected.grouped_field_set)] = collected.grouped_field_set
+        self._collected[(return_type, id(field_details_list))] = (field_details_list, collected)
         return collected
 
     def execute_fields(
@@ -780,7 +836,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         class (:data:`_RUNTIME_TYPES`): an instance of a (non-generic) strawberry type, not cast
         with ``strawberry.cast``, is of its class's type."""
         key = (return_type, result.__class__)
-        runtime = _RUNTIME_TYPES.get(key) if get_strawberry_type_cast(result) is None else None
+        runtime = _RUNTIME_TYPES.get(key) if getattr(result, _CAST_ATTRIBUTE, None) is None else None
         if runtime is None:
             runtime = self._class_type(return_type, field_details_list, info, result)
             if runtime is None:  # cast, generic, or resolved otherwise: strawberry's own way
@@ -795,7 +851,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         """The object type ``result`` resolves to when it is its class's own (``None``: a cast or
         generic object, or a type resolver that answers otherwise)."""
         definition = getattr(result.__class__, "__strawberry_definition__", None)
-        if definition is None or definition.is_graphql_generic or get_strawberry_type_cast(result) is not None:
+        if definition is None or definition.is_graphql_generic or getattr(result, _CAST_ATTRIBUTE, None) is not None:
             return None
         name = (return_type.resolve_type or self.type_resolver)(result, info, return_type)
         if self.is_awaitable(name) or name != definition.name:
@@ -963,7 +1019,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         if field_def is None or not self.planned:
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
         plan = plan_of(field_def)
-        call = call_of(field_def, self.converter) if plan is None and self.converter is not None else None
+        call = call_of(field_def) if plan is None and self.direct_calls else None
         if plan is None and call is None:
             return super().execute_field(parent_type, source, field_details_list, path, position_context)
         return self._execute_planned(field_def, plan, call, parent_type, source, field_details_list, path,
@@ -1013,7 +1069,8 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         cached = self._infos.get(id(field_details_list))
         if cached is not None and cached[0] is field_details_list and cached[1] is parent_type:
             return tuple.__new__(cached[2], (*cached[3], path, *cached[4]))
-        info = self.build_resolve_info(field_def, to_nodes(field_details_list), parent_type, path)
+        info = self.build_resolve_info(field_def, [details.node for details in field_details_list], parent_type,
+                                       path)
         parts = tuple(info)
         at = info._fields.index("path")
         self._infos[id(field_details_list)] = (field_details_list, parent_type, type(info), parts[:at], parts[at + 1:])
@@ -1049,7 +1106,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         field_details_list: Any, path: Path, position_context: Any,
     ) -> Any:
         """A resolver called directly (see the module); its arguments converted once per request."""
-        field, func, takes_self, info_name, _, _, _ = call
+        field, func, takes_self, info_name, _, _, _, _ = call
         try:
             arguments = self._arguments_of(call, field_def, field_details_list[0])
         except Exception:  # graphql-core's path raises it again, located
@@ -1059,8 +1116,7 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
         try:
             kwargs = dict(arguments)
             if info_name is not None:
-                assert self.converter is not None
-                kwargs[info_name] = self.converter.config.info_class(_raw_info=info, _field=field)
+                kwargs[info_name] = self.info_class(_raw_info=info, _field=field)
             result = func(source, **kwargs) if takes_self else func(**kwargs)
             return self._complete_result(return_type, field_details_list, info, path, result, position_context)
         except Exception as raw_error:
@@ -1102,14 +1158,12 @@ class GatewayExecutor(StrawberryGraphQLCoreExecutionContext):
     def _convert_arguments(self, call: Call, field_def: GraphQLField, details: Any) -> dict[str, Any]:
         """A field's arguments as strawberry hands them to the resolver (``paging`` for a
         :class:`Paged` field), without ``info``."""
-        field, _, _, _, paged, _, _ = call
+        field, _, _, _, paged, _, _, _ = call
         node = details.node
         raw = (get_argument_values(field_def, node, self.variable_values, details.fragment_variable_values,
                                    self.hide_suggestions)
                if field_def.args or node.arguments else {})
-        assert self.converter is not None
-        kwargs = convert_arguments(raw, field.arguments, scalar_registry=self.converter.scalar_registry,
-                                   config=self.converter.config, info=None)
+        kwargs = call[7](raw)
         for extension in field.extensions:
             kwargs = extension.map_arguments(kwargs)
         if paged:

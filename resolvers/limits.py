@@ -36,6 +36,7 @@ from graphql import (
     OperationDefinitionNode,
     SelectionSetNode,
     parse,
+    validate,
 )
 from graphql.validation import NoSchemaIntrospectionCustomRule, specified_rules
 
@@ -126,16 +127,14 @@ def limit_errors(document: DocumentNode, limits: QueryLimits) -> list[GraphQLErr
 
 @lru_cache(maxsize=CACHE_SIZE)
 def check_document(schema: GraphQLSchema, query: str, limits: QueryLimits | None) -> tuple[GraphQLError, ...]:
-    """Limit errors, else the standard validation errors (strawberry's rules included), of a
-    document (cached; without limits, only the validation rules)."""
-    from strawberry.schema.schema import validate_document
-
+    """Limit errors, else the standard validation errors of a document (cached; without limits,
+    only the validation rules)."""
     document = parse_document(query, limits.max_tokens if limits else None)
     errors = limit_errors(document, limits) if limits else []
     if errors:
         return tuple(errors)
     rules = tuple(specified_rules) if limits is None or limits.introspection else (*specified_rules, _NoIntrospection)
-    return tuple(validate_document(schema, document, rules))
+    return tuple(validate(schema, document, rules))
 
 
 async def refusals(schema: GraphQLSchema, query: str, document: DocumentNode, operation_name: str | None,

@@ -13,12 +13,9 @@ from functools import lru_cache
 from typing import Any
 
 import strawberry
-from graphql import GraphQLError
+from graphql import GraphQLError, OperationType
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import DEFAULT_ALLOWED_OPERATION_TYPES
 from strawberry.types import ExecutionContext, ExecutionResult
-from strawberry.types.execution import PreExecutionError
-from strawberry.types.graphql import OperationType
 
 from resolvers.errors import is_internal
 from resolvers.execution import GatewayExecutor
@@ -35,7 +32,21 @@ from xreg.config import Settings
 log = logging.getLogger("xreg.graphql")
 
 
-async def _refusal(result: PreExecutionError) -> AsyncIterator[ExecutionResult]:
+#: What ``allowed_operation_types=None`` allows (strawberry's default): every operation type
+#: (the pipeline compares them by value, :func:`resolvers.operation.require_allowed`).
+_EVERY_OPERATION_TYPE = tuple(OperationType)
+
+
+def _pre_execution_error() -> type[ExecutionResult]:
+    """Strawberry's ``PreExecutionError``: the subclass of ``ExecutionResult`` its subscription
+    protocols answer with an error message instead of a result (it has no public import)."""
+    found = [cls for cls in ExecutionResult.__subclasses__() if cls.__name__ == "PreExecutionError"]
+    if len(found) != 1:
+        raise RuntimeError("strawberry's PreExecutionError is not found")
+    return found[0]
+
+
+async def _refusal(result: ExecutionResult) -> AsyncIterator[ExecutionResult]:
     yield result
 
 
@@ -56,10 +67,10 @@ class GatewaySchema(strawberry.Schema):
     async def execute(
         self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,
         root_value: Any | None = None, operation_name: str | None = None,
-        allowed_operation_types: Iterable[OperationType] | None = None,
+        allowed_operation_types: Iterable[Any] | None = None,
         operation_extensions: dict[str, Any] | None = None,
     ) -> ExecutionResult:
-        allowed = DEFAULT_ALLOWED_OPERATION_TYPES if allowed_operation_types is None else allowed_operation_types
+        allowed = _EVERY_OPERATION_TYPE if allowed_operation_types is None else allowed_operation_types
         return await run_operation(self, self.limits, query, variable_values, context_value, root_value,
                                    operation_name, allowed)
 
@@ -67,17 +78,17 @@ class GatewaySchema(strawberry.Schema):
         self, query: str | None, variable_values: dict[str, Any] | None = None, context_value: Any | None = None,
         root_value: Any | None = None, operation_name: str | None = None,
         operation_extensions: dict[str, Any] | None = None,
-        allowed_operation_types: Iterable[OperationType] | None = None,
+        allowed_operation_types: Iterable[Any] | None = None,
     ) -> AsyncIterator[ExecutionResult]:
         """Through :func:`resolvers.streaming.open_stream` (limits, cost, rate limit), as
         :meth:`execute` runs its operations; ``context_value`` is a :class:`~resolvers.streaming.Subscriber`.
-        A refusal is the stream's one result, a :class:`PreExecutionError`."""
-        allowed = DEFAULT_ALLOWED_OPERATION_TYPES if allowed_operation_types is None else allowed_operation_types
+        A refusal is the stream's one result, a ``PreExecutionError`` (:func:`_pre_execution_error`)."""
+        allowed = _EVERY_OPERATION_TYPE if allowed_operation_types is None else allowed_operation_types
         if not isinstance(context_value, Subscriber):
             raise TypeError("a streamed operation's context is a resolvers.streaming.Subscriber")
         opened = await open_stream(self, self.limits, query, variable_values, context_value, operation_name, allowed)
         if isinstance(opened, ExecutionResult):
-            return _refusal(PreExecutionError(data=None, errors=opened.errors))
+            return _refusal(_pre_execution_error()(data=None, errors=opened.errors))
         return opened
 
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:

@@ -11,7 +11,6 @@ import pytest
 import strawberry
 from strawberry.extensions import SchemaExtension
 from strawberry.schema.config import StrawberryConfig
-from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 
 from adapters.local import LocalSource
 from resolvers.context import Context
@@ -45,7 +44,16 @@ class _Reported(SchemaExtension):
             result.errors = with_reported(result.errors, self.execution_context.context)
 
 
-class StrawberrysExecutor(StrawberryGraphQLCoreExecutionContext):
+@strawberry.type
+class _Probe:
+    probe: int = 0
+
+
+#: strawberry's own executor: a schema's default ``execution_context_class``
+_STRAWBERRYS: Any = strawberry.Schema(query=_Probe).execution_context_class
+
+
+class StrawberrysExecutor(_STRAWBERRYS):
     """Strawberry's own executor (the comparison), closing the resolver coroutines it abandons.
 
     When a non-null field fails, graphql-core cancels its siblings' completions; one cancelled
@@ -320,7 +328,7 @@ async def test_a_document_without_variables_is_collected_once(corpus_db, tmp_pat
     """The sub-fields of a document without variables are collected by its first request only
     (``@include`` with a literal included); a document with variables is collected for every
     request, so that ``@include`` follows them."""
-    import graphql.execution.executor as core
+    from graphql.execution import Executor
 
     settings = Settings(data_dir=tmp_path, registry_id=REGISTRY_ID)
     schema = build_schema(settings)
@@ -329,13 +337,13 @@ async def test_a_document_without_variables_is_collected_once(corpus_db, tmp_pat
     variable = """query($named: Boolean!) { registry { endpoints(first: 3) { nodes { xid name @include(if: $named)
       messagegroups { xid messages(first: 2) { nodes { xid } } } } } } }"""
     collected: list[str] = []
-    collect = core.collect_subfields
+    collect = Executor.collect_subfields
 
-    def counting(schema, fragments, variables, operation, return_type, *args):
+    def counting(self, return_type, field_details_list):
         collected.append(return_type.name)
-        return collect(schema, fragments, variables, operation, return_type, *args)
+        return collect(self, return_type, field_details_list)
 
-    monkeypatch.setattr(core, "collect_subfields", counting)
+    monkeypatch.setattr(Executor, "collect_subfields", counting)
     async with open_registry(corpus_db) as reg:
         sources = {REGISTRY_ID: LocalSource(reg)}
         answers, counts = [], []
@@ -591,3 +599,35 @@ async def test_a_response_leaves_its_entities_to_reference_counting_not_the_cycl
             gc.garbage.clear()
             gc.enable()
     assert cyclic == []
+
+
+def _seen(info: strawberry.Info, n: int) -> str:
+    raw = info._raw_info
+    return repr((n, info.variable_values, type(raw.variable_values), info.input_extensions, info.field_name,
+                 info.path.as_list(),
+                 info.python_name, [f.name for f in info.selected_fields], str(raw.return_type),
+                 raw.parent_type.name, raw.fragments, raw.root_value))
+
+
+@strawberry.type
+class Asks:
+    @strawberry.field
+    def seen(self, info: strawberry.Info, n: int) -> str:
+        return _seen(info, n)
+
+    @strawberry.field
+    async def later(self, info: strawberry.Info, n: int) -> str:
+        return _seen(info, n)
+
+
+async def test_resolvers_get_the_info_strawberrys_executor_builds():
+    """Variables as a plain dict, the operation's extensions, the field's place: as strawberry's."""
+    ours = strawberry.Schema(query=Asks, execution_context_class=GatewayExecutor)
+    theirs = strawberry.Schema(query=Asks, execution_context_class=StrawberrysExecutor)
+    query = "query($n: Int!) { seen(n: $n) a: seen(n: 2) later(n: $n) }"
+    for extensions in (None, {"trace": "t1"}):
+        mine = await ours.execute(query, variable_values={"n": 1}, operation_extensions=extensions)
+        strawberrys = await theirs.execute(query, variable_values={"n": 1}, operation_extensions=extensions)
+        assert mine.errors is None
+        assert mine.data == strawberrys.data
+        assert "{'n': 1}" in mine.data["seen"] and str(extensions) in mine.data["seen"]  # type: ignore[index]

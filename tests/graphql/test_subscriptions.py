@@ -26,6 +26,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from gateway.app import create_app
 from gateway.auth import hash_key
 from resolvers.schema import build_schema
+from resolvers.streaming import Subscriber
 from tests.support.live import LiveServer
 from xreg.config import Settings
 
@@ -163,6 +164,17 @@ async def test_refusals_are_the_operations_error_messages(live: LiveServer):
     assert invalid["type"] == "error" and invalid["payload"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
     assert position["type"] == "error" and position["payload"][0]["extensions"]["code"] == "bad_request"
 
+
+
+async def test_a_refused_stream_answers_strawberrys_pre_execution_error(tmp_path: Path):
+    """``GatewaySchema.stream`` (strawberry's transports): a refusal is one ``PreExecutionError``,
+    which they answer with an error message rather than a result."""
+    settings = settings_for(tmp_path)
+    stream = await build_schema(settings).stream("subscription { registryEvents { nope } }",
+                                                 context_value=Subscriber(settings=settings, sources={}, events=None))
+    results = [result async for result in stream]
+    assert [type(result).__name__ for result in results] == ["PreExecutionError"]
+    assert results[0].data is None and "nope" in results[0].errors[0].message  # type: ignore[index]
 
 async def test_a_slow_consumer_is_closed_with_4413_and_the_position_to_resume_from(tmp_path: Path):
     async with LiveServer(create_app(settings_for(tmp_path, subscription_buffer=2))) as live:
