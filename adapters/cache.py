@@ -15,6 +15,10 @@ of its last event), so every entry stored before it is left unread; ``<caller>``
 of the caller's credentials for registries whose answers depend on them (``auth.forward``), else
 ``*``. Concurrent misses of one key in a process share one fetch. A failing backend (Redis down)
 never fails a read: it counts as a miss and in ``errors``.
+
+Keys follow what callers ask for (XIDs, filters, cursors) and entries live up to ``cache_ttl +
+stale_if_error`` (an hour by default), so the in-process backend holds at most
+``cache_memory_entries`` of them: storing one more drops the one stored longest ago.
 """
 
 from __future__ import annotations
@@ -39,10 +43,35 @@ log = logging.getLogger("xreg.cache")
 Fetch = Callable[[], Awaitable[Any]]
 
 
-def create_backend(url: str) -> BaseCache:
-    """The aiocache backend of ``cache_url``."""
+class BoundedMemoryCache(SimpleMemoryCache):
+    """aiocache's in-process cache holding at most ``max_entries`` keys: a set past the bound
+    drops the keys stored longest ago (a key set again counts as stored anew)."""
+
+    def __init__(self, max_entries: int, **kwargs: Any) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be at least 1")
+        super().__init__(**kwargs)
+        self.max_entries = max_entries
+
+    @property
+    def entries(self) -> int:
+        """How many keys are held (no ``__len__``: an empty cache must stay truthy)."""
+        return len(self._cache)
+
+    async def _set(self, key: str, value: Any, ttl: float | None = None, _cas_token: Any = None,
+                   _conn: Any = None) -> Any:
+        if _cas_token is None:
+            self._cache.pop(key, None)  # stored anew: the youngest (its expiry is replaced below)
+        done = await super()._set(key, value, ttl=ttl, _cas_token=_cas_token, _conn=_conn)
+        while len(self._cache) > self.max_entries:
+            await self._delete(next(iter(self._cache)))
+        return done
+
+
+def create_backend(url: str, memory_entries: int = 10_000) -> BaseCache:
+    """The aiocache backend of ``cache_url`` (``memory_entries``: the bound of ``memory://``)."""
     if url == "memory://":
-        return SimpleMemoryCache()
+        return BoundedMemoryCache(memory_entries)
     parts = urlsplit(url)
     db = parts.path.strip("/") or "0"
     return RedisCache(endpoint=parts.hostname or "127.0.0.1", port=parts.port or 6379, db=int(db),

@@ -6,7 +6,9 @@ reader task keeps the feed's *head* — the position after which it has publishe
 moves it whenever the store's revision moves: at once when this process commits (the write path
 calls :meth:`EventFeed.notify`), and every ``poll_interval`` seconds otherwise
 (``XREG_EVENTS_POLL_SECONDS``), which finds the commits of other processes or replicas on the
-same store. Each read of the store serves every follower.
+same store. Each read of the store serves every follower; an event is handed to the followers
+:data:`PUSH_SLICE` at a time, the loop running between two slices (a commit never waits for the
+fan-out of the events before it: :meth:`EventFeed.notify` only wakes the reader).
 
 :meth:`EventFeed.follow` gives one consumer its stream: the retained events after its position,
 read from the store page by page with its filters, then the live ones — in position order,
@@ -33,6 +35,9 @@ log = logging.getLogger("xreg.events")
 
 #: Events read from the store per call.
 PAGE_SIZE = 500
+#: Streams an event is handed to before the reader lets the loop run: the consumers it woke, and
+#: the requests (writes) waiting meanwhile, take turns with the rest of a large fan-out.
+PUSH_SLICE = 64
 
 
 class SlowConsumer(Exception):
@@ -62,6 +67,41 @@ class EventStream:
         self._signal = asyncio.Event()
         self._slow = False
         self._closed = False
+        self._listener: Callable[[], None] | None = None
+
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        """Have ``listener`` called (synchronously, by the feed) whenever the stream may have
+        become :meth:`ready`: a consumer that drives many streams from one task wakes only for
+        those with something to give. ``None``: no longer."""
+        self._listener = listener
+
+    def ready(self) -> bool:
+        """Whether the next ``__anext__`` returns (or raises) without waiting: a live event not yet
+        yielded is buffered, the stream is closed or its consumer too slow. A stream still
+        reading its retained events is not ready (it reads the store)."""
+        if self._slow or self._closed or self._retained:
+            return True
+        if self._reading_retained:
+            return False
+        live, last = self._live, self.last
+        while live and last is not None and live[0].position <= last:
+            live.popleft()  # already yielded from the retained events
+        return bool(live)
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether the consumer fell too far behind (the next ``__anext__`` raises :class:`SlowConsumer`)."""
+        return self._slow
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every retained event was yielded: what follows is live."""
+        return not self._reading_retained and not self._retained
+
+    def _wake(self) -> None:
+        self._signal.set()
+        if self._listener is not None:
+            self._listener()
 
     # -- fed by the feed ------------------------------------------------------------------------
     def _push(self, event: RegistryEvent) -> None:
@@ -71,16 +111,16 @@ class EventStream:
             self._slow = True
         else:
             self._live.append(event)
-        self._signal.set()
+        self._wake()
 
     def _close(self) -> None:
         self._closed = True
-        self._signal.set()
+        self._wake()
 
     def _overrun(self) -> None:
         """The live feed lost events this stream had not seen (pruned under it)."""
         self._slow = True
-        self._signal.set()
+        self._wake()
 
     async def _read_retained(self) -> None:
         """The next page of retained events (none left: the stream goes live)."""
@@ -232,9 +272,13 @@ class EventFeed:
         while True:
             self.reads += 1
             page = await self.store.events_after(self._head, limit=self.page_size)
+            streams = list(self._streams)
             for event in page:
-                for stream in list(self._streams):
-                    stream._push(event)
+                for start in range(0, len(streams), PUSH_SLICE):
+                    if start:  # the consumers woken so far, and whatever else waits (writes), run first
+                        await asyncio.sleep(0)
+                    for stream in streams[start:start + PUSH_SLICE]:
+                        stream._push(event)
             if page:
                 self._head = page[-1].position
                 self._seen = max(self._seen, page[-1].position.revision)

@@ -69,7 +69,7 @@ class Federation:
         self.settings = settings
         self.local = local
         self.transports = dict(transports or {})
-        self.backend = create_backend(settings.cache_url)
+        self.backend = create_backend(settings.cache_url, settings.cache_memory_entries)
         self._sources: dict[str, RegistrySource] = {}
         self._configs: dict[str, RegistryConfig] = {}
         self._lock = asyncio.Lock()
@@ -77,8 +77,8 @@ class Federation:
         self._signal_installed = False
         #: How many reloads were applied (tests and logs).
         self.reloads = 0
-        #: How often the settings file was checked (each check that saw a change reloaded first).
-        self.polls = 0
+        #: Waiting for the next reload the watcher or ``SIGHUP`` attempts (:meth:`next_reload`).
+        self._reload_waiters: list[asyncio.Future[str | None]] = []
         #: Why the last reload was refused (``None`` once one succeeds): reported by ``/readyz``.
         self.last_reload_error: str | None = None
         self.sources: Mapping[str, RegistrySource] = SourcesView(self)
@@ -144,7 +144,7 @@ class Federation:
             rebuild_all = settings.cache_url != self.settings.cache_url
             old_backend = self.backend
             if rebuild_all:
-                self.backend = create_backend(settings.cache_url)
+                self.backend = create_backend(settings.cache_url, self.settings.cache_memory_entries)
             changes, fresh, kept = [], {}, {}
             try:
                 for config in configs:
@@ -186,6 +186,18 @@ class Federation:
             log.error("%s", exc)
         else:
             self.last_reload_error = None
+        finally:
+            waiters, self._reload_waiters = self._reload_waiters, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(self.last_reload_error)
+
+    async def next_reload(self) -> str | None:
+        """Wait for the next reload the settings watcher or ``SIGHUP`` attempts; returns why it was
+        refused, ``None`` when it was applied."""
+        waiter: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._reload_waiters.append(waiter)
+        return await waiter
 
     def watch(self) -> None:
         """Reload on ``SIGHUP`` (where signals can be handled) and when the settings file changes
@@ -198,24 +210,16 @@ class Federation:
             log.info("SIGHUP cannot be handled here; settings reload on file changes only")
         path, every = self.settings.config, self.settings.config_watch_seconds
         if path is not None and every > 0 and self._watcher is None:
-            self._watcher = loop.create_task(self._poll(Path(path), every))
+            # the file as it is now: a change made before the task first runs is still seen
+            self._watcher = loop.create_task(self._poll(Path(path), every, _stamp(Path(path))))
 
-    async def _poll(self, path: Path, every: float) -> None:
-        def stamp() -> tuple[int, int] | None:
-            try:
-                st = path.stat()
-            except OSError:
-                return None
-            return (st.st_mtime_ns, st.st_size)
-
-        last = stamp()
+    async def _poll(self, path: Path, every: float, last: tuple[int, int] | None) -> None:
         while True:
             await asyncio.sleep(every)
-            now = stamp()
+            now = _stamp(path)
             if now is not None and now != last:
                 last = now
                 await self._reload_logged()
-            self.polls += 1
 
     # -- queries ------------------------------------------------------------------------------
     def ordered(self, ids: Sequence[str] | None = None) -> list[RegistrySource]:
@@ -244,6 +248,15 @@ class Federation:
     def references(self, sources: Sequence[RegistrySource] | None = None) -> References:
         """The reference rules over the current registries."""
         return rules_over(sources if sources is not None else self.ordered(), self.roots())
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """The settings file's modification time and size (``None`` while it cannot be read)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def _same(source: RegistrySource, old: RegistryConfig | None, new: RegistryConfig) -> bool:

@@ -70,11 +70,14 @@ _KEY_END = "\U0010ffff"
 _LAZY = frozenset({"group", "resource"})
 
 _VIEW, _META, _MATERIALISED = (Entity.__dict__[n] for n in ("view", "meta", "materialised"))  # the slots
+#: Id attributes whose view's own attributes are kept (a model names a handful).
+RESOURCE_OWN_CACHED = 256
 
 
-@functools.cache
+@functools.lru_cache(maxsize=RESOURCE_OWN_CACHED)
 def _resource_own(id_attribute: str) -> frozenset[str]:
-    """What a resource's view shows other than its default version's stored attributes."""
+    """What a resource's view shows other than its default version's stored attributes (by the
+    id attribute a stored ``meta`` names: stored data, hence a bounded cache)."""
     singular = id_attribute[:-2]
     return RESOURCE_VIEW_OWN | {id_attribute, f"{singular}uri", f"{singular}url"}
 

@@ -14,6 +14,10 @@ this one writes. Figures:
 - **write throughput with vs without subscribers**: ``--writes`` writes as fast as
   ``--writers`` concurrent clients send them, with no subscriber, then with all of them
   receiving (the ratio: what fanning the events out costs the writers);
+- **server CPU per delivery**: the gateway processes' CPU time (user + system) from the first
+  paced write until every delivery arrived, less what as many writes cost without subscribers
+  (the throughput run alone), over the deliveries: a figure a shared machine's load moves less
+  than latencies;
 - **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
   deliveries to a local receiver against plain POSTs of the same bodies).
 
@@ -21,7 +25,10 @@ Deliveries that did not arrive (a subscriber disconnected as a slow consumer) ar
 printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers, 10 writes/s for
 2 s, 40 writes each way — every step, in seconds.
 
-Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--smoke]
+``--workers N`` serves with N gateway processes accepting on the one socket (as ``serve --workers
+N``, or N replicas), each following the store's event log (``--poll``, XREG_EVENTS_POLL_SECONDS).
+
+Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1] [--smoke]
 """
 
 from __future__ import annotations
@@ -48,11 +55,16 @@ REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-events-writer-key"
 SUBSCRIPTION = ('subscription { registryEvents(types: ["io.xregistry.group.created"]) '
                 "{ position subject time } }")
+#: One gateway process on the socket passed in, with the uvicorn options ``serve`` gives it.
 SERVER = """
 import socket, sys, uvicorn
 from gateway.app import create_app
+from gateway.request_limits import server_options
+from xreg.config import load_settings
+settings = load_settings()
 sock = socket.socket(fileno=int(sys.argv[1]))
-uvicorn.Server(uvicorn.Config(create_app(), log_level="warning", lifespan="on", ws_max_queue=64)).run(sockets=[sock])
+uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on", ws_max_queue=64,
+                              ws_per_message_deflate=False, **server_options(settings))).run(sockets=[sock])
 """
 
 
@@ -63,6 +75,12 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -71,9 +89,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 class Gateway:
-    """The gateway in a subprocess on a socket bound here."""
+    """The gateway on a socket bound here: ``workers`` processes accepting on it, each with its
+    event feed on the one SQLite store (a write's events reach the other processes' subscribers
+    by polling, every ``poll`` seconds), their metrics gathered as ``serve --workers`` does."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, workers: int = 1, poll: float = 0.05) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
@@ -82,9 +102,18 @@ class Gateway:
         keys = [{"name": "writer", "sha256": hashlib.sha256(KEY.encode()).hexdigest(), "scopes": ["read", "write"]}]
         env = {**os.environ, "XREG_DATA_DIR": str(data_dir), "XREG_STORE_URL": "", "XREG_API_KEYS": json.dumps(keys),
                "XREG_ADMISSION_QUEUE_SIZE": "100000", "XREG_ADMISSION_QUEUE_TIMEOUT_SECONDS": "120",
-               "PYTHONPATH": str(REPO)}
-        self.process = subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock.fileno())], env=env,
-                                        pass_fds=[self.sock.fileno()])
+               "PYTHONPATH": str(REPO), "XREG_EVENTS_POLL_SECONDS": str(poll)}
+        if workers > 1:
+            env["PROMETHEUS_MULTIPROC_DIR"] = str(data_dir / "metrics")
+            (data_dir / "metrics").mkdir()
+        self.processes = [subprocess.Popen([sys.executable, "-c", SERVER, str(self.sock.fileno())], env=env,
+                                           pass_fds=[self.sock.fileno()]) for _ in range(workers)]
+
+    def rss(self) -> int:
+        return sum(rss_bytes(p.pid) for p in self.processes)
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(p.pid) for p in self.processes)
 
     def wait_ready(self) -> None:
         deadline = time.monotonic() + 60
@@ -98,8 +127,10 @@ class Gateway:
         raise RuntimeError("the gateway did not start")
 
     def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(30)
+        for process in self.processes:
+            process.terminate()
+        for process in self.processes:
+            process.wait(30)
         self.sock.close()
 
 
@@ -194,8 +225,23 @@ class Subscribers:
         self.process.wait(60)
 
 
+#: Writes sent again (a PUT is idempotent): refused with 503 (several processes on one SQLite file
+#: wait for its write lock at most ``busy_timeout``; sent again after ``Retry-After``), or on a
+#: kept-alive connection the server had closed.
+RETRIED = [0]
+
+
 async def write(client: httpx.AsyncClient, name: str) -> None:
-    response = await client.put(f"/registry/schemagroups/{name}", json={})
+    for _ in range(10):
+        try:
+            response = await client.put(f"/registry/schemagroups/{name}", json={})
+        except (httpx.ReadError, httpx.RemoteProtocolError):  # a kept-alive connection the server closed
+            RETRIED[0] += 1
+            continue
+        if response.status_code != 503:
+            break
+        RETRIED[0] += 1
+        await asyncio.sleep(min(float(response.headers.get("retry-after", "1")), 1.0))
     response.raise_for_status()
 
 
@@ -228,7 +274,7 @@ async def paced(client: httpx.AsyncClient, rate: float, seconds: float) -> int:
 
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        gateway = Gateway(Path(tmp))
+        gateway = Gateway(Path(tmp), args.workers, args.poll)
         try:
             gateway.wait_ready()
             await measure(args, gateway)
@@ -241,8 +287,10 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     async with httpx.AsyncClient(base_url=gateway.url, timeout=120, limits=limits,
                                  headers={"Authorization": f"Bearer {KEY}"}) as client:
         await write(client, "warmup")
+        cpu_start = gateway.cpu()
         alone = await throughput(client, "alone", args.writes, args.writers)
-        rss_before = rss_bytes(gateway.process.pid)
+        cpu_per_write = (gateway.cpu() - cpu_start) / args.writes
+        rss_before = gateway.rss()
 
         connecting = time.perf_counter()
         subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers)
@@ -251,8 +299,9 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
             while await open_count(client) < args.subscribers:  # every subscription open on the server
                 await asyncio.sleep(0.05)
             connected_s = time.perf_counter() - connecting
-            rss_after = rss_bytes(gateway.process.pid)
+            rss_after = gateway.rss()
 
+            cpu_before = gateway.cpu()
             written = await paced(client, args.rate, args.seconds)
             expected = written * args.subscribers
             deadline = time.monotonic() + 60
@@ -261,6 +310,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
                 if state["received"] + state["closed_count"] * written >= expected:
                     break
                 await asyncio.sleep(0.1)
+            cpu_used = gateway.cpu() - cpu_before  # the paced writes and their deliveries
             taken = await subscribers.ask("take")
             loaded = await throughput(client, "loaded", args.writes, args.writers)
             final = await subscribers.ask("count")
@@ -273,21 +323,30 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
     ratio = loaded / alone if alone else float("nan")
     mean = statistics.fmean(latencies) * 1000 if latencies else float("nan")
+    print(f"gateway processes               {args.workers} (event log polled every {args.poll:g} s)")
     print(f"subscribers                     {args.subscribers} (connected in {connected_s:.1f} s)")
     print(f"writes                          {written} at {args.rate:g}/s for {args.seconds:g} s")
     print(f"deliveries                      {delivered} of {expected} ({final['closed_count']} subscribers "
           "closed early)")
     print(f"commit-to-delivery p50 / p99    {p50:.1f} / {p99:.1f} ms (mean {mean:.1f} ms)")
+    fanout_cpu = cpu_used - written * cpu_per_write  # less what the writes cost without subscribers
+    per_delivery = fanout_cpu / delivered * 1e6 if delivered else float("nan")
+    print(f"server CPU                      {cpu_used:.1f} s for the paced writes and their deliveries; "
+          f"{cpu_per_write * 1000:.1f} ms per write alone: {per_delivery:.0f} µs per delivery")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
     print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
     if closed:
         print(f"first close                     {closed[0]}")
-    hooks = webhook_deliveries(args.smoke)
+    if RETRIED[0]:
+        print(f"writes sent again               {RETRIED[0]} (503, or a connection closed)")
+    hooks = webhook_deliveries(args.smoke) if args.webhooks else "webhooks not measured"
     print(f"webhooks                        {hooks} (bench/bench_webhooks.py)")
-    print(f"summary: {args.subscribers} subscribers at {args.rate:g} writes/s: delivery p50 {p50:.1f} ms, "
+    print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: "
+          f"delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
-          f"subscribers {ratio:.2f}×; {delivered}/{expected} delivered; {hooks}")
+          f"subscribers {ratio:.2f}×; {per_delivery:.0f} µs server CPU per delivery; {delivered}/{expected} delivered; "
+          f"{hooks}")
 
 
 def webhook_deliveries(smoke: bool) -> str:
@@ -307,6 +366,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--writes", type=int, default=500, help="writes of each throughput run")
     parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the throughput runs")
+    parser.add_argument("--workers", type=int, default=1, help="gateway processes on the one store")
+    parser.add_argument("--poll", type=float, default=0.05,
+                        help="XREG_EVENTS_POLL_SECONDS: how soon a process finds the others' commits")
+    parser.add_argument("--no-webhooks", dest="webhooks", action="store_false",
+                        help="skip the webhook figure (bench_webhooks.py)")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args(argv)
     if args.smoke:

@@ -7,7 +7,8 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
 - page: 50 messages of one group after a cursor; page with ``totalCount`` (the same page and its
   count); a registry-wide page filtered on the materialised ``protocol`` (broad: most messages
   match) and its count; a rare filter (5 messages match) and its count; a broad search
-  (every message holds the word) by relevance, and its count — each the median of ``--reps``;
+  (every message holds the word) by relevance, a page of it past the ranked hits, and its count —
+  each the median of ``--reps``;
 - the baseline of each read: the same rows from a plain sqlite3 table ``plain(xkey PRIMARY KEY,
   grp, protocol, doc)`` with an index on ``(protocol, xkey)`` (the search: FTS5 on its own);
 - health during a large write: ``Store.probe_revision`` (what ``/healthz`` answers with) and a
@@ -45,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,7 @@ sys.path.insert(0, str(REPO))
 from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
 from xreg.storage.records import Query, Write  # noqa: E402
-from xreg.storage.semantics import RANK, Condition, Cursor, Sort  # noqa: E402
+from xreg.storage.semantics import RANK, Condition, Cursor, Sort, cursor_for  # noqa: E402
 from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 
 MESSAGES = "messagegroups/messages"
@@ -180,6 +182,12 @@ async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH,
         out["broad search page"] = (await median(lambda: store.list(search), reps), plain_median(
             lambda: plain.execute("SELECT rowid FROM plain_text WHERE plain_text MATCH 'record' "
                                   "ORDER BY rank LIMIT 51").fetchall(), reps))
+        # A page past the ranked hits (sqlite.RANKED_HITS): the older matches, newest first.
+        deep = (await store.list(replace(search, limit=min(n, 1100)))).items[-1]
+        past = replace(search, after=cursor_for(deep, Sort(RANK)))
+        out["broad search, later page"] = (await median(lambda: store.list(past), reps), plain_median(
+            lambda: plain.execute("SELECT rowid FROM plain_text WHERE plain_text MATCH 'record' AND rowid < ? "
+                                  "ORDER BY rowid DESC LIMIT 51", (n - 1100,)).fetchall(), reps))
         out["broad search count"] = (await median(lambda: store.count(search), reps), plain_median(
             lambda: plain.execute("SELECT count(*) FROM plain_text WHERE plain_text MATCH 'record'").fetchall(), reps))
 

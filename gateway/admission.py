@@ -23,7 +23,8 @@ import asyncio
 import contextlib
 import json
 import math
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -101,11 +102,41 @@ class Gate:
 
 class Subscriptions:
     """GraphQL subscriptions open in one process: at most ``limit`` (they wait for events without
-    a gate slot); counted by transport in ``xreg_graphql_subscriptions_open``."""
+    a gate slot); counted by transport in ``xreg_graphql_subscriptions_open``, and here (``open``,
+    ``by_transport``). A subscription counts once its stream has joined the event feed: what is
+    committed from then on reaches it. :meth:`until` / :meth:`wait_until` wait for a count (a
+    client that must know its subscription is open before it writes: tests)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.open = 0
+        self.by_transport: dict[str, int] = {}
+        self._waiters: list[asyncio.Future[None]] = []
+        self._changed = threading.Condition()
+
+    def _count(self, transport: str, step: int) -> None:
+        self.open += step
+        self.by_transport[transport] = self.by_transport.get(transport, 0) + step
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        with self._changed:
+            self._changed.notify_all()
+
+    async def until(self, condition: Callable[[Subscriptions], bool]) -> None:
+        """Wait (on the loop that serves the subscriptions) until ``condition(self)`` holds: it is
+        checked again at each subscription opened or closed."""
+        while not condition(self):
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    def wait_until(self, condition: Callable[[Subscriptions], bool], timeout: float) -> bool:
+        """:meth:`until` for another thread than the serving loop's: whether ``condition`` held
+        within ``timeout`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: condition(self), timeout)
 
     @contextlib.contextmanager
     def held(self, transport: str) -> Iterator[None]:
@@ -113,13 +144,13 @@ class Subscriptions:
         if self.open >= self.limit:
             metrics.ADMISSION_REJECTED.labels("graphql").inc()
             raise Busy
-        self.open += 1
+        self._count(transport, 1)
         gauge = metrics.SUBSCRIPTIONS_OPEN.labels(transport)
         gauge.inc()
         try:
             yield
         finally:
-            self.open -= 1
+            self._count(transport, -1)
             gauge.dec()
 
 

@@ -44,6 +44,7 @@ from gateway.bulk import build_routes as bulk_routes
 from gateway.cors import cors_middleware
 from gateway.event_log import build_routes as event_routes
 from gateway.graphql_http import build_routes as graphql_routes
+from gateway.heap_trim import HeapTrimmer, glibc_trim
 from gateway.http_api import build_routes as xregistry_routes
 from gateway.http_errors import http_exception
 from gateway.logs import redact_url
@@ -129,7 +130,8 @@ def webhook_dispatcher(settings: Settings, registry: LocalRegistry, *,
 def create_app(settings: Settings | None = None, *, registry: LocalRegistry | None = None,
                webhooks: WebhookDispatcher | None = None, clock: Clock = SYSTEM_CLOCK) -> Starlette:
     """The gateway application. ``registry`` overrides the one ``settings`` would build, ``webhooks``
-    the webhook dispatcher, ``clock`` the time the remote registries' sources read (tests)."""
+    the webhook dispatcher, ``clock`` the time the remote registries' sources read and credentials
+    expire by (tests)."""
     settings = settings or load_settings()
     formats.configure(evaluator_limits(settings))
     registry = registry or LocalRegistry.from_settings(settings)
@@ -139,7 +141,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     registry.commit_listeners.append(events.notify)
     registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll
     rematerialiser = Rematerialiser(registry, batch=settings.rematerialise_batch)
-    auth = Authenticator(settings)
+    auth = Authenticator(settings, clock=clock)
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
 
     @contextlib.asynccontextmanager
@@ -174,15 +176,17 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                     log.exception("history retention failed")
                 await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
 
-        task = asyncio.create_task(pruner())
-        worker = asyncio.create_task(rematerialiser.run(settings.rematerialise_poll_seconds))
+        tasks = [asyncio.create_task(pruner()),
+                 asyncio.create_task(HeapTrimmer(settings.malloc_trim_seconds, glibc_trim()).run()),
+                 asyncio.create_task(rematerialiser.run(settings.rematerialise_poll_seconds))]
         try:
             yield
         finally:
-            for background in (task, worker):
-                background.cancel()
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
-                    await background
+                    await task
             await dispatcher.aclose()
             await events.close()
             await auth.aclose()

@@ -16,7 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import httpx
 import jwt
 from starlette.requests import Request
 
+from adapters.clock import SYSTEM_CLOCK, Clock
 from xreg.config import Settings
 from xreg.errors import GatewayError
 
@@ -72,12 +73,16 @@ def _scopes(values: Any, extra: frozenset[str] = frozenset()) -> frozenset[str]:
 @dataclass(frozen=True)
 class Principal:
     """Who is calling: ``subject`` is "anonymous", the API key's name or the JWT ``sub``;
-    ``issuer`` the JWT's ``iss`` (``None`` for the others, and for a JWT without one)."""
+    ``issuer`` the JWT's ``iss`` (``None`` for the others, and for a JWT without one), ``expires``
+    its ``exp``."""
 
     subject: str
     scopes: frozenset[str]
     via: str  # "anonymous" | "api-key" | "jwt"
     issuer: str | None = None
+    #: When the credentials stop being valid (a JWT's ``exp``, epoch seconds); ``None``: never.
+    #: Not part of who the principal is (equality).
+    expires: float | None = field(default=None, compare=False)
 
     def can(self, scope: str) -> bool:
         """Whether the principal holds ``scope`` ("read" or "write")."""
@@ -207,12 +212,14 @@ def _parse_jwks(document: Any) -> dict[str | None, dict[str, Any]]:
 
 
 class Authenticator:
-    """Turns an ``Authorization`` header into a :class:`Principal`, per the settings.
+    """Turns an ``Authorization`` header into a :class:`Principal`, per the settings; ``clock``
+    tells when a principal's credentials expire (:meth:`expired`; tests advance their own).
 
     Raises ValueError when both ``jwt_jwks_url`` and ``jwt_jwks_file`` are set.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
         # what anonymous callers may do, authenticated callers may do too
         self._implied = frozenset({"read"}) if settings.anonymous_read else frozenset()
         self._anonymous = Principal("anonymous", self._implied, "anonymous")
@@ -317,9 +324,18 @@ class Authenticator:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise self._reject('The bearer token lacks the "sub" claim.')
-        issuer = claims.get("iss")
+        issuer, exp = claims.get("iss"), claims.get("exp")
         return Principal(subject, _scopes(claims.get(self._scope_claim), self._extra) | self._implied, "jwt",
-                         issuer if isinstance(issuer, str) else None)
+                         issuer if isinstance(issuer, str) else None,
+                         float(exp) if isinstance(exp, (int, float)) else None)
+
+    def expires_in(self, principal: Principal) -> float | None:
+        """Seconds until ``principal``'s credentials expire by the clock, with the leeway
+        ``exp`` is checked with (``<= 0``: expired; ``None``: they never do). A connection that
+        outlives its token (a WebSocket) checks it with this."""
+        if principal.expires is None:
+            return None
+        return principal.expires + JWT_LEEWAY_SECONDS - self.clock.wall()
 
     def _reject(self, reason: str, error: str | None = "invalid_token") -> AuthError:
         log.info("authentication failed: %s", reason)

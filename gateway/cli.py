@@ -440,7 +440,10 @@ def serve_cmd(
         host=host, port=port, log_config=logging_config(settings.log_level, settings.log_format),
         log_level=settings.log_level, access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         **server_options(settings),  # request-head limits are the gateway's (gateway/request_limits.py)
-        **proxy_options(settings))  # so is whose forwarded headers are believed (gateway/forwarded.py)
+        **proxy_options(settings),  # so is whose forwarded headers are believed (gateway/forwarded.py)
+        # WebSocket frames uncompressed: a subscription's frames are small and alike for every
+        # subscriber, and permessage-deflate compresses each one again per connection
+        ws_per_message_deflate=False)
     # uvicorn re-raises the SIGTERM it handled once it has shut down: end normally then
     signal.signal(signal.SIGTERM, _exit_normally)
     if workers == 1:

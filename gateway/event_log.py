@@ -18,7 +18,9 @@ instance id in ``X-Registry-Instance`` (positions are those of that instance: a 
 kept a position checks it before continuing). Events older than the
 retained history answer ``events_gone`` (410): read again without ``after``. Reads need the
 ``read`` scope, like the API's; errors are the API's problem documents. A top-level route, beside
-``/bulk/rows``, so it never shadows a collection a custom model names.
+``/bulk/rows``, so it never shadows a collection a custom model names. The OpenAPI document of
+the API (``GET /registry/openapi.json``) describes it (:mod:`gateway.http_api.event_log_openapi`,
+where its limits are defined).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from starlette.routing import Route
 
 from gateway.admission import EVENTS_PATH
 from gateway.auth import Authenticator, AuthError, principal_of
+from gateway.http_api.event_log_openapi import BATCH_MEDIA_TYPE, DEFAULT_LIMIT, MAX_LIMIT, MAX_SUBJECT_LENGTH
 from gateway.http_api.responses import json_response, problem_response
 from gateway.http_api.routes import INSTANCE_HEADER
 from gateway.request_context import current_request_id, new_request_id
@@ -39,13 +42,6 @@ from xreg.errors import XRegistryError
 from xreg.events.record import ACTIONS, ENTITIES, POSITION_ATTRIBUTE, TYPE_PREFIX, EventPosition
 from xreg.registry.service import LocalRegistry
 from xreg.storage.errors import EventsGone
-
-#: The media type of the answer (CloudEvents JSON batch format).
-BATCH_MEDIA_TYPE = "application/cloudevents-batch+json"
-DEFAULT_LIMIT = 100
-MAX_LIMIT = 1000
-#: The longest ``subject`` accepted (an XID is far shorter).
-MAX_SUBJECT_LENGTH = 2048
 
 
 def _bad(detail: str, name: str) -> XRegistryError:

@@ -37,7 +37,7 @@ from gateway.admission import Admission, Busy, busy_error, release_early
 from resolvers.context import Budget
 from resolvers.errors import format_error
 from resolvers.schema import GatewaySchema
-from resolvers.streaming import Subscriber, open_stream
+from resolvers.streaming import StreamedResult, Subscriber, open_stream
 from xreg import metrics
 from xreg.json_encoding import dumps
 
@@ -108,7 +108,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
         return Response(dumps({"errors": [busy_error(retry)]}), 503, media_type="application/json",
                         headers={"Retry-After": str(retry)})
     release_early(request.scope)
-    pending: list[asyncio.Future[ExecutionResult]] = []
+    pending: list[asyncio.Future[StreamedResult]] = []
 
     async def events() -> AsyncGenerator[str, None]:
         while True:
@@ -132,10 +132,7 @@ async def event_stream(request: Request, schema: GatewaySchema, query: str, para
                 error = format_error(GraphQLError(str(exc), original_error=exc), debug=settings.debug)
                 yield sse_event("next", {"errors": [error]})
                 break
-            body: dict[str, Any] = {"data": result.data}
-            if result.errors:
-                body["errors"] = [format_error(e, debug=settings.debug) for e in result.errors]
-            yield sse_event("next", body)
+            yield f"event: next\r\ndata: {result.payload(settings.debug)}\r\n\r\n"  # encoded once, shared
         yield sse_event("complete")
 
     content = events()

@@ -28,6 +28,17 @@ A connection is held to the same rules as a request to ``/graphql``:
 A subscriber further behind than ``subscription_buffer`` events is disconnected: the socket
 closes with :data:`SLOW_CONSUMER` (``4413``) and a reason naming the last position delivered;
 reconnecting with ``after`` set to it resumes without gap or duplicate.
+
+A connection authenticated with a JWT lasts as long as the token: once its ``exp`` (with the
+leeway tokens are checked with) passes by the gateway's clock, the socket closes with
+:data:`EXPIRED` (``4401``, as for bad credentials; reason "The bearer token has expired.") —
+when the time comes, or at the next event about to be delivered, whichever the clock shows
+first. The client reconnects with a fresh token (and ``after``: nothing is missed).
+
+Results are sent as final ``next`` frame texts: the payload encoded once for every subscriber
+sharing the event (:class:`resolvers.streaming.StreamedResult`) with the operation's id spliced
+in, straight through the connection's ASGI ``send``; once a subscription is live (its retained
+events sent), the process's one fan-out task sends its results (:mod:`gateway.ws_fanout`).
 """
 
 from __future__ import annotations
@@ -50,9 +61,10 @@ from adapters.request import RequestSources, Served
 from gateway.admission import Admission, Busy, busy_error
 from gateway.auth import Authenticator, AuthError, Principal
 from gateway.ratelimit import RateLimiter, operation_budget
+from gateway.ws_fanout import Expired, Fanout, Member
 from resolvers.errors import OperationNotAllowed, OperationNotFound, format_error
 from resolvers.schema import GatewaySchema
-from resolvers.streaming import Subscriber, open_stream
+from resolvers.streaming import ResponseStream, StreamedResult, Subscriber, open_stream
 from xreg import json_limits, metrics
 from xreg.config import Settings
 from xreg.json_encoding import dumps
@@ -61,6 +73,9 @@ log = logging.getLogger("xreg.graphql.ws")
 
 #: The close code of a subscriber that fell too far behind (a 4xxx application code).
 SLOW_CONSUMER = 4413
+#: The close code of a connection whose bearer token expired (that of bad credentials).
+EXPIRED = 4401
+_EXPIRED_REASON = "The bearer token has expired."
 #: Operations one connection may run at once.
 PER_CONNECTION = 100
 #: A close reason is at most 123 bytes (RFC 6455).
@@ -140,10 +155,12 @@ class _Operation:
 class _Connection:
     """One ``graphql-transport-ws`` connection (see the module), for :class:`GraphQLWebSocket`."""
 
-    def __init__(self, view: GraphQLWebSocket, websocket: WebSocket, subscriber: Subscriber) -> None:
+    def __init__(self, view: GraphQLWebSocket, websocket: WebSocket, subscriber: Subscriber, send: Send) -> None:
         self.view = view
         self.websocket = websocket
         self.subscriber = subscriber
+        self.raw_send = send  # the ASGI ``send``: results go out as frame text through it
+        self.expiry: asyncio.Task[None] | None = None
         self.init_received = False
         self.acknowledged = False
         self.closed = False
@@ -175,7 +192,8 @@ class _Connection:
             await self._shutdown()
 
     async def _shutdown(self) -> None:
-        tasks = [t for t in (self.init_timer, *(op.task for op in self.operations.values())) if t is not None]
+        tasks = [t for t in (self.init_timer, self.expiry, *(op.task for op in self.operations.values()))
+                 if t is not None]
         self.operations.clear()
         for task in tasks:
             task.cancel()
@@ -249,8 +267,33 @@ class _Connection:
             return
         self.subscriber.principal = principal
         self.subscriber.connection_params = payload
+        if auth.expires_in(principal) is not None:
+            self.expiry = asyncio.create_task(self._expire(principal), name="xreg-ws-token-expiry")
         await self.send({"type": "connection_ack"})
         self.acknowledged = True
+
+    def expired(self) -> bool:
+        """Whether the connection's credentials expired (by the gateway's clock)."""
+        principal = self.subscriber.principal
+        left = self.view.auth.expires_in(principal) if isinstance(principal, Principal) else None
+        return left is not None and left <= 0
+
+    async def _expire(self, principal: Principal) -> None:
+        """Close the connection when ``principal``'s token expires."""
+        auth = self.view.auth
+        while (left := auth.expires_in(principal)) is not None and left > 0:
+            await auth.clock.sleep(left)
+        await self.close(EXPIRED, _EXPIRED_REASON)
+
+    async def send_frame(self, text: str) -> None:
+        """Send a frame already encoded; :class:`_Gone` once the socket is closed."""
+        if self.closed:
+            raise _Gone
+        try:
+            await self.raw_send({"type": "websocket.send", "text": text})
+        except (RuntimeError, OSError):  # ASGI: an OSError once the client is gone
+            self.closed = True
+            raise _Gone from None
 
     async def _subscribe(self, message: dict[str, Any]) -> None:
         if not self.acknowledged:
@@ -322,17 +365,40 @@ class _Connection:
             return
         await self._stream(operation, opened)
 
-    async def _stream(self, operation: _Operation, opened: AsyncIterator[ExecutionResult]) -> None:
+    async def _stream(self, operation: _Operation, opened: AsyncIterator[StreamedResult]) -> None:
         settings, admission = self.subscriber.settings, self.view.admission
+        head = '{"id":' + dumps(operation.id).decode("utf-8") + ',"type":"next","payload":'
+        debug = settings.debug
         try:
             with admission.subscriptions.held("ws"):
-                async for result in opened:
-                    payload: dict[str, Any] = {"data": result.data}
-                    if result.errors:
-                        payload["errors"] = _formatted(result.errors, settings.debug)
+                # the retained events (``after``) from here; once live, the process's fan-out sends
+                while not (isinstance(opened, ResponseStream) and opened.caught_up):
+                    try:
+                        result = await anext(opened)
+                    except StopAsyncIteration:
+                        break
+                    if self.expired():
+                        await self.close(EXPIRED, _EXPIRED_REASON)
+                        return
                     if operation.done:
                         return
-                    await self.send({"id": operation.id, "type": "next", "payload": payload})
+                    await self.send_frame(head + result.payload(debug) + "}")
+                else:
+                    if self.closed:
+                        raise _Gone
+                    ended = await self.view.fanout.run(Member(opened, self.raw_send, head, debug, self.expired))
+                    if self.closed:  # closed meanwhile (token expiry, a protocol error): what failed is moot
+                        raise _Gone
+                    if isinstance(ended, Expired):
+                        await self.close(EXPIRED, _EXPIRED_REASON)
+                        return
+                    if isinstance(ended, (OSError, RuntimeError)):  # the client gone (ASGI: an OSError)
+                        self.closed = True
+                        raise _Gone
+                    if ended is not None:
+                        raise ended
+                    if operation.done:
+                        return
         except Busy:
             await self._error(operation, [busy_error(admission.gates["graphql"].retry_after)])
             return
@@ -369,6 +435,8 @@ class GraphQLWebSocket:
         self.settings, self.schema, self.served, self.auth = settings, schema, served, auth
         self.admission, self.limiter = admission, limiter
         self.events, self.webhooks = events, webhooks
+        #: Sends the results of every live subscription of the process's connections.
+        self.fanout = Fanout()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         websocket = WebSocket(scope, receive, send)
@@ -385,4 +453,4 @@ class GraphQLWebSocket:
         reads = RequestSources(self.served)  # the connection's snapshot: a reload does not change it
         subscriber = Subscriber(settings=self.settings, sources=reads.sources, events=self.events, auth=self.auth,
                                 rules=reads.references, webhooks=self.webhooks)
-        await _Connection(self, websocket, subscriber).serve()
+        await _Connection(self, websocket, subscriber, send).serve()

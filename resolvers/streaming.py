@@ -14,7 +14,9 @@ Each event executes the operation with the event as root value in a :class:`Cont
 (its loaders read the registry as it is when the event is delivered, and are released after it),
 the way a query runs; the :class:`Subscriber` holds what every one of them shares: who is asking,
 what is served. Subscribers running the same operation alike share each event's execution
-(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event.
+(:class:`SharedResults`): a thousand browsers on one subscription cost one execution per event,
+and one encoding of its result (:meth:`StreamedResult.payload`), which the transports wrap in
+their frames as it is.
 """
 
 from __future__ import annotations
@@ -36,11 +38,13 @@ from adapters.events import EventFeed
 from adapters.references import References
 from resolvers.context import Access, Budget, Caller, Context
 from resolvers.current_model import sync_current_model
+from resolvers.errors import format_error
 from resolvers.limits import QueryLimits, parse_document, refusals
 from resolvers.observed import ObservedOperation
 from resolvers.operation import fast_is_awaitable, operation_of, require_allowed, run_operation
 from resolvers.reported import with_reported
 from xreg.config import Settings
+from xreg.json_encoding import dumps
 
 
 @dataclass
@@ -66,8 +70,26 @@ class Subscriber:
                        webhooks=self.webhooks, budget=budget, record=record)
 
 
-async def _one(result: ExecutionResult) -> AsyncIterator[ExecutionResult]:
-    yield result
+@dataclass
+class StreamedResult(ExecutionResult):
+    """One result of a stream, as every subscriber sharing it sends it: :meth:`payload` encodes
+    it once."""
+
+    _encoded: str | None = field(default=None, repr=False)
+
+    def payload(self, debug: bool) -> str:
+        """The JSON text of ``{"data": …, "errors": […]}`` (errors formatted as over HTTP, with
+        the detail ``debug`` allows — one setting per process, so the same for every subscriber)."""
+        if self._encoded is None:
+            body: dict[str, Any] = {"data": self.data}
+            if self.errors:
+                body["errors"] = [format_error(e, debug=debug) for e in self.errors]
+            self._encoded = dumps(body).decode("utf-8")
+        return self._encoded
+
+
+async def _one(result: ExecutionResult) -> AsyncIterator[StreamedResult]:
+    yield StreamedResult(data=result.data, errors=result.errors)
 
 
 def _refused(schema: Schema, errors: list[GraphQLError]) -> ExecutionResult:
@@ -79,7 +101,7 @@ async def open_stream(
     schema: Schema, limits: QueryLimits | None, query: str | None, variables: dict[str, Any] | None,
     subscriber: Subscriber, operation_name: str | None, allowed: Iterable[Enum], *,
     budget: Budget | None = None, record: Any = None,
-) -> ExecutionResult | AsyncIterator[ExecutionResult]:
+) -> ExecutionResult | AsyncIterator[StreamedResult]:
     """The operation's response stream, or the result that refuses it (no ``data``; see the
     module). The operation is charged to ``budget`` (the caller's rate limit; ``None``: not
     limited) and named on the request's log ``record``, if any. Raises
@@ -117,7 +139,7 @@ async def open_stream(
         if isinstance(source, ExecutionResult):
             return source
         observed.outcome = "ok"
-    return _responses(schema, query, document, variables, operation_name, subscriber, source)
+    return ResponseStream(schema, query, document, variables, operation_name, subscriber, source)
 
 
 async def _source(schema: Schema, document: DocumentNode, variables: dict[str, Any] | None,
@@ -150,13 +172,15 @@ class SharedResults:
 
     def __init__(self, size: int = 4096) -> None:
         self.size = size
-        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[ExecutionResult]] = \
+        self._results: collections.OrderedDict[tuple[Any, ...], asyncio.Future[StreamedResult]] = \
             collections.OrderedDict()
         #: How many executions ran (a subscriber that took a shared result ran none).
         self.executions = 0
 
-    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[ExecutionResult]]) -> ExecutionResult:
+    async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[StreamedResult]]) -> StreamedResult:
         found = self._results.get(key)
+        if found is not None and found.done():
+            return found.result()  # the common case: another subscriber ran it
         if found is None:
             self.executions += 1
             found = self._results[key] = asyncio.ensure_future(run())  # runs on if this subscriber goes
@@ -172,38 +196,74 @@ def _operation_key(query: str, variables: dict[str, Any] | None, operation_name:
             scopes)
 
 
-async def _responses(schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
-                     operation_name: str | None, subscriber: Subscriber,
-                     source: AsyncIterable[Any]) -> AsyncIterator[ExecutionResult]:
-    """Each event of ``source`` executed with the event as root value, in a context of its own
-    (or the result :class:`SharedResults` already holds for it). What the source raises
-    (:class:`~adapters.events.SlowConsumer`) ends the stream with it."""
-    shared = getattr(schema, "shared_results", None)
-    operation = _operation_key(query, variables, operation_name, subscriber)
+class ResponseStream:
+    """A subscription's results (``async for``): each event of ``source`` executed with the event
+    as root value, in a context of its own (or the result :class:`SharedResults` already holds
+    for it). What the source raises (:class:`~adapters.events.SlowConsumer`) ends the stream
+    with it; :meth:`aclose` leaves the source.
 
-    async def run(payload: Any) -> ExecutionResult:
-        context = subscriber.context()
+    :meth:`ready` (the next result comes without waiting for an event), :meth:`listen` (a call
+    when it may have become ready), :attr:`caught_up` (what follows is live) and
+    :attr:`overflowed` (its consumer fell too far behind) are the source's,
+    for a transport that drives many subscriptions from one task; a source without them never
+    says it is ready."""
+
+    def __init__(self, schema: Schema, query: str, document: DocumentNode, variables: dict[str, Any] | None,
+                 operation_name: str | None, subscriber: Subscriber, source: AsyncIterable[Any]) -> None:
+        self._schema, self._document, self._variables = schema, document, variables
+        self._operation_name, self._subscriber = operation_name, subscriber
+        self._source = source
+        self._events = aiter(source)
+        self._shared: SharedResults | None = getattr(schema, "shared_results", None)
+        self._operation = _operation_key(query, variables, operation_name, subscriber)
+
+    def __aiter__(self) -> ResponseStream:
+        return self
+
+    async def __anext__(self) -> StreamedResult:
+        payload = await anext(self._events)
+        key = getattr(payload, "shared_key", None)
+        if self._shared is None or key is None:
+            return await self._run(payload)
+        return await self._shared.result((key, *self._operation), lambda: self._run(payload))
+
+    async def _run(self, payload: Any) -> StreamedResult:
+        schema, context = self._schema, self._subscriber.context()
         try:
-            result: Any = execute(schema._schema, document, root_value=payload, context_value=context,
-                                  variable_values=variables, operation_name=operation_name,
+            result: Any = execute(schema._schema, self._document, root_value=payload, context_value=context,
+                                  variable_values=self._variables, operation_name=self._operation_name,
                                   is_awaitable=fast_is_awaitable, executor_class=schema.execution_context_class,
                                   operation_extensions=None)
             if fast_is_awaitable(result):
                 result = await result
             if result.errors:
                 schema._process_errors(result.errors)
-            return ExecutionResult(data=result.data, errors=with_reported(result.errors, context))
+            return StreamedResult(data=result.data, errors=with_reported(result.errors, context))
         finally:
             context.close()
 
-    try:
-        async for payload in source:
-            key = getattr(payload, "shared_key", None)
-            if shared is None or key is None:
-                yield await run(payload)
-            else:
-                yield await shared.result((key, *operation), lambda p=payload: run(p))
-    finally:
-        close = getattr(source, "aclose", None)
+    def ready(self) -> bool:
+        ready = getattr(self._source, "ready", None)
+        return bool(ready()) if ready is not None else False
+
+    def listen(self, listener: Callable[[], None] | None) -> bool:
+        """Have ``listener`` called when the stream may have become ready; whether the source can."""
+        listen = getattr(self._source, "listen", None)
+        if listen is None:
+            return False
+        listen(listener)
+        return True
+
+    @property
+    def caught_up(self) -> bool:
+        return bool(getattr(self._source, "caught_up", False))
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether the next result is the source's :class:`~adapters.events.SlowConsumer`."""
+        return bool(getattr(self._source, "overflowed", False))
+
+    async def aclose(self) -> None:
+        close = getattr(self._source, "aclose", None)
         if close is not None:
             await close()

@@ -15,7 +15,7 @@ stream; a consumer further behind than ``subscription_buffer`` events is disconn
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 
 import strawberry
@@ -85,14 +85,47 @@ class RegistryEventNode:
         return to_node(found) if found is not None else None
 
 
-async def _delivered(follow: AbstractAsyncContextManager[EventStream], stream: EventStream,
-                     ) -> AsyncGenerator[RegistryEventNode, None]:
-    """The stream's events as GraphQL objects; the stream is left when the subscription ends."""
-    try:
-        async for event in stream:
-            yield RegistryEventNode(event=event)
-    finally:
-        await follow.__aexit__(None, None, None)
+class Delivered:
+    """The stream's events as GraphQL objects (``async for``); the stream is left when the
+    subscription ends (:meth:`aclose`). :meth:`ready`, :meth:`listen` and :attr:`caught_up` are
+    the stream's own (:class:`~adapters.events.EventStream`), for a transport that drives many
+    subscriptions from one task."""
+
+    def __init__(self, follow: AbstractAsyncContextManager[EventStream], stream: EventStream) -> None:
+        self._follow, self.stream = follow, stream
+        self._closed = False
+        self._listener: Callable[[], None] | None = None
+
+    def __aiter__(self) -> Delivered:
+        return self
+
+    async def __anext__(self) -> RegistryEventNode:
+        if self._closed:
+            raise StopAsyncIteration
+        return RegistryEventNode(event=await self.stream.__anext__())
+
+    def ready(self) -> bool:
+        return self._closed or self.stream.ready()
+
+    def listen(self, listener: Callable[[], None] | None) -> None:
+        self._listener = listener
+        self.stream.listen(listener)
+
+    @property
+    def caught_up(self) -> bool:
+        return self.stream.caught_up
+
+    @property
+    def overflowed(self) -> bool:
+        return self.stream.overflowed
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.stream.listen(None)
+            if self._listener is not None:  # it is ready now: its end
+                self._listener()
+            await self._follow.__aexit__(None, None, None)
 
 
 def _feed(info: Info) -> EventFeed:
@@ -122,4 +155,4 @@ class Subscription:
         except EventsGone as exc:  # the spec's error, as GET /events answers it
             raise XRegistryError("events_gone", "registryEvents", position=str(exc.after), horizon=str(exc.horizon),
                                  detail="subscribe again without 'after' and read what you show anew") from None
-        return _delivered(follow, stream)
+        return Delivered(follow, stream)

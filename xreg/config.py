@@ -308,6 +308,10 @@ class Settings(BaseSettings):
         5000, ge=1, description="The garbage collector's gen-0 threshold after start-up (CPython's is 700): a "
                                 "GraphQL response's short-lived objects mostly die before a collection walks them; "
                                 "larger values collect less often but keep more cyclic garbage in memory.")
+    malloc_trim_seconds: float = Field(
+        60.0, ge=0, description="Every this many seconds, hand freed heap pages back to the system (glibc's "
+                                "malloc_trim, in a worker thread); 0: never. Keeps a long-running process's RSS "
+                                "at what it uses (bench/bench_soak.py).")
     otel_enabled: bool = Field(
         False, description="Record OpenTelemetry traces (also on when OTEL_TRACES_EXPORTER or an OTLP endpoint is "
                            "set).")
@@ -451,6 +455,9 @@ class Settings(BaseSettings):
     registries: list[RegistryConfig] = Field(
         default_factory=list, description="Registries to federate; the local one is implicit when not listed.")
     cache_url: str = Field("memory://", description="memory:// (per process) or redis://[:password@]host:port/db.")
+    cache_memory_entries: int = Field(
+        10000, ge=1, description="Most remote answers kept per process when cache_url is memory:// (the "
+                                 "one stored longest ago dropped first).")
     config_watch_seconds: float = Field(
         2.0, ge=0, description="How often the settings file is checked for changes (0: only on SIGHUP).")
 

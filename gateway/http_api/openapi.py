@@ -19,6 +19,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
+from gateway.http_api.event_log_openapi import events_path_item
 from gateway.http_api.flags import IGNORES, SPEC_VERSIONS
 from gateway.http_api.inline import Level, inlineable
 from xreg.config import Settings
@@ -697,6 +698,7 @@ def openapi_document(model: RegistryModel, settings: Settings) -> dict[str, Any]
         "/openapi.json": {"get": _op("This description", ["specversion"], _ok("200", "Entity"))},
         "/.xregistry": {"get": _op("Registry-based discovery: `{\"registries\": [URL, …]}`", ["specversion"],
                                    _ok("200", "Entity"))},
+        "/events": events_path_item(),  # served at the root (its own ``servers``)
     }
     responses = _problem_responses()
     for gtype, gdef in model.groups.items():

@@ -5,7 +5,9 @@ so that it is a page of the gateway's origin, as a front-end app behind the same
 and GraphiQL each receive the event of a write made
 through the xRegistry HTTP API; the page then reconnects with the last position it saw and gets
 what it missed, nothing twice. How long an event took from the write's answer to the page is
-recorded as a figure (``event_latency_ms`` in the JUnit properties), never asserted.
+recorded as a figure (``event_latency_ms`` in the JUnit properties), never asserted. Before it
+writes, the test waits until the server counts the subscription open (``Subscriptions.wait_until``
+of the app's admission control, notified as each opens or closes; no polling).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import Any
 
 import httpx
 import pytest
-from prometheus_client import REGISTRY
 from starlette.responses import HTMLResponse
 
+from gateway.admission import Subscriptions
 from gateway.app import create_app
 from gateway.auth import hash_key
 from gateway.graphiql import ASSET_DIR, MANIFEST_PATH
@@ -62,6 +64,7 @@ class LiveGateway(LiveServer):
         sock = bound_socket()
         self.origin = f"http://127.0.0.1:{sock.getsockname()[1]}"
         gateway = create_app(settings.model_copy(update={"base_url": f"{self.origin}/registry"}))
+        self.subscriptions: Subscriptions = gateway.state.admission.subscriptions
 
         async def app(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] == "http" and scope["path"] == "/subscriber.html":
@@ -84,16 +87,15 @@ def gateway(tmp_path_factory: pytest.TempPathFactory):
         yield live
 
 
-def open_ws() -> float:
-    return REGISTRY.get_sample_value("xreg_graphql_subscriptions_open", {"transport": "ws"}) or 0.0
+def open_ws(gateway: LiveGateway) -> int:
+    return gateway.subscriptions.by_transport.get("ws", 0)
 
 
-def until(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {BOUND} s: {what}")
-        time.sleep(0.005)
+def until(gateway: LiveGateway, condition: Callable[[int], bool], what: str) -> None:
+    """Wait until ``condition`` holds of the WebSocket subscriptions the server counts open (it
+    notifies as each opens or closes; the bound is never reached when all is well)."""
+    if not gateway.subscriptions.wait_until(lambda s: condition(s.by_transport.get("ws", 0)), BOUND):
+        pytest.fail(f"not within {BOUND} s: {what}")
 
 
 def write_group(gateway: LiveGateway, name: str) -> None:
@@ -112,9 +114,9 @@ def test_a_graphql_ws_page_gets_the_event_of_a_write_and_resumes_after_its_last_
         page = browser.context.new_page()
         page.on("pageerror", lambda error: browser.problems.append(f"page error: {error}"))
         page.goto(f"{gateway.origin}/subscriber.html", wait_until="load")
-        before = open_ws()
+        before = open_ws(gateway)
         page.evaluate("start(null)")
-        until(lambda: open_ws() > before, "the page's subscription is open")
+        until(gateway, lambda n: n > before, "the page's subscription is open")
         write_group(gateway, "b1")
         written = time.monotonic()
         page.wait_for_function("window.received.length >= 1", timeout=BOUND * 1000)
@@ -122,12 +124,12 @@ def test_a_graphql_ws_page_gets_the_event_of_a_write_and_resumes_after_its_last_
         write_group(gateway, "b2")
         page.wait_for_function("window.received.length >= 2", timeout=BOUND * 1000)
         page.evaluate("window.client.dispose()")  # the page goes away …
-        until(lambda: open_ws() == before, "the page's subscription is closed")
+        until(gateway, lambda n: n == before, "the page's subscription is closed")
         write_group(gateway, "b3")  # … and misses these
         write_group(gateway, "b4")
         last = received(page)[-1]["position"]
         page.evaluate("position => start(position)", last)
-        until(lambda: open_ws() > before, "the page's second subscription is open")
+        until(gateway, lambda n: n > before, "the page's second subscription is open")
         write_group(gateway, "b5")
         page.wait_for_function("window.received.length >= 5", timeout=BOUND * 1000)
         events, problems = received(page), page.evaluate("window.problems")
@@ -145,15 +147,15 @@ def test_graphiql_runs_a_subscription_and_shows_the_event_of_a_write(gateway: Li
 
     with chromium(gateway, tmp_path) as browser:
         page = browser.open("/graphiql?" + urlencode({"query": SUBSCRIPTION}))
-        before = open_ws()
+        before = open_ws(gateway)
         page.locator(".graphiql-execute-button").click()
-        until(lambda: open_ws() > before, "GraphiQL's subscription is open")
+        until(gateway, lambda n: n > before, "GraphiQL's subscription is open")
         write_group(gateway, "graphiql1")
         page.wait_for_function(
             "() => /schemagroups\\/graphiql1/.test("
             "document.querySelector('.result-window .CodeMirror').CodeMirror.getValue())", timeout=BOUND * 1000)
         result = json.loads(editor_text(page, "result"))
         page.locator(".graphiql-execute-button").click()  # stops the subscription
-        until(lambda: open_ws() == before, "GraphiQL's subscription is stopped")
+        until(gateway, lambda n: n == before, "GraphiQL's subscription is stopped")
     assert result["data"]["registryEvents"]["subject"] == "/schemagroups/graphiql1"
     assert browser.outside() == [] and browser.problems == []

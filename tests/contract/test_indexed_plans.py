@@ -49,7 +49,8 @@ async def test_sqlite_reads_an_indexed_filter_from_the_index_in_key_order(tmp_pa
         # Of two indexed conditions, the one with fewer entries drives; the other is a lookup by seq.
         both = Query(MESSAGES, any_of=((Condition(("default", "labels", "team"), "eq", "t1"), protocol("nats")),))
         plan = await store.explain(both)
-        assert "SEARCH d USING PRIMARY KEY" in plan and "attrs_seq" in plan and "SCAN states" not in plan, plan
+        assert "SEARCH d USING PRIMARY KEY" in plan and "SCAN states" not in plan, plan
+        assert "USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey=?)" in plan, plan  # a seek, not a scan
         assert await store.count(both) == sum(1 for i in range(2000) if i % 50 == 3 and i % 3 == 1)
         # A wildcard reads its text range, each state once.
         wild = Query(MESSAGES, any_of=((protocol("na*", wildcard=True),),), limit=5)
@@ -57,6 +58,26 @@ async def test_sqlite_reads_an_indexed_filter_from_the_index_in_key_order(tmp_pa
         assert await store.count(wild) == 40
         # As-of reads and other conditions still read the states.
         assert "states_asof" in await store.explain(Query(MESSAGES, any_of=((protocol("nats"),),), as_of=1))
+
+
+async def test_sqlite_finds_cross_references_under_a_parent_by_one_index_range(tmp_path):
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        writes = messages(500)
+        for w in writes[::7]:
+            w.doc["meta"] = {"xref": "/messagegroups/g0/messages/m0000"}
+        await store.commit(writes)
+        sources = Query(MESSAGES, parent="/messagegroups/g3", any_of=((Condition(("meta", "xref"), "exists"),),))
+        plan = await store.explain(sources)
+        assert "SEARCH d USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey>? AND akey<?)" in plan, plan
+        assert "TEMP B-TREE" not in plan and "SCAN states" not in plan, plan
+        want = [w.key for w in writes[::7] if w.key.startswith("/messagegroups/g3/")]
+        assert [r.key for r in (await store.list(sources)).items] == want
+        # A store whose read index is of the layout before (no presence entries) rebuilds it when opened.
+        await store.db.execute("DELETE FROM attrs")
+        await store.db.execute("UPDATE meta SET value = 1 WHERE key = 'read_index'")
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        assert [r.key for r in (await store.list(sources)).items] == want
+        assert await store.count(sources) == len(want)
 
 
 async def test_sqlite_unfiltered_counts_come_from_the_counters(tmp_path):
@@ -172,6 +193,10 @@ async def test_mongo_queries_drive_by_the_attribute_index():
     present = json.loads(await store.explain(
         Query(MESSAGES, any_of=((Condition(("default", "labels", "team"), "exists"),),))))
     assert present["filter"]["$and"][0] == {"ix": {"$elemMatch": {"p": '["default","labels","team"]'}}}
+    # A cross-reference is kept by its presence alone: a null value bounds the index range.
+    sources = json.loads(await store.explain(Query(MESSAGES, any_of=((Condition(("meta", "xref"), "exists"),),))))
+    assert sources["hint"] == "states_attrs"
+    assert sources["filter"]["$and"][0] == {"ix": {"$elemMatch": {"p": '["meta","xref"]', "v": None}}}
     as_of = json.loads(await store.explain(Query(MESSAGES, any_of=((protocol("nats"),),), as_of=1)))
     assert as_of["hint"] == "states_asof" and "ix" not in str(as_of["filter"])
     assert await store.count(Query(MESSAGES, any_of=((protocol("nats"),),))) == 2

@@ -45,6 +45,8 @@ def conditions() -> list[tuple[tuple[Condition, ...], ...]]:
     ]
     out: list[tuple[tuple[Condition, ...], ...]] = [((c,),) for c in single]
     out.append(((single[0], single[7]),))  # two indexed
+    out.append(((single[7], single[10], single[1]),))  # one value, a presence test and a wildcard
+    out.append(((single[12], single[14]),))  # two presence tests
     out.append(((single[13], Condition(("default", "messageid"), "gt", "m050")),))  # indexed and a range
     out.append(((single[0], Condition(("default", "isdefault"), "ne", "true")),))  # indexed and a negation
     out.append(((single[7],), (single[3],)))  # OR
@@ -109,3 +111,54 @@ async def test_indexed_filters_and_counts_match_the_reference(store):
     docs[again] = before[again]
     assert await store.count(Query(MESSAGES)) == 101
     await check(docs)
+
+
+async def test_cross_references_are_found_by_their_presence(store):
+    """``meta.xref`` is kept by its presence (``indexed.PRESENCE``): which resources under some
+    parents are cross-references is answered by the index, kept across updates and deletions;
+    an equality on its value is not looked up, and still answered."""
+    xref = ("meta", "xref")
+
+    def resource(i: int, target: str | None) -> Write:
+        meta: dict = {"messageid": f"m{i:03d}", "epoch": 1}
+        if target is not None:
+            meta["xref"] = target
+        return Write(f"/messagegroups/g{i % 3}/messages/m{i:03d}", "resource", MESSAGES,
+                     {"meta": meta, "default": {"messageid": f"m{i:03d}"}})
+
+    docs = {}
+    for i in range(60):
+        w = resource(i, f"/messagegroups/g9/messages/T{i}" if i % 4 == 1 else None)
+        docs[w.key] = w.doc
+    docs["/messagegroups/g0/messages/m999"] = {"meta": {"messageid": "m999", "xref": None}, "default": {}}
+    await store.commit([Write(k, "resource", MESSAGES, d) for k, d in docs.items()])
+    # A group holding an ``xref`` attribute of its own is another collection: not counted.
+    await store.commit([Write("/messagegroups/g1", "group", GROUPS, {"messagegroupid": "g1", "xref": "x"})])
+
+    async def check() -> None:
+        for cond in (Condition(xref, "exists"), Condition(xref, "eq", "/MESSAGEGROUPS/g9/messages/t5"),
+                     Condition(xref, "null")):
+            for parent in (None, "/messagegroups/g1"):
+                want = sorted(k for k, d in docs.items() if matches(d, ((cond,),))
+                              and (parent is None or k.startswith(parent + "/")))
+                query = Query(MESSAGES, parent=parent, any_of=((cond,),))
+                assert await store.count(query) == len(want), (cond, parent)
+                got: list[str] = []
+                cursor = None
+                while True:
+                    page = await store.list(Query(MESSAGES, parent=parent, any_of=((cond,),), limit=4, after=cursor))
+                    got += [r.key for r in page.items]
+                    if not page.has_next:
+                        break
+                    cursor = Cursor(page.items[-1].key)
+                assert got == want, (cond, parent)
+
+    await check()
+    assert await store.count(Query(MESSAGES, any_of=((Condition(xref, "exists"),),))) == 15
+    # An xref dropped, one added, one source deleted.
+    dropped, added, deleted = resource(1, None), resource(2, "/messagegroups/g9/messages/new"), resource(5, None)
+    await store.commit([dropped, added, Write(deleted.key, "resource", MESSAGES, None)])
+    docs[dropped.key], docs[added.key] = dropped.doc, added.doc
+    del docs[deleted.key]
+    await check()
+    assert await store.count(Query(MESSAGES, any_of=((Condition(xref, "exists"),),))) == 14

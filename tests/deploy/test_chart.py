@@ -158,6 +158,7 @@ REFUSED = {
     "a remote credential without a mode": {"remoteCredentials": [
         {"registry": "contoso", "existingSecret": "contoso", "key": "token"}]},
     "zero workers": {"workers": 0},
+    "a poll interval of zero": {"eventsPollSeconds": 0},
     "ingress paths of the old shape": {"ingress": {"hosts": [{"host": "x.example", "paths": [{"path": "/"}]}]}},
     "a seed path with a quote": {"seed": {"paths": ["/a'; rm -rf /"]}},
 }
@@ -565,3 +566,12 @@ def test_production_ingress_hides_graphiql_and_metrics():
         for path in rule["http"]["paths"]:
             assert path["backend"]["service"] == {"name": PRODUCTION.one("Service")["metadata"]["name"],
                                                   "port": {"name": "http"}}
+
+
+@pytest.mark.parametrize("poll", [None, 0.05, 30])
+def test_the_event_log_poll_interval_follows_the_values(poll):
+    rendered = render({} if poll is None else {"eventsPollSeconds": poll})
+    expected = default_values()["eventsPollSeconds"] if poll is None else poll
+    for container in ("gateway", "seed"):  # the same environment in both
+        env = env_of(rendered.container(container))
+        assert float(env["XREG_EVENTS_POLL_SECONDS"]["value"]) == expected

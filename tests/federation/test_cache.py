@@ -8,13 +8,15 @@ import asyncio
 import pytest
 
 from adapters.base import Listing, SourceUnavailable
-from adapters.cache import create_backend
+from adapters.cache import BoundedMemoryCache, create_backend
 from adapters.caller import acting_for
 from gateway.auth import hash_key
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer
 from tests.support.clock import ManualClock
 from xreg.config import ApiKey
+from xreg.registry.filters import parse_filters
+from xreg.registry.reads import collection_tree
 
 GROUP = "/messagegroups/Contoso.ERP.EmployeeEvents"
 
@@ -133,3 +135,38 @@ async def test_a_versions_resource_is_read_along_with_it(remotes, open_remote):
     assert schema.lower() in await source.get_many([schema])
     assert erp.wrapper.requests == 2
     assert source.status().cache["misses"] == 1 and source.status().cache["hits"] == 1
+
+
+async def test_the_memory_backend_keeps_at_most_its_bound_dropping_the_oldest_stored():
+    backend = create_backend("memory://", memory_entries=3)
+    assert isinstance(backend, BoundedMemoryCache)
+    for i in range(10):
+        await backend.set(f"k{i}", i, ttl=3600)
+        assert backend.entries <= 3
+    assert await backend.multi_get(["k6", "k7", "k8", "k9"]) == [None, 7, 8, 9]
+    await backend.set("k7", "again", ttl=3600)  # stored anew: now the youngest
+    await backend.set("k10", 10, ttl=3600)
+    assert backend.entries == 3
+    assert await backend.multi_get(["k7", "k8", "k9", "k10"]) == ["again", None, 9, 10]
+    with pytest.raises(ValueError):
+        create_backend("memory://", memory_entries=0)
+
+
+async def test_answers_under_keys_of_the_callers_choosing_stay_within_the_bound(remotes, open_remote):
+    erp = remotes["erp"]
+    backend = create_backend("memory://", memory_entries=4)
+    assert isinstance(backend, BoundedMemoryCache)
+    source = await open_remote(remote_config("erp", erp.base_url), backend)
+    tree = collection_tree(source.model, "messagegroups")
+
+    def named(i: int) -> Listing:  # a filter the remote evaluates: each answer under a key of its own
+        return Listing(ctypes=("messagegroups",), filters=parse_filters([f"name=soak-{i}"], collections=tree))
+
+    for i in range(12):
+        await source.list(named(i))
+        assert backend.entries <= 4
+    erp.wrapper.reset()
+    await source.list(named(11))  # the latest answer is kept
+    assert erp.wrapper.requests == 0
+    await source.list(named(0))  # the first one was dropped
+    assert erp.wrapper.requests == 1

@@ -163,35 +163,23 @@ async def test_invalid_settings_file_is_refused_and_the_running_set_stays(regist
     try:
         assert list(fed.sources) == ["test", "erp"]
         cfg.write_text("registry_id: test\nregistries:\n  - {id: erp, kind: nonsense}\n")
-        await _polled(fed, 2)  # the watcher has seen the change and refused it
+        refused = await _next_reload(fed)  # the watcher has seen the change and refused it
+        assert refused and "nonsense" in refused and fed.last_reload_error == refused
         assert list(fed.sources) == ["test", "erp"] and fed.reloads == 0
         cfg.write_text(f"registry_id: test\nregistries:\n"
                        f"  - {{id: erp, kind: xregistry, url: '{remotes['erp'].base_url}'}}\n"
                        f"  - {{id: iot, kind: xregistry, url: '{remotes['iot'].base_url}', priority: 1}}\n")
-        await _reloaded(fed)
-        assert list(fed.sources) == ["iot", "test", "erp"]  # priority 1 first, then as listed
+        assert await _next_reload(fed) is None
+        assert list(fed.sources) == ["iot", "test", "erp"] and fed.reloads == 1 and fed.last_reload_error is None  # priority 1 first, then as listed
     finally:
         await fed.close()
 
 
-async def _until(done, what: str) -> None:
-    """Wait until ``done()`` (the watcher runs on its own timer); the bound only ends a wait that
-    would otherwise never end."""
-    for _ in range(3000):
-        if done():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(what)
-
-
-async def _polled(fed: Federation, times: int) -> None:
-    """Wait until the settings watcher has checked the file ``times`` more times."""
-    start = fed.polls
-    await _until(lambda: fed.polls >= start + times, "the settings watcher stopped polling")
-
-
-async def _reloaded(fed: Federation) -> None:
-    await _until(lambda: fed.reloads, "the settings were never reloaded")
+async def _next_reload(fed: Federation) -> str | None:
+    """The outcome of the next reload the watcher or SIGHUP attempts (the error, ``None`` when
+    applied). The bound only ends a wait that would otherwise never end."""
+    async with asyncio.timeout(60):
+        return await fed.next_reload()
 
 
 async def test_sighup_reloads(registry, remotes, tmp_path):
@@ -203,8 +191,8 @@ async def test_sighup_reloads(registry, remotes, tmp_path):
     try:
         cfg.write_text(f"registry_id: test\nregistries:\n  - {{id: erp, kind: xregistry, url: '{remotes['erp'].base_url}'}}\n")
         os.kill(os.getpid(), signal.SIGHUP)
-        await _reloaded(fed)
-        assert list(fed.sources) == ["test", "erp"]
+        assert await _next_reload(fed) is None
+        assert list(fed.sources) == ["test", "erp"] and fed.reloads == 1
     finally:
         await fed.close()
 

@@ -3,8 +3,8 @@ GraphQL over SSE, distinct connections (``httpx-sse``), against the gateway unde
 127.0.0.1, with writes made through the xRegistry HTTP API.
 
 A test that writes after subscribing waits until the gateway counts the subscription open
-(``xreg_graphql_subscriptions_open``, a condition with a generous bound), so the write is
-committed after the stream joined the feed.
+(``Subscriptions.until`` of the app's admission control: woken by each subscription opened or
+closed, no polling), so the write is committed after the stream joined the feed.
 """
 
 from __future__ import annotations
@@ -12,19 +12,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import jwt
 import pytest
 import websockets
 from httpx_sse import aconnect_sse
-from prometheus_client import REGISTRY
 from websockets.asyncio.client import ClientConnection, connect
 
+from adapters.clock import Clock
+from gateway.admission import Subscriptions
 from gateway.app import create_app
-from gateway.auth import hash_key
+from gateway.auth import JWT_LEEWAY_SECONDS, hash_key
 from resolvers.schema import build_schema
 from resolvers.streaming import Subscriber
 from tests.support.live import LiveServer
@@ -57,17 +59,19 @@ def ws_url(server: LiveServer) -> str:
     return server.url.replace("http://", "ws://") + "/graphql"
 
 
-def open_subscriptions(transport: str) -> float:
-    return REGISTRY.get_sample_value("xreg_graphql_subscriptions_open", {"transport": transport}) or 0.0
+def subscriptions(server: LiveServer) -> Subscriptions:
+    """The served app's count of open subscriptions."""
+    return server.server.config.app.state.admission.subscriptions
 
 
-async def until(condition: Any, what: str) -> None:
-    """Wait until ``condition()`` holds (a generous bound, never a fixed delay)."""
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {BOUND} s: {what}")
-        await asyncio.sleep(0.005)
+async def until_open(server: LiveServer, transport: str, condition: Callable[[int], bool], what: str) -> None:
+    """Wait until ``condition`` holds of the subscriptions open over ``transport`` (woken by the
+    server as each opens or closes; the bound is never reached when all is well)."""
+    try:
+        await asyncio.wait_for(subscriptions(server).until(lambda s: condition(s.by_transport.get(transport, 0))),
+                               BOUND)
+    except TimeoutError:
+        pytest.fail(f"not within {BOUND} s: {what}")
 
 
 async def write_group(server: LiveServer, group: str, body: dict | None = None) -> httpx.Response:
@@ -87,11 +91,13 @@ async def receive(socket: ClientConnection) -> dict:
     return json.loads(await asyncio.wait_for(socket.recv(), BOUND))
 
 
-async def ws_subscribe(socket: ClientConnection, opened_before: float, op: str = "1", **variables: Any) -> None:
+async def ws_subscribe(server: LiveServer, socket: ClientConnection, op: str = "1", **variables: Any) -> None:
+    """Subscribe on ``socket`` once acknowledged; return once the server counts it open."""
     assert (await receive(socket))["type"] == "connection_ack"
+    before = subscriptions(server).by_transport.get("ws", 0)
     await socket.send(json.dumps({"id": op, "type": "subscribe",
                                   "payload": {"query": SUBSCRIPTION, "variables": variables}}))
-    await until(lambda: open_subscriptions("ws") > opened_before, "the subscription is open")
+    await until_open(server, "ws", lambda n: n > before, "the subscription is open")
 
 
 async def ws_events(socket: ClientConnection, count: int) -> list[dict]:
@@ -108,30 +114,27 @@ async def ws_events(socket: ClientConnection, count: int) -> list[dict]:
 
 
 async def test_a_write_over_http_reaches_a_websocket_subscriber(live: LiveServer):
-    before = open_subscriptions("ws")
     async with await ws_connect(live) as socket:
-        await ws_subscribe(socket, before, types=["io.xregistry.group.created"])
+        await ws_subscribe(live, socket, types=["io.xregistry.group.created"])
         response = await write_group(live, "g1")
         [event] = await ws_events(socket, 1)
     assert event["type"] == "io.xregistry.group.created" and event["subject"] == "/schemagroups/g1"
     assert event["entity"] == {"__typename": "SchemaGroup", "xid": "/schemagroups/g1", "schemagroupid": "g1"}
     assert event["correlationId"] == response.headers.get("xRegistry-xregcorrelationid", event["correlationId"])
     assert event["position"].split(".")[0].isdigit() and event["id"].endswith(event["position"])
-    await until(lambda: open_subscriptions("ws") == before, "the subscription is closed with its socket")
+    await until_open(live, "ws", lambda n: n == 0, "the subscription is closed with its socket")
 
 
 async def test_resuming_after_the_last_position_misses_nothing_and_repeats_nothing(live: LiveServer):
-    before = open_subscriptions("ws")
     async with await ws_connect(live) as socket:
-        await ws_subscribe(socket, before, types=["io.xregistry.group.created"])
+        await ws_subscribe(live, socket, types=["io.xregistry.group.created"])
         for name in ("a1", "a2", "a3"):
             await write_group(live, name)
         first = await ws_events(socket, 1)  # then the client goes away with two events unread
     for name in ("a4", "a5"):
         await write_group(live, name)
     async with await ws_connect(live) as socket:
-        await ws_subscribe(socket, open_subscriptions("ws"), after=first[-1]["position"],
-                           types=["io.xregistry.group.created"])
+        await ws_subscribe(live, socket, after=first[-1]["position"], types=["io.xregistry.group.created"])
         await write_group(live, "a6")  # a marker: nothing may come between a5 and it
         rest = await ws_events(socket, 5)
     subjects = [e["subject"] for e in first + rest]
@@ -143,7 +146,7 @@ async def test_resuming_after_the_last_position_misses_nothing_and_repeats_nothi
 async def test_deleted_entities_resolve_to_null_and_filters_apply(live: LiveServer):
     await write_group(live, "d1")
     async with await ws_connect(live) as socket:
-        await ws_subscribe(socket, open_subscriptions("ws"), subject="/schemagroups/d1")
+        await ws_subscribe(live, socket, subject="/schemagroups/d1")
         await write_group(live, "other")
         async with httpx.AsyncClient(base_url=live.url, timeout=BOUND, headers=WRITE) as client:
             assert (await client.delete("/registry/schemagroups/d1")).status_code == 204
@@ -178,9 +181,8 @@ async def test_a_refused_stream_answers_strawberrys_pre_execution_error(tmp_path
 
 async def test_a_slow_consumer_is_closed_with_4413_and_the_position_to_resume_from(tmp_path: Path):
     async with LiveServer(create_app(settings_for(tmp_path, subscription_buffer=2))) as live:
-        before = open_subscriptions("ws")
         async with await ws_connect(live) as socket:
-            await ws_subscribe(socket, before)
+            await ws_subscribe(live, socket)
             # one write, more events at once than the subscriber's buffer holds
             await write_group(live, "burst", {"schemas": {f"s{n}": {"format": "JsonSchema/draft-07"} for n in range(4)}})
             with pytest.raises(websockets.ConnectionClosed) as closed:
@@ -201,7 +203,7 @@ async def test_credentials_are_required_when_reads_need_them(tmp_path: Path):
             with pytest.raises(websockets.ConnectionClosed) as bad:
                 await receive(socket)
         async with await ws_connect(live, {"Authorization": f"Bearer {KEY}"}) as socket:
-            await ws_subscribe(socket, open_subscriptions("ws"))
+            await ws_subscribe(live, socket)
             async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
                 sse = await client.post("/graphql", json={"query": SUBSCRIPTION},
                                         headers={"Accept": "text/event-stream"})
@@ -209,6 +211,61 @@ async def test_credentials_are_required_when_reads_need_them(tmp_path: Path):
     assert "Authentication is required" in refused.value.rcvd.reason
     assert bad.value.rcvd is not None and bad.value.rcvd.code == 4401
     assert sse.status_code == 401 and sse.json()["errors"][0]["extensions"]["code"] == "unauthorized"
+
+
+class TokenClock:
+    """The gateway's clock, advanced by the test; its ``sleep`` (the expiry timer's wait) returns
+    only when the test releases it."""
+
+    def __init__(self) -> None:
+        self.now = time.time()
+        self.released = asyncio.Event()
+        self.sleeping = 0
+
+    def wall(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeping += 1
+        await self.released.wait()
+        self.released.clear()
+
+    def clock(self) -> Clock:
+        return Clock(wall=self.wall, sleep=self.sleep)
+
+
+SECRET = "jwt-secret-for-subscription-tests-0123456789"
+
+
+def token(expires: float) -> str:
+    return jwt.encode({"sub": "reader", "scope": "read", "exp": int(expires)}, SECRET, algorithm="HS256")
+
+
+@pytest.mark.parametrize("trigger", ["event", "timer"])
+async def test_a_websocket_closes_with_4401_when_its_jwt_expires(tmp_path: Path, trigger: str):
+    clock = TokenClock()
+    expires = clock.now + 600
+    settings = settings_for(tmp_path, jwt_secret=SECRET, anonymous_read=False)
+    async with LiveServer(create_app(settings, clock=clock.clock())) as live:
+        async with await ws_connect(live, {"Authorization": f"Bearer {token(expires)}"}) as socket:
+            await ws_subscribe(live, socket, types=["io.xregistry.group.created"])
+            await write_group(live, "while-valid")
+            assert [e["subject"] for e in await ws_events(socket, 1)] == ["/schemagroups/while-valid"]
+            clock.now = expires + JWT_LEEWAY_SECONDS - 1  # within the leeway: still valid
+            await write_group(live, "in-leeway")
+            assert [e["subject"] for e in await ws_events(socket, 1)] == ["/schemagroups/in-leeway"]
+            clock.now = expires + JWT_LEEWAY_SECONDS + 1
+            if trigger == "event":  # the next event finds the token expired
+                await write_group(live, "after-expiry")
+            else:  # the expiry timer's wait ends and finds it expired
+                assert clock.sleeping >= 1
+                clock.released.set()
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                while True:
+                    message = await receive(socket)
+                    assert message["type"] != "next", message  # nothing is delivered after expiry
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    assert closed.value.rcvd.reason == "The bearer token has expired."
 
 
 async def test_a_page_of_another_origin_is_refused_unless_cors_allows_it(tmp_path: Path):
@@ -256,7 +313,7 @@ async def test_a_write_over_http_reaches_an_sse_subscriber_and_resumes(live: Liv
                                types=["io.xregistry.group.created"])
     subjects = [r["data"]["registryEvents"]["subject"] for r in first + rest]
     assert subjects == ["/schemagroups/s1", "/schemagroups/s2", "/schemagroups/s3"]
-    await until(lambda: open_subscriptions("sse") == 0 or True, "")
+    await until_open(live, "sse", lambda n: n == 0, "the streams are closed with their requests")
 
 
 async def test_a_slow_sse_consumer_gets_an_error_event_then_complete(tmp_path: Path):
@@ -303,9 +360,8 @@ async def test_the_rate_limit_is_charged_each_subscription_and_refuses_over_it(t
 
 async def test_open_subscriptions_are_bounded_per_process(tmp_path: Path):
     async with LiveServer(create_app(settings_for(tmp_path, subscriptions_max=1))) as live:
-        before = open_subscriptions("ws")
         async with await ws_connect(live) as socket:
-            await ws_subscribe(socket, before)
+            await ws_subscribe(live, socket)
             await socket.send(json.dumps({"id": "2", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
             refused = await receive(socket)
             async with httpx.AsyncClient(base_url=live.url, timeout=BOUND) as client:
@@ -342,10 +398,9 @@ async def test_subscribers_running_one_operation_alike_share_each_events_executi
     settings = settings_for(tmp_path)
     shared = build_schema(settings).shared_results  # the schema the application serves (one per limits)
     async with LiveServer(create_app(settings)) as live:
-        before = open_subscriptions("ws")
         async with await ws_connect(live) as one, await ws_connect(live) as two:
-            await ws_subscribe(one, before, types=["io.xregistry.group.created"])
-            await ws_subscribe(two, before + 1, types=["io.xregistry.group.created"])
+            await ws_subscribe(live, one, types=["io.xregistry.group.created"])
+            await ws_subscribe(live, two, types=["io.xregistry.group.created"])
             executions = shared.executions
             await write_group(live, "shared")
             events = await ws_events(one, 1) + await ws_events(two, 1)
@@ -358,7 +413,7 @@ async def test_a_position_whose_events_were_pruned_is_refused_with_events_gone(t
     app = create_app(settings_for(tmp_path))
     async with LiveServer(app) as live:
         async with await ws_connect(live) as socket:
-            await ws_subscribe(socket, open_subscriptions("ws"), types=["io.xregistry.group.created"])
+            await ws_subscribe(live, socket, types=["io.xregistry.group.created"])
             for name in ("p1", "p2", "p3", "p4"):
                 await write_group(live, name)
             first = (await ws_events(socket, 1))[0]["position"]

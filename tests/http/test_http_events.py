@@ -132,3 +132,29 @@ async def test_graphql_mutations_name_their_correlation_ids(client: httpx.AsyncC
     assert len(ids) == 2 and [e["xregcorrelationid"] for e in events] == [ids[0], ids[0], ids[1], ids[1]]
     read = (await client.post("/graphql", json={"query": "{ registry { revision } }"})).json()
     assert "extensions" not in read
+
+
+async def test_the_openapi_document_describes_get_events_and_its_answers_match(client: httpx.AsyncClient) -> None:
+    import jsonschema_rs
+
+    assert (await client.put("/registry/messagegroups/oa", json={})).status_code in (200, 201)
+    document = (await client.get("/registry/openapi.json")).json()
+    item = document["paths"]["/events"]
+    assert item["servers"] == [{"url": "/"}]  # the route is at the root, not below the API prefix
+    operation = item["get"]
+    params = {p["name"]: p for p in operation["parameters"]}
+    assert set(params) == {"after", "limit", "type", "subject"} and all(p["in"] == "query" for p in params.values())
+    assert params["limit"]["schema"]["maximum"] == 1000 and params["type"]["explode"] is True
+    ok = operation["responses"]["200"]
+    assert {"Link", "X-Registry-Instance"} <= set(ok["headers"])
+    assert {"400", "410", "4XX", "503"} <= set(operation["responses"])
+    batch = ok["content"]["application/cloudevents-batch+json"]["schema"]
+
+    events, _ = await _events(client, type="io.xregistry.group.created,io.xregistry.registry.updated")
+    assert events and jsonschema_rs.validator_for(batch).is_valid(events)
+    assert jsonschema_rs.validator_for(params["after"]["schema"]).is_valid(events[-1]["xregposition"])
+    assert jsonschema_rs.validator_for(params["type"]["schema"]).is_valid(
+        ["io.xregistry.group.created,io.xregistry.registry.updated"])
+    assert not jsonschema_rs.validator_for(params["type"]["schema"]).is_valid(["io.xregistry.nope.created"])
+    gone = await client.get("/events", params={"after": "x"})
+    assert gone.status_code == 400 and not jsonschema_rs.validator_for(params["after"]["schema"]).is_valid("x")

@@ -431,3 +431,19 @@ def test_hash_key_cli() -> None:
 
     result = runner.invoke(cli_app, ["hash-key"], input="")
     assert result.exit_code == 2
+
+
+async def test_a_jwt_principal_expires_by_the_authenticators_clock():
+    from adapters.clock import Clock
+    from gateway.auth import JWT_LEEWAY_SECONDS
+
+    now = [1_800_000_000.0]
+    auth = Authenticator(settings(jwt_secret=SECRET), clock=Clock(wall=lambda: now[0]))
+    principal = await auth.authenticate("Bearer " + jwt.encode(
+        {"sub": "alice", "exp": int(now[0]) + 60}, SECRET, algorithm="HS256"))
+    key = Authenticator(Settings(api_keys=[ApiKey(name="k", sha256=hash_key("k" * 20), scopes=["read"])]))
+    assert principal.expires == now[0] + 60
+    assert auth.expires_in(principal) == 60 + JWT_LEEWAY_SECONDS
+    now[0] += 60 + JWT_LEEWAY_SECONDS
+    assert auth.expires_in(principal) == 0  # expired: <= 0
+    assert key.expires_in(await key.authenticate("Bearer " + "k" * 20)) is None  # API keys never expire

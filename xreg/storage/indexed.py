@@ -3,7 +3,9 @@
 Both stores keep, for every *current* (live) state, one index entry per scalar value found at an
 *indexed path* of its ``doc`` (:func:`entries`): a path of plain keys, at most
 :data:`MAX_DEPTH` long, whose last key names a typed attribute (:data:`NAMES`, or any name ending
-in ``id``) or whose key before last is ``labels`` (a label's value). The SQLite store keeps them in
+in ``id``) or whose key before last is ``labels`` (a label's value), or whose last key is in
+:data:`PRESENCE` (``xref``: a presence entry alone, so "which entities under these parents are
+cross-references" is one index range in key order). The SQLite store keeps them in
 a side table, the MongoDB store in an array field of the state document; both index them by
 ``(path, value, collection type, key)``, so an equality filter on such a path is one index range
 read in key order, and a page matching little reads little.
@@ -23,17 +25,18 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from xreg.storage.semantics import Condition, numeric_value, wildcard_parts
 
 #: Attribute names whose values are indexed (besides every name ending in ``id`` and label values).
-#: ``xref``: every write of a Version looks up the cross-references of its collection type
-#: (``meta.xref`` present), which must not read every Resource of a large registry.
 NAMES = frozenset({"name", "protocol", "envelope", "format", "dataschemaformat", "usage", "deprecated", "labels",
-                   "compatibility", "isdefault", "readonly", "xref"})
+                   "compatibility", "isdefault", "readonly"})
+#: Attribute names kept by their presence alone (one :data:`PRESENT` entry, their values not
+#: looked up): a cross-reference Resource's ``meta.xref``.
+PRESENCE = frozenset({"xref"})
 #: Longest indexed path (a message resource's materialised label: default.@materialised.attributes.labels.k).
 MAX_DEPTH = 6
 _MAX_INT = 2**63 - 1
@@ -56,7 +59,7 @@ def _indexed(path: tuple[str, ...]) -> bool:
     if any(not seg or seg[0] == "[" or seg == "*" for seg in path):
         return False
     last = path[-1]
-    return last in NAMES or last.endswith("id") or (len(path) >= 2 and path[-2] == "labels")
+    return last in NAMES or last in PRESENCE or last.endswith("id") or (len(path) >= 2 and path[-2] == "labels")
 
 
 def indexed(path: Sequence[str]) -> bool:
@@ -83,28 +86,59 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, bool, int, float))
 
 
-def entries(doc: dict[str, Any] | None) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path."""
+#: What a path holds in the index: 0 nothing, 1 its values, 2 its presence alone (:data:`PRESENCE`).
+_KINDS: dict[tuple[str, ...], int] = {}
+
+
+def _kind(path: tuple[str, ...]) -> int:
+    kind = 0 if not _indexed(path) else 2 if path[-1] in PRESENCE else 1
+    if len(_KINDS) < 65536:  # documents share few shapes; a bound against odd ones
+        _KINDS[path] = kind
+    return kind
+
+
+def _values(path: tuple[str, ...], value: Any, out: list[tuple[tuple[str, ...], Any]]) -> None:
+    """The entries of a value at an indexed path (the general case: lists, numbers, odd types)."""
+    if isinstance(value, (dict, list)):
+        out.append((path, PRESENT))
+    seen: set[tuple[type, Any]] = set()
+    for item in (value if isinstance(value, list) else (value,)):
+        if _scalar(item):
+            folded = fold(item)
+            mark = (bool if isinstance(folded, bool) else type(folded), folded)
+            if mark not in seen:
+                seen.add(mark)
+                out.append((path, folded))
+
+
+def entries(doc: dict[str, Any] | None) -> list[tuple[tuple[str, ...], Any]]:
+    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path.
+    (Built for every state a commit writes: the common cases — text, an object — are inline.)"""
+    out: list[tuple[tuple[str, ...], Any]] = []
     if not doc:
-        return
+        return out
+    kinds = _KINDS
     stack: list[tuple[tuple[str, ...], dict[str, Any]]] = [((), doc)]
     while stack:
         prefix, node = stack.pop()
+        deeper = len(prefix) + 1 < MAX_DEPTH
         for key, value in node.items():
             path = (*prefix, key)
-            if indexed(path) and value is not None:
-                if isinstance(value, (dict, list)):
-                    yield path, PRESENT
-                seen: set[tuple[type, Any]] = set()
-                for item in (value if isinstance(value, list) else (value,)):
-                    if _scalar(item):
-                        folded = fold(item)
-                        mark = (bool if isinstance(folded, bool) else type(folded), folded)
-                        if mark not in seen:
-                            seen.add(mark)
-                            yield path, folded
-            if isinstance(value, dict) and len(path) < MAX_DEPTH:
+            kind = kinds.get(path)
+            if kind is None:
+                kind = _kind(path)
+            if kind and value is not None:
+                if kind == 2:
+                    out.append((path, PRESENT))
+                elif type(value) is str:
+                    out.append((path, value.lower()))
+                elif type(value) is dict:
+                    out.append((path, PRESENT))
+                else:
+                    _values(path, value, out)
+            if deeper and (type(value) is dict or (type(value) is not str and isinstance(value, dict))):
                 stack.append((path, value))
+    return out
 
 
 @dataclass(frozen=True)
@@ -133,6 +167,8 @@ def lookup(cond: Condition) -> Lookup | None:
     if not indexed(cond.path):
         return None
     path = tuple(cond.path)
+    if path[-1] in PRESENCE:  # one presence entry per state: a single value, one range in key order
+        return Lookup(path, values=(PRESENT,)) if cond.op == "exists" else None
     if cond.op == "exists":
         return Lookup(path, present=True)
     if cond.op != "eq":

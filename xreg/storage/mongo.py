@@ -127,8 +127,8 @@ INDEXES = {
 ATTRS_INDEX = "states_attrs"
 ATTRS_KEYS = [("ix.p", ASCENDING), ("ix.v", ASCENDING), ("ctype", ASCENDING), ("xkey", ASCENDING)]
 ATTRS_PARTIAL = {"live": True}
-#: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps (2: ``xref`` indexed).
-READ_INDEX_VERSION = 2
+#: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps.
+READ_INDEX_VERSION = 2  # 2: ``meta.xref`` kept by its presence (``indexed.PRESENCE``)
 
 EVENT_INDEXES = {
     "events_position": [("rev", ASCENDING), ("idx", ASCENDING)],
@@ -315,6 +315,8 @@ def index_clause(lk: Lookup) -> dict[str, Any]:
     if lk.parts is not None:
         pattern = ".*".join(re.escape(p) for p in lk.parts)
         match["v"] = {"$regex": f"^{pattern}(?![\\s\\S])", "$options": "s"}
+    elif lk.values == (PRESENT,):  # a presence entry has no ``v``: null matches it, and bounds the index
+        match["v"] = None
     elif not lk.present:
         match["v"] = lk.values[0] if len(lk.values) == 1 else {"$in": list(lk.values)}
     return {"ix": {"$elemMatch": match}}

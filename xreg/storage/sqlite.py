@@ -32,8 +32,9 @@ Schema::
     search(title, body)
         an FTS5 table (porter stemming, accents folded) of every state's ``Write.text``, its
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
-        searches work; relevance is ``bm25`` with the title weighing 4 times the body. Pruning
-        drops the rows of the states it drops.
+        searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
+        most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
+        in rowid order). Pruning drops the rows of the states it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
@@ -375,11 +376,34 @@ ESTIMATE_ROWS = 256
 @dataclass(frozen=True)
 class _Drive:
     """The condition (by position in the query's one group) a page is read from, its index
-    lookup, and whether every condition of the group is indexed."""
+    lookup, and whether the index alone answers the group (every other condition a seek)."""
 
     index: int
     lk: Lookup
     covered: bool
+
+
+#: A search whose words are in more stored states than this (current or past, any collection) ranks
+#: only its matches among the most recently written of those (``bm25`` costs some 10 µs a hit):
+#: the other matches follow them, newest first. A page of any search then costs at most this
+#: many ranked hits, and the older matches it reads (docs/scale.md).
+RANKED_HITS = 1000
+#: The rank of an unranked match is this less its ``seq``: after every ``bm25`` rank (negative).
+UNRANKED = 2**53
+
+
+def _unranked_seq(cursor: Cursor | None) -> int | None:
+    """The ``seq`` of the unranked match a cursor points at (``None``: a ranked one, or none)."""
+    value = None if cursor is None else cursor.value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return int(UNRANKED - value)
+    return None
+
+
+def _seekable(lk: Lookup) -> bool:
+    """Whether a further condition is looked up by seeks of ``attrs``' primary key (one value, or
+    a few): a wildcard or a presence test is checked on the state's document instead."""
+    return lk.parts is None and not lk.present
 
 
 #: Pages of at least this many rows are decoded in a worker thread (the event loop stays free).
@@ -389,10 +413,10 @@ THREAD_DECODE_ROWS = 64
 QUICK_KEYS = THREAD_DECODE_ROWS
 
 
-def _state_rows(plan: algorithms.CommitPlan, rev: int) -> list[tuple]:
-    """The ``states`` rows of a commit's new states (their documents encoded)."""
-    return [(n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
-             int(n.deleted), int(not n.deleted)) for n in plan.new.values()]
+def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
+    """The ``states`` rows of a commit's new states, from seq ``first`` on (their documents encoded)."""
+    return [(first + i, n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
+             int(n.deleted), int(not n.deleted)) for i, n in enumerate(plan.new.values())]
 
 
 async def _off_loop(fn: Any, plan: algorithms.CommitPlan, *args: Any) -> Any:
@@ -644,7 +668,7 @@ class SQLiteStore(Store):
         return "states INDEXED BY states_live" if query.as_of is None and query.keys is None else "states"
 
     def _where(self, sql: _SQL, query: Query, *, parent_range: bool = True, drive: _Drive | None = None,
-               seq: str = "states.seq") -> list[str]:
+               key: str = "states.xkey") -> list[str]:
         """The filter of a query (visibility, ctype, parent, keys, conditions), no cursors.
         With ``drive``, the driving condition is the ``attrs`` rows ``d`` (their ctype and parent
         range too) and the group's other indexed conditions are lookups of ``seq``'s rows."""
@@ -652,7 +676,7 @@ class SQLiteStore(Store):
             visible = "rev_to IS NULL AND deleted = 0"
         else:
             visible = self._visible(sql, query.as_of)
-        where = [visible, f"ctype = {sql.p(query.ctype)}"] if seq == "states.seq" else []
+        where = [visible, f"ctype = {sql.p(query.ctype)}"] if key == "states.xkey" else []
         pk = _parent_key(query)
         if pk is not None and parent_range:
             where.append(f"xkey > {sql.p(pk + '/')} AND xkey < {sql.p(pk + '0')}")
@@ -668,17 +692,17 @@ class SQLiteStore(Store):
             if conds:
                 where.append(conds)
             return where
-        if drive.lk.single or seq != "states.seq":
+        if drive.lk.single or key != "states.xkey":
             where.append(self._drive_where(sql, query, drive))
         for i, cond in enumerate(query.any_of[0]):
             lk = lookup(cond)
             if i == drive.index:
                 continue
-            if lk is None:
+            if lk is None or not _seekable(lk):
                 where.append(sql.condition(cond))
-            else:
-                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE e{i}.aseq = {seq} AND "
-                             f"{sqlite_index.match(sql, f'e{i}', lk)})")
+            else:  # a seek of the primary key: (path, value, collection type, key)
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE {sqlite_index.match(sql, f'e{i}', lk)} "
+                             f"AND e{i}.actype = {sql.p(query.ctype)} AND e{i}.akey = {key})")
         return where
 
     @staticmethod
@@ -699,9 +723,8 @@ class SQLiteStore(Store):
         found = [(i, lk) for i, lk in enumerate(map(lookup, group)) if lk is not None]
         if not found:
             return None
-        covered = len(found) == len(group)
         if len(found) == 1:
-            return _Drive(*found[0], covered)
+            return _Drive(*found[0], len(group) == 1)
         sizes = []
         for i, lk in found:
             sql = _SQL()
@@ -709,20 +732,39 @@ class SQLiteStore(Store):
                     f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
             sizes.append((await self._one(text, sql.params), i, lk))
         _, i, lk = min(sizes, key=lambda t: t[0])
+        covered = len(found) == len(group) and all(_seekable(other) for j, other in found if j != i)
         return _Drive(i, lk, covered)
 
     @staticmethod
-    def _hits(sql: _SQL, query: Query, *, ranked: bool = True) -> str:
-        """The ``WITH`` clause of a search: its matches (``seq``) with their ``bm25`` rank, the
-        title weighing 4 times the body (not ``ranked``: a count, no rank computed)."""
+    def _hits(sql: _SQL, query: Query, *, ranked: bool = True, tier: int | None = None,
+              tier_only: bool = False) -> str:
+        """The ``WITH`` clause of a search: its matches (``seq``) with their rank, the title weighing
+        4 times the body (not ``ranked``: a count, no rank computed). With ``tier`` (see
+        :meth:`_tier`) the matches from it up are ranked by ``bm25`` and the older ones by
+        :data:`UNRANKED` less their ``seq`` (after every ranked one, newest first); ``tier_only``
+        keeps the ranked ones alone."""
         if query.search is None:
             return ""
-        rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
-        return (f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search "
-                f"WHERE search MATCH {sql.p(_match(query.search))}) ")
+        rank, where = "bm25(search, 4.0, 1.0)" if ranked else "0", f"search MATCH {sql.p(_match(query.search))}"
+        if ranked and tier is not None:
+            t = sql.p(tier)
+            if tier_only:
+                where += f" AND rowid >= {t}"
+            else:
+                rank = f"CASE WHEN rowid >= {t} THEN {rank} ELSE {UNRANKED} - rowid END"
+        return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+
+    async def _tier(self, query: Query) -> int | None:
+        """The ``seq`` of the :data:`RANKED_HITS`-th newest stored state holding a search's words
+        (``None``: fewer hold them, every match is ranked): FTS5 reads rowids newest first."""
+        if query.search is None:
+            return None
+        return await self._one("SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                               (_match(query.search), RANKED_HITS - 1))
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
-                  limit: int | None, exists: bool = False, drive: _Drive | None = None) -> _SQL:
+                  limit: int | None, exists: bool = False, drive: _Drive | None = None,
+                  tier: int | None = None, tier_only: bool = False) -> _SQL:
         """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
         query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
         sql = _SQL()
@@ -768,17 +810,75 @@ class SQLiteStore(Store):
                 where.append(past(*bound))
         order = ", ".join(f"{c} DESC" if desc else c for c in cols)
         what = "1" if exists else _COLUMNS + (f", {_RANK_OF_HIT}" if query.search is not None else "")
-        sql.text = (f"{self._hits(sql, query)}SELECT {what} FROM {self._source(query, drive, sql)} "
+        hits = self._hits(sql, query, tier=tier, tier_only=tier_only)
+        sql.text = (f"{hits}SELECT {what} FROM {self._source(query, drive, sql)} "
                     f"WHERE {' AND '.join(where)} ORDER BY {order}")
         if limit is not None:
             sql.text += f" LIMIT {int(limit)}"
         return sql
 
-    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None) -> tuple[_SQL, bool]:
+    def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None,
+                  tier: int | None = None) -> tuple[_SQL, bool]:
         """The page statement of ``query`` and whether it reads backwards (``before`` given:
         the page is the ``limit`` rows just before it, read in reverse and turned around)."""
         backward = query.before is not None
-        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive), backward
+        return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive, tier=tier), backward
+
+    async def _page_rows(self, query: Query, drive: _Drive | None,
+                         tier: int | None) -> tuple[builtins.list[Any], bool, bool]:
+        """The rows of a page in query order, and whether there are more after and before it."""
+        limit = query.limit
+        sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive, tier)
+        rows = await self._all(sql.text, sql.params)
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if limit is not None else rows
+        if query.before is not None:  # read backwards
+            rows.reverse()
+            # Anything at or after the ``before`` cursor (within the other constraints)?
+            probe = self._page_sql(replace(query, before=None), reverse=False, bound=(">=", query.before), limit=1,
+                                   exists=True, drive=drive, tier=tier)
+            return rows, bool(await self._all(probe.text, probe.params)), more
+        has_prev = False
+        if query.after is not None:
+            probe = self._page_sql(replace(query, after=None), reverse=True, bound=("<=", query.after), limit=1,
+                                   exists=True, drive=drive, tier=tier)
+            has_prev = bool(await self._all(probe.text, probe.params))
+        return rows, more, has_prev
+
+    async def _tiered_page(self, query: Query, tier: int, limit: int) -> tuple[builtins.list[Any], bool, bool]:
+        """A forward page by relevance of a search with more hits than :data:`RANKED_HITS`: the
+        ranked matches (``seq >= tier``, at most that many ranked), then the older matches read
+        newest first from FTS5's rowid order, as far as the page needs."""
+        rows: builtins.list[Any] = []
+        below = _unranked_seq(query.after)
+        if below is None:  # the page starts among the ranked matches
+            sql = self._page_sql(query, reverse=False, bound=None, limit=limit + 1, tier=tier, tier_only=True)
+            rows = await self._all(sql.text, sql.params)
+        if len(rows) <= limit:
+            rows += await self._all(*self._older_hits(query, tier if below is None else below, "<",
+                                                      limit + 1 - len(rows)))
+        has_prev = False
+        if query.after is not None:
+            if below is None:
+                probe = self._page_sql(replace(query, after=None), reverse=True, bound=("<=", query.after), limit=1,
+                                       exists=True, tier=tier, tier_only=True)
+                has_prev = bool(await self._all(probe.text, probe.params))
+            else:  # before an unranked match: every ranked one, and the newer unranked ones
+                has_prev = bool(await self._all(*self._older_hits(query, below, ">=", 1)))
+        return rows[:limit], len(rows) > limit, has_prev
+
+    def _older_hits(self, query: Query, seq: int, op: str, limit: int) -> tuple[str, Any]:
+        """The statement of the matches of a search older than ``seq`` (``op`` ``<``: newest first)
+        or at least as new (``>=``: oldest first): FTS5 yields them in rowid order, so the page
+        reads the hits it returns and those the other conditions drop."""
+        sql = _SQL()
+        where = self._where(sql, query)
+        where.append(f"search MATCH {sql.p(_match(query.search or ()))}")
+        where.append(f"search.rowid {op} {sql.p(seq)}")
+        order = "DESC" if op == "<" else "ASC"
+        return (f"SELECT {_COLUMNS}, {UNRANKED} - search.rowid FROM search CROSS JOIN states "
+                f"ON states.seq = search.rowid WHERE {' AND '.join(where)} ORDER BY search.rowid {order} "
+                f"LIMIT {int(limit)}"), sql.params
 
     async def list(self, query: Query) -> Page:
         self.stats.hit("list")
@@ -787,26 +887,11 @@ class SQLiteStore(Store):
         async with self._reading():
             await self._check(query.as_of)
             drive = await self._drive(query)
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive)
-            rows = await self._all(sql.text, sql.params)
-            more = limit is not None and len(rows) > limit
-            rows = rows[:limit] if limit is not None else rows
-            if query.before is not None:  # read backwards
-                rows.reverse()
-                has_prev = more
-                # Anything at or after the ``before`` cursor (within the other constraints)?
-                probe = self._page_sql(
-                    replace(query, before=None), reverse=False,
-                    bound=(">=", query.before), limit=1, exists=True, drive=drive)
-                has_next = bool(await self._all(probe.text, probe.params))
+            tier = await self._tier(query)
+            if tier is not None and query.sort == Sort(RANK) and query.before is None and limit is not None:
+                rows, has_next, has_prev = await self._tiered_page(query, tier, limit)
             else:
-                has_next = more
-                has_prev = False
-                if query.after is not None:
-                    probe = self._page_sql(
-                        replace(query, after=None), reverse=True,
-                        bound=("<=", query.after), limit=1, exists=True, drive=drive)
-                    has_prev = bool(await self._all(probe.text, probe.params))
+                rows, has_next, has_prev = await self._page_rows(query, drive, tier)
         if len(rows) >= THREAD_DECODE_ROWS:  # decoding a large page would hold up the event loop
             items = await asyncio.to_thread(lambda: [self._record(r) for r in rows])
         else:
@@ -832,7 +917,7 @@ class SQLiteStore(Store):
                 return await self._one(text, sql.params)
             drive = await self._drive(query)
             if drive is not None and drive.covered and query.parents is None:  # the index alone answers
-                where = self._where(sql, query, parent_range=False, drive=drive, seq="d.aseq")
+                where = self._where(sql, query, parent_range=False, drive=drive, key="d.akey")
                 what = "count(*)" if drive.lk.single else "count(DISTINCT d.aseq)"
                 return await self._one(f"SELECT {what} FROM attrs AS d WHERE {' AND '.join(where)}", sql.params)
             where = self._where(sql, query, drive=drive)
@@ -910,7 +995,8 @@ class SQLiteStore(Store):
         query = _normal(query)
         limit = query.limit
         async with self._reading():
-            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query))
+            sql, _ = self._main_sql(query, None if limit is None else limit + 1, await self._drive(query),
+                                    await self._tier(query))
             rows = await self._all("EXPLAIN QUERY PLAN " + sql.text, sql.params)
         return "\n".join(r[3] for r in rows)
 
@@ -940,21 +1026,20 @@ class SQLiteStore(Store):
             await db.executemany("UPDATE states SET rev_to = ?, live = 0 WHERE seq = ?",
                                  [(rev, seq) for (seq,) in closing])
             await db.executemany("DELETE FROM links WHERE seq = ?", closing)
+            # The new states take the next seqs in order (the writer holds the database): no
+            # statement reads them back.
+            first = self._quick("SELECT coalesce(max(seq), 0) + 1 FROM states")[0][0]
+            seqs = {key: first + i for i, key in enumerate(plan.new)}
             await db.executemany(
-                "INSERT INTO states(xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
-                "VALUES (?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev))
-            await self._index_commit(db, rev, plan, current)
-            indexed = [n for n in plan.new.values() if n.links or n.text]
-            for i in range(0, len(indexed), _CHUNK):
-                batch = indexed[i:i + _CHUNK]
-                rows = await self._all(
-                    f"SELECT xkey, seq FROM states WHERE rev_to IS NULL AND xkey IN ({','.join('?' * len(batch))})",
-                    [n.key for n in batch])
-                seqs = dict(rows)
-                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)",
-                                     [(seqs[n.key], t) for n in batch for t in n.links])
-                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)",
-                                     [(seqs[n.key], *n.text) for n in batch if n.text])
+                "INSERT INTO states(seq, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev, first))
+            await self._index_commit(db, plan, current, seqs)
+            linked = [(seqs[n.key], t) for n in plan.new.values() for t in n.links]
+            if linked:
+                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", linked)
+            texts = [(seqs[n.key], *n.text) for n in plan.new.values() if n.text]
+            if texts:
+                await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             if events:
                 await db.executemany(_INSERT_EVENT, [_event_row(e.at(EventPosition(rev, i), self.instance_id))
                                                      for i, e in enumerate(events)])
@@ -995,11 +1080,10 @@ class SQLiteStore(Store):
                                [*params, limit])
         return [_event(row) for row in rows]
 
-    async def _index_commit(self, db: aiosqlite.Connection, rev: int, plan: algorithms.CommitPlan,
-                            current: dict[str, algorithms.CurrentState]) -> None:
+    async def _index_commit(self, db: aiosqlite.Connection, plan: algorithms.CommitPlan,
+                            current: dict[str, algorithms.CurrentState], seqs: dict[str, int]) -> None:
         """Keep the read indexes (``sqlite_index``) of the states a commit closes and writes."""
         closed = [(current[k].handle, k, plan.new[k].ctype, not current[k].deleted) for k in plan.closing]
-        seqs = dict(await self._all("SELECT xkey, seq FROM states WHERE rev_from = ?", (rev,)))
         await sqlite_index.on_commit(db, closed, [(seqs[n.key], n.key, n.ctype, n.doc) for n in plan.new.values()])
 
     # -- backups ------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ Schema (added to a database of an earlier schema when it is opened, see :func:`m
         the storage classes keep types apart as ``matches`` does; ``actype``, ``akey`` and ``aseq``
         are the state's ``ctype``, ``xkey`` and ``seq`` (named apart from them: the two tables
         are joined). An equality is one range of
-        the primary key in key order; ``attrs_seq`` on ``(aseq, path, v)`` checks a further
-        condition of the same row and drops the rows of a state a commit closes.
+        the primary key in key order; a further condition of the same state is a seek of the
+        primary key ``(path, v, actype, akey)``, and a commit drops the rows of a state it closes
+        by their primary keys, built again from its document (an index on ``aseq`` would cost
+        every insert a second b-tree entry).
     counts(ctype, parent, n)           PRIMARY KEY (ctype, parent), WITHOUT ROWID
         how many live entities of a collection type each parent key has (``parent_key``): an
         unfiltered count is a sum over the parents in range, never a scan of the entities.
@@ -26,20 +28,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from xreg.storage.indexed import PRESENT, Lookup, entries, parent_key, path_text
 
-#: ``meta.read_index``: the layout this code keeps (2: ``xref`` indexed); an older one is rebuilt.
+#: 2: ``meta.xref`` kept by its presence (:data:`~xreg.storage.indexed.PRESENCE`); no ``attrs_seq``.
+#: Bump it whenever :func:`~xreg.storage.indexed.entries` changes what it yields: a commit deletes
+#: a replaced state's rows by building them again from its document, so rows built by another
+#: layout would stay behind (a bump rebuilds the index when the store opens).
 VERSION = 2
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL,
     aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS attrs_seq ON attrs(aseq, path, v);
 CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (ctype, parent)) WITHOUT ROWID;
 """
@@ -49,6 +54,7 @@ _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
          "ON CONFLICT (ctype, parent) DO UPDATE SET n = n + excluded.n")
 #: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
 LOOP_ROWS = 64
+_CHUNK = 500
 
 
 class Executor(Protocol):
@@ -74,7 +80,7 @@ def stored(value: Any) -> Any:
 
 def rows(seq: int, key: str, ctype: str, doc: dict[str, Any] | None) -> list[tuple]:
     """The ``attrs`` rows of one live state, the path as its text (see :func:`_store_rows`)."""
-    return [(path_text(path), stored(v), ctype, key, seq) for path, v in entries(doc)]
+    return [(path_text(path), v if type(v) is str else stored(v), ctype, key, seq) for path, v in entries(doc)]
 
 
 async def _store_rows(db: Executor, found: list[tuple]) -> None:
@@ -88,9 +94,14 @@ async def _store_rows(db: Executor, found: list[tuple]) -> None:
         "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
 
     def ordered() -> list[tuple]:
-        return sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=lambda r: (r[0], r[2], r[3]))
+        return sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=_NEAR_KEY_ORDER)
 
     await db.executemany(_INSERT, ordered() if len(found) <= LOOP_ROWS else await asyncio.to_thread(ordered))
+
+
+#: The order rows go in: by path, then collection type and key (each path's rows fill its part
+#: of the index in order, not a row here and there; sorting by the value too costs more than it saves).
+_NEAR_KEY_ORDER = operator.itemgetter(0, 2, 3)
 
 
 def _rows_of(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> list[tuple]:
@@ -106,17 +117,44 @@ async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
     """Keep the indexes of a commit: ``closed`` are the current states it supersedes
     ``(seq, key, ctype, was_live)``, ``opened`` the states it writes ``(seq, key, ctype, doc)``
     (``doc`` ``None``: a tombstone). The entries of many states are built in a worker thread."""
-    await db.executemany("DELETE FROM attrs WHERE aseq = ?", [(seq,) for seq, _, _, live in closed if live])
+    live = [(seq, key, ctype) for seq, key, ctype, was_live in closed if was_live]
+    await _drop_rows(db, live)
     delta: Counter[tuple[str, str]] = Counter()
-    for _, key, ctype, live in closed:
-        if live:
-            delta[(ctype, parent_key(key))] -= 1
+    for _, key, ctype in live:
+        delta[(ctype, parent_key(key))] -= 1
     for _, key, ctype, doc in opened:
         if doc is not None:
             delta[(ctype, parent_key(key))] += 1
     found = _rows_of(opened) if len(opened) <= LOOP_ROWS // 16 else await asyncio.to_thread(_rows_of, opened)
     await _store_rows(db, found)
     await db.executemany(_BUMP, [(c, p, n) for (c, p), n in delta.items() if n])
+
+
+async def _drop_rows(db: Executor, closed: Sequence[tuple[int, str, str]]) -> None:
+    """Delete the ``attrs`` rows of live states a commit closes ``(seq, key, ctype)``: their
+    entries again, from their documents, each deleted by its primary key (no second index on
+    ``aseq`` to keep up on every insert)."""
+    docs: list[tuple[int, str, str, Any]] = []
+    for i in range(0, len(closed), _CHUNK):
+        chunk = closed[i:i + _CHUNK]
+        found = dict(await db.execute_fetchall(
+            "SELECT seq, doc FROM states WHERE seq IN (SELECT value FROM json_each(?))",
+            (json.dumps([seq for seq, _, _ in chunk]),)))
+        docs += [(seq, key, ctype, found.get(seq)) for seq, key, ctype in chunk]
+    if not docs:
+        return
+
+    def entries_of() -> list[tuple]:
+        return _rows_of([(seq, key, ctype, json.loads(doc) if doc else None) for seq, key, ctype, doc in docs])
+
+    found_rows = entries_of() if len(docs) <= LOOP_ROWS // 16 else await asyncio.to_thread(entries_of)
+    texts = sorted({r[0] for r in found_rows})
+    if not texts:
+        return
+    ids = dict(await db.execute_fetchall(
+        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+    await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND actype = ? AND akey = ? AND aseq = ?",
+                         [(ids[t], v, c, k, s) for t, v, c, k, s in found_rows if t in ids])
 
 
 async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
@@ -145,6 +183,7 @@ async def migrate(db: Executor) -> bool:
         return False
     await db.execute("BEGIN IMMEDIATE")
     try:
+        await db.execute("DROP INDEX IF EXISTS attrs_seq")  # layout 1 kept one (see on_commit)
         await rebuild(db)
     except BaseException:
         await db.execute("ROLLBACK")

@@ -83,6 +83,8 @@ the import and the server open the same store with the same settings. */}}
   value: {{ .Values.logFormat | quote }}
 - name: XREG_SHUTDOWN_GRACE_SECONDS
   value: {{ .Values.shutdownGraceSeconds | quote }}
+- name: XREG_EVENTS_POLL_SECONDS
+  value: {{ .Values.eventsPollSeconds | quote }}
 {{- with .Values.config.baseUrl }}
 - name: XREG_BASE_URL
   value: {{ . | quote }}
