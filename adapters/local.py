@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from adapters import staleness
 from adapters.base import (
     ChangeItem,
     Entity,
@@ -29,6 +30,7 @@ from adapters.base import (
     Materialisation,
     RegistrySource,
     SourcePage,
+    SourceStatus,
     WriteOutcome,
 )
 from adapters.slicing import decode as decode_cursor
@@ -53,6 +55,7 @@ from xreg.registry.reads import (
     store_sort,
     view_of,
 )
+from xreg.registry.rematerialise import stale_since
 from xreg.registry.service import LocalRegistry
 from xreg.registry.views import RESOURCE_VIEW_OWN, default_versionid, meta_view, resource_id_attribute
 from xreg.storage.errors import RevisionAhead, RevisionGone
@@ -223,6 +226,12 @@ class LocalSource(RegistrySource):
 
     def own_registry(self) -> LocalRegistry:
         return self.registry
+
+    def status(self) -> SourceStatus:
+        """``stale_since``: since when messages wait for their re-materialisation (the earliest
+        pending write of a base: ``xreg.registry.rematerialise``), ``None`` when none do."""
+        pending = self.registry.rematerialising.values()
+        return replace(super().status(), stale_since=min((i.at for i in pending), default=None))
 
     @property  # read from the registry: a modelsource write replaces it
     def model(self) -> RegistryModel:  # type: ignore[override]
@@ -410,6 +419,8 @@ class LocalSource(RegistrySource):
             return []
         # a cross-reference reads as its target (core/spec.md "Cross Referencing Resources")
         records = await xrefs.resolve(self.store, records, as_of)
+        if as_of is None and self.registry.rematerialising:
+            self._note_stale(records)
         eager = [rec for rec in records if rec.kind not in _LAZY]
         views = await render(self.store, self.model, eager, base_url=self.base_url, as_of=as_of,
                              include_meta=True, with_counts=False) if eager else []
@@ -431,6 +442,14 @@ class LocalSource(RegistrySource):
 
         # a large page of versions materialises on a worker thread, off the event loop
         return await asyncio.to_thread(entities) if len(eager) >= THREAD_VIEWS else entities()
+
+    def _note_stale(self, records: Sequence[EntityRecord]) -> None:
+        """Report the answer stale when a message of it waits for its re-materialisation (its
+        stored materialisation predates a write of its chain: ``xreg.registry.rematerialise``)."""
+        pending = self.registry.rematerialising
+        found = [since for rec in records if (since := stale_since(rec, pending)) is not None]
+        if found:
+            staleness.note(self.id, min(found), "rematerialising", detail="rematerialising")
 
     def _materialisation(self, rec: EntityRecord, view: dict[str, Any]) -> Materialisation | None:
         """A stored message's materialisation, as the sources show it."""

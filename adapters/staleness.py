@@ -1,5 +1,8 @@
 """Which registries answered the current request from a stale cache, and since when.
 
+(The local registry reports here too while messages of the answer wait for their
+re-materialisation: ``xreg.registry.rematerialise``.)
+
 A remote that fails while its cached answers are still within ``stale_if_error`` is served from
 the cache (:mod:`adapters.cache`). Whoever answers a request (the GraphQL operation) opens a
 :class:`StaleReport` with :func:`collecting`; the sources :func:`note` every stale answer they
@@ -28,6 +31,9 @@ class Stale:
     unreachable_since: float | None = None
     #: The oldest answer's remaining freshness when it was served (negative: seconds past it).
     ttl: float | None = None
+    #: Why: ``unreachable`` (a remote's cache served), ``rematerialising`` (the local registry's
+    #: messages whose re-materialisation is pending, ``xreg.registry.rematerialise``).
+    detail: str = "unreachable"
 
     def as_json(self) -> dict[str, Any]:
         return {"registry": self.registry, "since": rfc3339(self.since), "reason": self.reason,
@@ -41,10 +47,10 @@ class StaleReport:
         self.by_registry: dict[str, Stale] = {}
 
     def note(self, registry: str, since: float, reason: str | None, unreachable_since: float | None,
-             ttl: float | None = None) -> None:
+             ttl: float | None = None, detail: str = "unreachable") -> None:
         seen = self.by_registry.get(registry)
         if seen is None:
-            self.by_registry[registry] = Stale(registry, since, reason, unreachable_since, ttl)
+            self.by_registry[registry] = Stale(registry, since, reason, unreachable_since, ttl, detail)
             return
         if since < seen.since:
             seen.since, seen.ttl = since, ttl
@@ -78,21 +84,22 @@ def collecting() -> Iterator[StaleReport]:
 
 
 def note(registry: str, since: float, reason: str | None = None, unreachable_since: float | None = None,
-         ttl: float | None = None) -> None:
+         ttl: float | None = None, detail: str = "unreachable") -> None:
     """Report that ``registry`` answered from a cache entry fetched at ``since`` (wall seconds),
-    with ``ttl`` seconds of freshness left (negative: past)."""
+    with ``ttl`` seconds of freshness left (negative: past); ``detail``: see :attr:`Stale.detail`."""
     report = _current.get()
     if report is not None:
-        report.note(registry, since, reason, unreachable_since, ttl)
+        report.note(registry, since, reason, unreachable_since, ttl, detail)
 
 
 def cache_status(report: StaleReport) -> str:
     """The ``Cache-Status`` field (RFC 9211) of an answer with stale parts: per registry, a
-    ``hit`` whose negative ``ttl`` says how long ago it stopped being fresh, ``detail=unreachable``."""
+    ``hit`` whose negative ``ttl`` says how long ago it stopped being fresh, and its ``detail``
+    (``unreachable``, ``rematerialising``)."""
     members = []
     for rid, s in sorted(report.by_registry.items()):
         ttl = f"; ttl={round(s.ttl)}" if s.ttl is not None else ""
-        members.append(f'"xreg/{rid}"; hit{ttl}; detail=unreachable')
+        members.append(f'"xreg/{rid}"; hit{ttl}; detail={s.detail}')
     return ", ".join(members)
 
 

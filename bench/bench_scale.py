@@ -17,10 +17,22 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   store's reader connections, and on a store that reads through its one writer connection (as
   before readers existed: the reads wait for the commit).
 
-``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages. The last line is the
-summary: each read's ratio to its baseline at the largest size.
+- base edit with N dependents: the same store opened as a registry (``LocalRegistry``, inline
+  re-materialisation limit 100, the default), a base message and ``--dependents`` messages on it
+  imported; the request time of a write of the base (its dependents left to the background
+  worker, ``xreg.registry.rematerialise``), against a write of a message with no dependents; and,
+  for the record, the same write with every dependent re-materialised in its commit (the path
+  before the worker). Then ``/healthz during it``: the health probe (``Store.probe_revision``,
+  what ``/healthz`` answers), every 5 ms while the worker re-materialises the dependents — each
+  probe's latency counted from when it was due, so an event loop the worker holds counts — its
+  median, 99th percentile and worst against the same with no worker running; the dependents are checked current
+  afterwards.
 
-Usage: python bench/bench_scale.py [--sizes 1000,10000,100000] [--million] [--reps 15] [--smoke]
+``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages, 300 dependents. The last
+line is the summary: each read's ratio to its baseline at the largest size.
+
+Usage: python bench/bench_scale.py [--sizes 1000,10000,100000] [--million] [--reps 15] [--dependents 10000]
+       [--smoke]
 """
 
 from __future__ import annotations
@@ -41,6 +53,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
+from xreg.registry.service import LocalRegistry  # noqa: E402
 from xreg.storage.records import Query, Write  # noqa: E402
 from xreg.storage.semantics import RANK, Condition, Cursor, Sort, cursor_for  # noqa: E402
 from xreg.storage.sqlite import SQLiteStore  # noqa: E402
@@ -109,7 +123,8 @@ def build_plain(path: Path, n: int) -> tuple[sqlite3.Connection, float]:
     return db, time.perf_counter() - started
 
 
-async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH) -> dict[str, tuple[float, float]]:
+async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH,
+                   dependents: int = 10_000) -> dict[str, tuple[float, float]]:
     """``{figure: (ours ms, baseline ms)}`` at ``n`` messages."""
     out: dict[str, tuple[float, float]] = {}
     plain, plain_import = build_plain(tmp / f"plain{n}.db", n)
@@ -182,7 +197,74 @@ async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH) -> dict[str
     async with SQLiteStore(tmp / f"store{n}.db", readers=0) as shared:
         out.update(await during_write(shared, page_q, "one connection", write))
     plain.close()
+    out.update(await base_edit(tmp / f"store{n}.db", dependents, reps))
     return out
+
+
+BASE = "/messagegroups/bases/messages/base"
+INLINE = 100  # XREG_REMATERIALISE_INLINE's default
+IMPORT_CHUNK = 2000
+
+
+def edit(name: str, i: int) -> dict[str, Any]:
+    attrs = {"description": f"edit {i}", "documentation": "https://example.com/doc"}
+    return {"messagegroups": {"bases": {"messages": {name: attrs}}}}
+
+
+async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[float, float]]:
+    """The request time of a write of a base with ``dependents`` (deferred; inline, the old
+    path) against one with none, and health probes while the worker catches up (see the doc)."""
+    out: dict[str, tuple[float, float]] = {}
+    async with LocalRegistry(SQLiteStore(path), registry_id="bench", rematerialise_inline=INLINE) as reg:
+        await reg.apply_document({"messagegroups": {"bases": {"messages": {
+            "base": edit("base", 0)["messagegroups"]["bases"]["messages"]["base"],
+            "lone": {"description": "no dependents"}}}}})
+        for lo in range(0, dependents, IMPORT_CHUNK):
+            await reg.apply_document({"messagegroups": {f"deps{lo // IMPORT_CHUNK:03d}": {"messages": {
+                f"d{i:07d}": {"basemessageuri": BASE} for i in range(lo, min(dependents, lo + IMPORT_CHUNK))}}}})
+        step = iter(range(1, 1_000_000))
+
+        async def write(name: str) -> None:
+            await reg.apply_document(edit(name, next(step)))
+
+        deferred = await median(lambda: write("base"), reps)
+        out[f"base edit with {dependents:,} dependents"] = (deferred, await median(lambda: write("lone"), reps))
+        reg.rematerialise_inline = None  # the old path: every dependent in the write's commit
+        out[f"(base edit, {dependents:,} dependents inline: ms)"] = (await median(lambda: write("base"), 1), 1.0)
+        reg.rematerialise_inline = INLINE
+        await write("base")  # the last write: deferred again, for the worker to catch up with
+        idle = await probes(reg, None)
+        worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
+        busy = await probes(reg, worker)
+        done = await worker
+        out["/healthz during it, median"] = (statistics.median(busy), statistics.median(idle))
+        out["/healthz during it, 99th percentile"] = (percentile(busy, 99), percentile(idle, 99))
+        out["/healthz during it, worst"] = (max(busy), max(idle))
+        out["(probes during the re-materialisation)"] = (float(len(busy)), 1.0)
+        out["(messages and versions re-materialised by the worker)"] = (float(done), 1.0)
+        stale = [r.key async for r in reg.iter_ctype("messagegroups/messages")
+                 if stale_since(r, reg.rematerialising) is not None]
+        assert not stale and not await reg.store.rematerialisations(), f"{len(stale)} dependents left stale"
+    return out
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
+
+
+async def probes(reg: LocalRegistry, worker: asyncio.Task[int] | None, every: float = 0.005) -> list[float]:
+    """Latencies (ms) of health probes due every ``every`` seconds, counted from when each was due,
+    until ``worker`` ends (``None``: 400 probes)."""
+    times: list[float] = []
+    due = time.perf_counter()
+    while (worker is None and len(times) < 400) or (worker is not None and not worker.done()):
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        await reg.store.probe_revision()
+        now = time.perf_counter()
+        times.append((now - due) * 1000)
+        due = max(due + every, now)
+    return times
 
 
 async def during_write(store: SQLiteStore, page_q: Query, label: str, size: int) -> dict[str, tuple[float, float]]:
@@ -222,6 +304,7 @@ async def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--million", action="store_true", help="also 1,000,000 messages (minutes, ~2 GB of disk)")
     parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--dependents", type=int, default=10_000, help="messages on the base the edit writes")
     parser.add_argument("--smoke", action="store_true")
     args = parser.parse_args()
     sizes = [1000] if args.smoke else [int(s) for s in args.sizes.split(",")] + ([1_000_000] if args.million else [])
@@ -229,7 +312,8 @@ async def main() -> None:
     results: dict[int, dict[str, tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
-            results[n] = await run_size(n, Path(tmp), reps, 2000 if args.smoke else BATCH)
+            results[n] = await run_size(n, Path(tmp), reps, 2000 if args.smoke else BATCH,
+                                        300 if args.smoke else args.dependents)
             print(f"\n{n:,} messages (ms: ours / baseline, ratio)")
             for name, (ours, baseline) in results[n].items():
                 if name.startswith("("):

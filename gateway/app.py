@@ -7,10 +7,11 @@ the :class:`~xreg.registry.service.LocalRegistry`, its :class:`~adapters.events.
 (told of every commit of this process), the :class:`~gateway.auth.Authenticator`, the
 configured registries (:class:`~adapters.federation.Federation`, reloaded on SIGHUP and
 settings-file changes), the webhook subscriptions (:class:`~adapters.webhook_admin.Webhooks`;
-their delivery runs as a task of the lifespan, :mod:`adapters.webhook_delivery`), the rate
+their delivery runs as a task of the lifespan, :mod:`adapters.webhook_delivery`), the
+re-materialisation worker (a task of the lifespan, :mod:`xreg.registry.rematerialise`), the rate
 limiter and admission control. Handlers read nothing from ``app.state``; it names the same
 objects for tests and operators (``settings``, ``registry``, ``events``, ``federation``,
-``webhooks``, ``auth``, ``rate_limiter``, ``admission``).
+``webhooks``, ``auth``, ``rate_limiter``, ``admission``, ``rematerialiser``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from gateway.request_limits import RequestLimitsMiddleware
 from gateway.webhooks_http import build_routes as webhook_routes
 from xreg import formats, metrics, tracing
 from xreg.config import Settings, load_settings
+from xreg.registry.rematerialise import Rematerialiser
 from xreg.registry.service import LocalRegistry
 
 log = logging.getLogger("xreg.gateway")
@@ -138,6 +140,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     events = EventFeed(registry.store, poll_interval=settings.events_poll_seconds)
     registry.commit_listeners.append(events.notify)
     registry.commit_listeners.append(lambda revision: dispatcher.wake())  # delivery starts without waiting a poll
+    rematerialiser = Rematerialiser(registry, batch=settings.rematerialise_batch)
     auth = Authenticator(settings, clock=clock)
     limiter, admission = RateLimiter(settings), Admission(settings)  # overload: rate limits, then admission
 
@@ -174,7 +177,8 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
                 await asyncio.sleep(PRUNE_INTERVAL_SECONDS)
 
         tasks = [asyncio.create_task(pruner()),
-                 asyncio.create_task(HeapTrimmer(settings.malloc_trim_seconds, glibc_trim()).run())]
+                 asyncio.create_task(HeapTrimmer(settings.malloc_trim_seconds, glibc_trim()).run()),
+                 asyncio.create_task(rematerialiser.run(settings.rematerialise_poll_seconds))]
         try:
             yield
         finally:
@@ -214,4 +218,5 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     app.state.rate_limiter, app.state.admission = limiter, admission
     app.state.settings, app.state.registry, app.state.federation, app.state.auth = settings, registry, federation, auth
     app.state.events, app.state.webhooks = events, dispatcher.webhooks
+    app.state.rematerialiser = rematerialiser
     return app

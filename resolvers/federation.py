@@ -79,8 +79,9 @@ class RegistryStatus:
         return _timestamp(self.status.unreachable_since)
 
     @strawberry.field(description=(
-        "When it first answered from a stale cache in the current outage (null: it has not); each answer "
-        "served stale also names it in the response's `extensions.stale`."))
+        "When it first answered from a stale cache in the current outage (null: it has not); the local registry: "
+        "since when messages wait for their re-materialisation after a write of a base with many dependents. Each "
+        "answer served stale also names it in the response's `extensions.stale`."))
     def stale_since(self) -> Timestamp | None:
         return _timestamp(self.status.stale_since)
 

@@ -257,6 +257,14 @@ class Settings(BaseSettings):
         1.0, gt=0, le=3600,
         description="How often the event feed polls the store's revision for commits of other processes "
                     "(docs/events.md).")
+    rematerialise_inline: int = Field(
+        100, ge=0, description="Dependents of a message re-materialised in the write's own commit; a write with "
+                               "more leaves them all to the background worker (docs/scale.md).")
+    rematerialise_batch: int = Field(100, ge=1, description="Dependents the background worker re-materialises "
+                                                            "per commit.")
+    rematerialise_poll_seconds: float = Field(
+        1.0, gt=0, description="How often the re-materialisation worker looks for work of other processes "
+                               "(writes in this process wake it at once).")
     config: Path | None = Field(None, description="YAML settings file (XREG_CONFIG).")
     restore_max_line_bytes: int = Field(
         64 * 1024 * 1024, ge=1024, description="Longest line `restore` reads from a backup (decompressed).")

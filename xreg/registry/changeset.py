@@ -40,6 +40,9 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     #: Messages whose materialisation changed (a base of theirs was written), not themselves.
     rematerialised: list[str] = field(default_factory=list)
+    #: Keys of the messages written whose dependents were too many to re-materialise in this
+    #: commit: left to ``xreg.registry.rematerialise`` (recorded with the commit).
+    deferred: list[str] = field(default_factory=list)
     #: ``(message XID, reference)`` of the messages written whose ``basemessageuri`` chain ends
     #: at a message that does not exist here (permitted: reported, not refused).
     dangling: list[tuple[str, str]] = field(default_factory=list)
@@ -62,6 +65,10 @@ class Changeset(Unit):
     ``ignore_epoch`` skips the request-epoch check (the ``ignore=epoch`` flag; import uses it
     because documents carry epochs of the registry they came from).
     """
+
+    #: How many dependents of the messages written are re-materialised in the commit; beyond it,
+    #: none are and they are left to ``xreg.registry.rematerialise`` (``None``: no limit).
+    rematerialise_inline: int | None = None
 
     # -- the registry entity ------------------------------------------------------------------
     async def put_registry(self, registry_id: str, attrs: dict[str, Any], *, patch: bool) -> None:
@@ -166,8 +173,7 @@ class Changeset(Unit):
             unique = {(e.type, e.subject, e.path, e.detail): e for e in self.errors}
             raise ValidationErrors(list(unique.values()))
         await self._bump_parents()
-        await materialise(self, list(self.dirty))
-        outcome = Outcome()
+        outcome = Outcome(deferred=await materialise(self, list(self.dirty), inline=self.rematerialise_inline))
         for key, what in self.dirty.items():
             getattr(outcome, "deleted" if what == "deleted" else what).append(self.states[key].xid)
         outcome.unchanged = [self.states[k].xid for k in self.unchanged if k not in self.dirty]
@@ -185,7 +191,8 @@ class Changeset(Unit):
         changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self.transient.items()
                     if s.doc is None and k not in self.dirty]
         outcome.events = derive_events(changes, time=self.now, correlation_id=correlation_id)
-        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events)
+        outcome.revision = await self.store.commit(writes, note=note, events=outcome.events,
+                                                   rematerialise=outcome.deferred)
         outcome.correlation_id = correlation_id
         return outcome
 

@@ -12,8 +12,9 @@ key cannot be one (attribute names are lower-case letters, digits and ``_``) and
 xRegistry API and of ``export`` leave it out. Its links (:attr:`Materialised.chain`, the bases
 it went through) go to the store's reverse index, so that writing a base finds every message
 that inherits from it, transitively, with one index lookup, and re-materialises them in the
-same commit. As-of reads see the view as it was at that revision, since it is part of the
-record.
+same commit — or, when there are more than the changeset's inline limit, leaves them to a
+background worker (:mod:`xreg.registry.rematerialise`). As-of reads see the view as it was at
+that revision, since it is part of the record.
 
 A chain that leaves the registry (an absolute URL) stops here with ``unresolved`` naming it;
 the GraphQL layer continues it at read time through the federation.
@@ -140,6 +141,7 @@ class State(Protocol):
     kind: str
     ctype: str
     doc: dict[str, Any] | None
+    stored: dict[str, Any] | None
 
     @property
     def body(self) -> dict[str, Any]: ...
@@ -265,18 +267,40 @@ class _Run:
         self.depth[state.xid.lower()] = depth
 
 
-async def materialise(cs: Workspace, written: Iterable[str]) -> None:
+async def materialise(cs: Workspace, written: Iterable[str], *, inline: int | None = None) -> list[str]:
     """Re-materialise, in ``cs``, every message ``written`` touches: the written message
     versions and resources themselves, and every message whose chain passes through one of
     them (found in the store's reverse index). Raises ``invalid_attribute`` for a circular
-    chain."""
+    chain.
+
+    ``inline``: at most that many dependents are re-materialised here; when there are more, none
+    is, and the keys of the written messages are returned, their dependents left to
+    :mod:`xreg.registry.rematerialise` (``None``: all of them here, nothing returned)."""
     ctypes = message_ctypes(cs.model)
     if not ctypes:
-        return
+        return []
     changed = [cs.loaded(k) for k in written if cs.loaded(k).ctype in ctypes]
     if not changed:
-        return
-    referrers = await cs.store.referrers([s.xid for s in changed])
+        return []
+    referrers = await cs.store.referrers([s.xid for s in changed], limit=None if inline is None else inline + 1,
+                                         ordered=False)
+    deferred: list[str] = []
+    if inline is not None and len(referrers) > inline:
+        deferred, referrers = [s.xid.lower() for s in changed if s.doc is not None or s.stored is not None], []
+    await _derive_all(cs, ctypes, changed, referrers)
+    return deferred
+
+
+async def rematerialise(cs: Workspace, records: Iterable[EntityRecord]) -> None:
+    """Re-materialise, in ``cs``, the stored messages ``records`` (dependents a write left to
+    :mod:`xreg.registry.rematerialise`) from the current states of their chains."""
+    ctypes = message_ctypes(cs.model)
+    if ctypes:
+        await _derive_all(cs, ctypes, [], [r for r in records if r.ctype in ctypes])
+
+
+async def _derive_all(cs: Workspace, ctypes: dict[str, str], changed: list[State],
+                      referrers: list[EntityRecord]) -> None:
     for rec in referrers:
         cs.remember(rec)
     # the chains of the referrers, and the default versions of the resources, in one read

@@ -36,6 +36,7 @@ from xreg.storage.base import Store
 from xreg.storage.errors import Conflict, RevisionGone
 from xreg.storage.observe import upkeep
 from xreg.storage.records import EntityRecord, Query
+from xreg.storage.rematerialise import Rematerialisation
 from xreg.xid import Xid
 
 T = TypeVar("T")
@@ -87,9 +88,15 @@ class LocalRegistry:
     def __init__(
         self, store: Store, *, model: RegistryModel | None = None, registry_id: str = "xregistry",
         name: str | None = None, base_url: str = "", write_policy: WritePolicy | None = None,
-        model_limits: ModelLimits | None = None,
+        model_limits: ModelLimits | None = None, rematerialise_inline: int | None = None,
     ) -> None:
         self.store = store
+        #: Dependents of the messages a write touches re-materialised in its commit; beyond it,
+        #: left to :mod:`xreg.registry.rematerialise` (``None``: no limit).
+        self.rematerialise_inline = rematerialise_inline
+        #: The re-materialisation work items pending, by key, as this process last knew them
+        #: (its own writes at once; other processes' when reads re-check the model).
+        self.rematerialising: dict[str, Rematerialisation] = {}
         #: Bounds of the models clients may install (``modelsource``).
         self.model_limits = model_limits or ModelLimits()
         #: The model when none was ever set through ``modelsource`` (the built-in one).
@@ -119,7 +126,8 @@ class LocalRegistry:
     def from_settings(cls, settings: Settings) -> LocalRegistry:
         """The local registry ``settings`` configure (store, id, name, self URLs); not yet opened."""
         return cls(create_store(settings.effective_store_url), registry_id=settings.registry_id,
-                   name=settings.registry_name, base_url=settings.base_url, model_limits=settings.model_limits)
+                   name=settings.registry_name, base_url=settings.base_url, model_limits=settings.model_limits,
+                   rematerialise_inline=settings.rematerialise_inline)
 
     async def open(self) -> None:
         """Open the store and create the registry entity on first use."""
@@ -133,6 +141,14 @@ class LocalRegistry:
             await self.sync_model()
             if await needs_materialising(self.store, self.model):
                 await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
+        await self.refresh_rematerialising()
+
+    async def refresh_rematerialising(self, items: list[Rematerialisation] | None = None) -> None:
+        """Take up the store's pending re-materialisation items (``items``: as just read)."""
+        if items is None:
+            with upkeep():
+                items = await self.store.rematerialisations()
+        self.rematerialising = {i.key: i for i in items}
 
     def model_at(self, root: EntityRecord | None) -> RegistryModel:
         """The model a registry entity's state defines (its stored ``modelsource``)."""
@@ -151,6 +167,8 @@ class LocalRegistry:
         # a timed check is upkeep, not a read of the request that happens to make it (uncounted)
         with upkeep() if max_age is not None else contextlib.nullcontext():
             root = await self.store.get("/")
+        if max_age is not None:  # other processes' deferred work, as often as their model changes
+            await self.refresh_rematerialising()
         source = (root.doc if root is not None else {}).get(MODEL_SOURCE_KEY)
         self.capability_settings = (root.doc if root is not None else {}).get(CAPABILITIES_KEY)
         key = json.dumps(source, sort_keys=True)
@@ -202,6 +220,7 @@ class LocalRegistry:
                 await self.sync_model()
                 cs = Changeset(self.store, self.model, touch=touch, ignore_epoch=ignore_epoch, validate=validate,
                                capability_settings=self.capability_settings)
+                cs.rematerialise_inline = self.rematerialise_inline
                 result = await build(cs)
                 try:
                     outcome = await cs.commit(note=note, dry_run=dry_run, correlation_id=correlation_id)
@@ -211,12 +230,20 @@ class LocalRegistry:
                     if (cs.model_changed or cs.capabilities_changed) and not dry_run:
                         await self.sync_model()
                     if outcome.revision is not None:
+                        self._deferred(outcome.deferred, outcome.revision)
                         for listener in self.commit_listeners:
                             listener(outcome.revision)
                     return result, outcome
             if attempt + 1 < policy.attempts:
                 await policy.sleep(policy.delay(attempt))
         raise XRegistryError("server_busy", subject, detail="concurrent writes kept conflicting; retry")
+
+    def _deferred(self, keys: list[str], revision: int) -> None:
+        """Note the work items a commit of this process recorded (see :attr:`rematerialising`)."""
+        now = time.time()
+        for key in keys:
+            old = self.rematerialising.get(key)
+            self.rematerialising[key] = Rematerialisation(key, revision, min(old.at, now) if old else now)
 
     # -- import -------------------------------------------------------------------------------
     async def apply_document(self, doc: dict[str, Any], *, note: str = "import", validate: bool = True) -> Outcome:

@@ -36,6 +36,7 @@ from xreg.storage.records import Change, Dump, EntityRecord, Page, Query, Revisi
 
 if TYPE_CHECKING:
     from xreg.events.record import EventDraft, EventPosition, RegistryEvent
+    from xreg.storage.rematerialise import Rematerialisation
 
 
 #: How long a health probe waits for the store's current revision before it answers the last one read.
@@ -223,10 +224,13 @@ class Store(abc.ABC):
         """The feed of :meth:`changes` (the read guard is held, the horizon checked)."""
 
     @abc.abstractmethod
-    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         """The live entities whose current state links to any of ``keys`` (see
         :attr:`Write.links`; matched case-insensitively), in key order: a reverse index, one
-        index lookup per key whatever the size of the store."""
+        index lookup per key whatever the size of the store. ``after`` / ``limit``: the page of
+        at most ``limit`` of them whose keys follow ``after``; ``ordered=False``: any ``limit``
+        of them (what a bound check needs: they are not all read to find the first by key)."""
 
     @abc.abstractmethod
     async def explain(self, query: Query) -> str:
@@ -261,13 +265,32 @@ class Store(abc.ABC):
 
     # -- writes -------------------------------------------------------------------------------
     @abc.abstractmethod
-    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = (),
+                     rematerialise: Sequence[str] = ()) -> int:
         """Apply ``writes`` atomically under a new revision and return it; ``events`` are stored in
-        the same transaction at positions ``(revision, 0..n-1)`` in the order given.
+        the same transaction at positions ``(revision, 0..n-1)`` in the order given, and so is a
+        :class:`~xreg.storage.rematerialise.Rematerialisation` of this revision per key of
+        ``rematerialise`` (replacing one of the same key, its progress reset).
 
         Raises :class:`Conflict` (and writes nothing) when an ``expect`` does not hold.
         An empty batch writes nothing and returns the current revision (``events`` need writes).
         """
+
+    # -- deferred re-materialisation (xreg.storage.rematerialise) ------------------------------
+    @abc.abstractmethod
+    async def rematerialisations(self) -> builtins.list[Rematerialisation]:
+        """The work items :meth:`commit` recorded and no one finished, oldest revision first."""
+
+    @abc.abstractmethod
+    async def rematerialised(self, key: str, revision: int, after: str | None, *, done: bool) -> bool:
+        """Record progress on the work item of ``key`` while it is still the one of ``revision``:
+        the dependents up to key ``after`` are done, or (``done``) all are and the item goes.
+        ``False`` when a later commit replaced the item (its progress was reset)."""
+
+    @abc.abstractmethod
+    async def rematerialise_lease(self, holder: str, now: float, until: float) -> bool:
+        """Take or extend the one lease on the work items (free, expired at ``now``, or
+        ``holder``'s) until ``until``; ``until <= now`` gives it up. Whether ``holder`` holds it."""
 
     # -- backups ------------------------------------------------------------------------------
     @abc.abstractmethod

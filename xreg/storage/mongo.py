@@ -19,6 +19,8 @@ Collections::
     meta      ``{_id: "oldest", value}``: the history horizon; ``{_id: "instance", value}``: the
               store's instance id (a UUID, set when the store is first opened);
               ``{_id: "events_horizon", value: "<rev>.<idx>"}``: the last event position pruned.
+    rematerialise  the work items of deferred re-materialisation (``xreg.storage.rematerialise``);
+              their lease is ``meta`` document ``rematerialise_lease``.
     events    the registry's events (``xreg.events``): ``{rev, idx, id, type, subject, skey
               (the subject lower-cased), time, correlation, changed}``, written by the commit of
               revision ``rev`` (in its transaction) at index ``idx``; indexes ``events_position``
@@ -86,10 +88,12 @@ from pymongo.errors import OperationFailure
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
+from xreg.storage import rematerialise as rework
 from xreg.storage.base import Store
 from xreg.storage.indexed import PRESENT, Lookup, entries, lookup, parent_key, path_text
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
+from xreg.storage.rematerialise import Rematerialisation
 from xreg.storage.semantics import (
     RANK,
     Condition,
@@ -354,6 +358,8 @@ class MongoStore(Store):
         self.revisions = self._db["revisions"]
         self.meta = self._db["meta"]
         self.events = self._db["events"]
+        #: The work items of deferred re-materialisation (``xreg.storage.rematerialise``).
+        self.rework = self._db["rematerialise"]
         #: ``{ctype, parent, n}``: live entities per collection type and parent key (unfiltered counts).
         self.counts = self._db["counts"]
         #: Whether commits run in transactions (known after :meth:`open`).
@@ -404,6 +410,8 @@ class MongoStore(Store):
         self.strict_types = await self.meta.find_one({"_id": "probe", "value": 1}) is not None
         await self.meta.delete_one({"_id": "probe"})
         await self.meta.update_one({"_id": "instance"}, {"$setOnInsert": {"value": str(uuid.uuid4())}}, upsert=True)
+        await self.meta.update_one({"_id": rework.MONGO_LEASE}, {"$setOnInsert": {"holder": None, "until": 0.0}},
+                                   upsert=True)
         self._instance = str((await self.meta.find_one({"_id": "instance"}) or {}).get("value"))
         await self._migrate()
         self._opened = True
@@ -825,17 +833,21 @@ class MongoStore(Store):
         cursor = self._find(flt, order, None if limit is None or limit < 0 else limit)
         return [Change(self._record(d)) for d in await cursor.to_list(length=None)]
 
-    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
+        page: dict[str, Any] = {} if after is None else {"xkey": {"$gt": after.lower()}}
         async with self._reading():
             for i in range(0, len(targets), _CHUNK):
-                cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True})
+                cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True, **page},
+                                    [("xkey", ASCENDING)] if ordered else None,
+                                    None if limit is None else max(0, limit))
                 for d in await cursor.to_list(length=None):
                     rec = self._record(d)
                     out[rec.key] = rec
-        return [out[k] for k in sorted(out)]
+        return [out[k] for k in sorted(out)][:limit]
 
     async def explain(self, query: Query) -> str:
         """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;
@@ -847,13 +859,14 @@ class MongoStore(Store):
         return json.dumps({"collection": "states", **plan}, default=str, indent=1)
 
     # -- writes -------------------------------------------------------------------------------
-    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = (),
+                     rematerialise: Sequence[str] = ()) -> int:
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
             async with self._reading():
                 return await self._current()
-        return await self._write(lambda session: self._apply(writes, note, session, list(events)))
+        return await self._write(lambda session: self._apply(writes, note, session, list(events), rematerialise))
 
     async def _next_revision(self, session: Any) -> int:
         doc = await self.counters.find_one_and_update(
@@ -862,7 +875,7 @@ class MongoStore(Store):
         return int(doc["value"])
 
     async def _apply(self, writes: builtins.list[Write], note: str, session: Any,
-                     events: builtins.list[EventDraft]) -> int:
+                     events: builtins.list[EventDraft], rematerialise: Sequence[str] = ()) -> int:
         # In a transaction, take the revision first: the counter's write lock makes concurrent
         # committers conflict (and retry), and an abort on Conflict rolls it back. Without
         # one, check first and take it last, so a Conflict leaves nothing behind.
@@ -894,11 +907,42 @@ class MongoStore(Store):
                 await self.counts.update_one({"ctype": ctype, "parent": parent}, {"$inc": {"n": n}}, upsert=True,
                                              session=session)
             await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
+            await self._enqueue(rematerialise, rev, session)
         except BaseException:
             if not session and events:  # no transaction to abort: a failed commit leaves no events
                 await self.events.delete_many({"rev": rev})
             raise
         return rev
+
+    # -- deferred re-materialisation ---------------------------------------------------------
+    async def _enqueue(self, keys: Sequence[str], rev: int, session: Any) -> None:
+        now = time.time()
+        for key in dict.fromkeys(k.lower() for k in keys):
+            old = await self.rework.find_one({"_id": key}, session=session)
+            at = min(float(old["at"]), now) if old else now
+            await self.rework.replace_one({"_id": key}, {"rev": rev, "at": at, "after": None}, upsert=True,
+                                          session=session)
+
+    async def rematerialisations(self) -> builtins.list[Rematerialisation]:
+        self.stats.hit("rematerialisations")
+        docs = await self.rework.find({}).sort([("rev", ASCENDING), ("_id", ASCENDING)]).to_list(length=None)
+        return [rework.from_document(d) for d in docs]
+
+    async def rematerialised(self, key: str, revision: int, after: str | None, *, done: bool) -> bool:
+        self.stats.hit("rematerialised")
+        flt = {"_id": key.lower(), "rev": revision}
+        if done:
+            return (await self.rework.delete_one(flt)).deleted_count > 0
+        return (await self.rework.update_one(flt, {"$set": {"after": after}})).matched_count > 0
+
+    async def rematerialise_lease(self, holder: str, now: float, until: float) -> bool:
+        self.stats.hit("rematerialise_lease")
+        if until <= now:
+            await self.meta.update_one({"_id": rework.MONGO_LEASE, "holder": holder},
+                                       {"$set": {"holder": None, "until": 0.0}})
+            return False
+        free = {"_id": rework.MONGO_LEASE, "$or": [{"holder": None}, {"holder": holder}, {"until": {"$lt": now}}]}
+        return (await self.meta.update_one(free, {"$set": {"holder": holder, "until": until}})).matched_count > 0
 
     # -- events -------------------------------------------------------------------------------
     async def _events_horizon(self) -> EventPosition | None:

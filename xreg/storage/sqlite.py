@@ -21,6 +21,8 @@ Schema::
         the links of the *current* states (``Write.links``): one row per state and linked key,
         indexed by ``target`` for :meth:`SQLiteStore.referrers`; a commit drops the rows of
         the states it closes.
+    rematerialise, rematerialise_lease
+        the work items of deferred re-materialisation and their lease (``rematerialise``).
     events(rev, idx, id, type, subject, skey, time, correlation, changed)
         the registry's events (``xreg.events``), written by the commit of revision ``rev``
         at index ``idx``: primary key ``(rev, idx)`` (reads in position order), ``events_type``
@@ -103,10 +105,12 @@ import aiosqlite
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records, sqlite_index
+from xreg.storage import rematerialise as rework
 from xreg.storage.base import Store
 from xreg.storage.indexed import Lookup, lookup, parent_key
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
+from xreg.storage.rematerialise import Rematerialisation
 from xreg.storage.semantics import (
     ANY_ITEM,
     ANY_KEY,
@@ -475,6 +479,7 @@ class SQLiteStore(Store):
         db, raw = await self._connect(reader=False)
         try:
             await db.executescript(_SCHEMA)
+            await db.executescript(rework.SQLITE_SCHEMA)
             await db.executescript(sqlite_index.SCHEMA)
             await sqlite_index.migrate(db)
             await db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('instance', ?)", (str(uuid.uuid4()),))
@@ -964,20 +969,26 @@ class SQLiteStore(Store):
         rows = await self._all(text, sql.params)
         return [Change(self._record(r)) for r in rows]
 
-    async def referrers(self, keys: Sequence[str]) -> builtins.list[EntityRecord]:
+    async def referrers(self, keys: Sequence[str], *, after: str | None = None, limit: int | None = None,
+                        ordered: bool = True) -> builtins.list[EntityRecord]:
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
+        bound = "" if limit is None else f" LIMIT {max(0, int(limit))}"
+        page = ("" if after is None else " AND xkey > ?") + (" ORDER BY xkey" + bound if ordered else "")
         async with self._reading():
             for i in range(0, len(targets), _CHUNK):
                 chunk = targets[i:i + _CHUNK]
+                # unordered: the first link rows found will do (links hold current states only)
                 rows = await self._all(
                     f"SELECT {_COLUMNS} FROM states WHERE live = 1 AND seq IN "
-                    f"(SELECT seq FROM links WHERE target IN ({','.join('?' * len(chunk))}))", chunk)
+                    f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
+                    f"{'' if ordered else bound}){page}",
+                    [*chunk, *(() if after is None else (after.lower(),))])
                 for row in rows:
                     rec = self._record(row)
                     out[rec.key] = rec
-        return [out[k] for k in sorted(out)]
+        return [out[k] for k in sorted(out)][:limit]
 
     async def explain(self, query: Query) -> str:
         self.stats.hit("explain")
@@ -990,7 +1001,8 @@ class SQLiteStore(Store):
         return "\n".join(r[3] for r in rows)
 
     # -- writes -------------------------------------------------------------------------------
-    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = ()) -> int:
+    async def commit(self, writes: Sequence[Write], *, note: str = "", events: Sequence[EventDraft] = (),
+                     rematerialise: Sequence[str] = ()) -> int:
         self.stats.hit("commit")
         writes = list(writes)
         if not writes:
@@ -1031,7 +1043,30 @@ class SQLiteStore(Store):
             if events:
                 await db.executemany(_INSERT_EVENT, [_event_row(e.at(EventPosition(rev, i), self.instance_id))
                                                      for i, e in enumerate(events)])
+            if rematerialise:
+                await db.executemany(rework.SQLITE_ENQUEUE, rework.enqueue_rows(rematerialise, rev, time.time()))
         return rev
+
+    # -- deferred re-materialisation ---------------------------------------------------------
+    async def rematerialisations(self) -> builtins.list[Rematerialisation]:
+        self.stats.hit("rematerialisations")
+        return [rework.from_row(r) for r in await self._all(rework.SQLITE_PENDING)]
+
+    async def rematerialised(self, key: str, revision: int, after: str | None, *, done: bool) -> bool:
+        self.stats.hit("rematerialised")
+        sql, params = ((rework.SQLITE_DONE, (key.lower(), revision)) if done
+                       else (rework.SQLITE_PROGRESS, (after, key.lower(), revision)))
+        async with self._transaction() as db, db.execute(sql, params) as cur:
+            return cur.rowcount > 0
+
+    async def rematerialise_lease(self, holder: str, now: float, until: float) -> bool:
+        self.stats.hit("rematerialise_lease")
+        async with self._transaction() as db:
+            if until <= now:
+                await db.execute(rework.SQLITE_RELEASE, (holder,))
+                return False
+            async with db.execute(rework.SQLITE_LEASE, (holder, until, holder, now)) as cur:
+                return cur.rowcount > 0
 
     # -- events -------------------------------------------------------------------------------
     async def _events_horizon(self) -> EventPosition | None:

@@ -1,0 +1,74 @@
+"""The store side of deferred re-materialisation (``xreg.storage.rematerialise``), on every
+backend: work items recorded with a commit, progress and completion only while the item is
+the one of its revision, the one lease, and pages of the reverse index."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.contract.test_store_contract import message
+from xreg.storage.errors import Conflict
+
+BASE = "/messagegroups/g/messages/base"
+
+
+async def test_a_commit_records_its_work_items_in_the_same_transaction(store):
+    assert await store.rematerialisations() == []
+    rev = await store.commit([message("g", "base")], rematerialise=[BASE.upper(), BASE + "/versions/1"])
+    items = await store.rematerialisations()
+    assert [(i.key, i.revision, i.after) for i in items] == [(BASE, rev, None), (BASE + "/versions/1", rev, None)]
+    with pytest.raises(Conflict):  # a refused commit records nothing
+        await store.commit([message("g", "other"), message("g", "base", expect=None)],
+                           rematerialise=["/messagegroups/g/messages/other"])
+    assert [i.key for i in await store.rematerialisations()] == [BASE, BASE + "/versions/1"]
+    assert await store.commit([], rematerialise=[BASE]) == rev  # nothing written: nothing recorded
+
+
+async def test_a_later_commit_replaces_the_item_and_resets_its_progress(store):
+    first = await store.commit([message("g", "base")], rematerialise=[BASE])
+    [item] = await store.rematerialisations()
+    assert await store.rematerialised(BASE, first, "/messagegroups/g/messages/m", done=False)
+    assert (await store.rematerialisations())[0].after == "/messagegroups/g/messages/m"
+    second = await store.commit([message("g", "base", {"name": "2"})], rematerialise=[BASE])
+    [again] = await store.rematerialisations()
+    assert (again.revision, again.after) == (second, None) and again.at == item.at  # stale since the first
+    # the worker of the first revision can neither record progress nor finish the replaced item
+    assert not await store.rematerialised(BASE, first, "/messagegroups/g/messages/z", done=False)
+    assert not await store.rematerialised(BASE, first, None, done=True)
+    assert (await store.rematerialisations())[0].after is None
+    assert await store.rematerialised(BASE, second, None, done=True)
+    assert await store.rematerialisations() == []
+
+
+async def test_one_holder_at_a_time_holds_the_lease(store):
+    assert await store.rematerialise_lease("a", 100.0, 130.0)
+    assert not await store.rematerialise_lease("b", 110.0, 140.0)
+    assert await store.rematerialise_lease("a", 120.0, 150.0)  # renewed
+    assert not await store.rematerialise_lease("b", 149.0, 170.0)
+    assert await store.rematerialise_lease("b", 151.0, 170.0)  # expired: taken over
+    assert not await store.rematerialise_lease("a", 152.0, 180.0)
+    assert not await store.rematerialise_lease("a", 153.0, 153.0)  # not a's to give up
+    assert not await store.rematerialise_lease("a", 154.0, 180.0)
+    assert not await store.rematerialise_lease("b", 155.0, 155.0)  # given up
+    assert await store.rematerialise_lease("a", 156.0, 180.0)
+
+
+async def test_referrers_come_in_pages_in_key_order(store):
+    names = ["d", "a", "c", "e", "b"]
+    await store.commit([message("g", n, links=(BASE,)) for n in names] + [message("g", "x")])
+    first = await store.referrers([BASE], limit=2)
+    assert [r.id for r in first] == ["a", "b"]
+    second = await store.referrers([BASE.upper()], after=first[-1].key, limit=2)
+    assert [r.id for r in second] == ["c", "d"]
+    assert [r.id for r in await store.referrers([BASE], after=second[-1].key, limit=2)] == ["e"]
+    assert [r.id for r in await store.referrers([BASE], after="/messagegroups/g/messages/bb")] == ["c", "d", "e"]
+    assert await store.referrers([BASE], limit=0) == []
+
+
+async def test_unordered_referrers_bound_a_count_without_reading_them_all(store):
+    names = [f"m{i:02d}" for i in range(12)]
+    await store.commit([message("g", n, links=(BASE, BASE + "/versions/1")) for n in names])
+    some = await store.referrers([BASE, BASE + "/versions/1"], limit=5, ordered=False)
+    assert len(some) == 5 and len({r.key for r in some}) == 5  # once each, though linked twice
+    assert {r.id for r in some} <= set(names) and [r.key for r in some] == sorted(r.key for r in some)
+    assert len(await store.referrers([BASE], limit=50, ordered=False)) == 12
