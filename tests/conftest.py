@@ -21,10 +21,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.federation.servers import redis_or_skip
 from xreg.registry.service import LocalRegistry
 from xreg.storage.sqlite import SQLiteStore
+
+# Hypothesis's per-example deadline (200 ms by default) is a wall-clock bound: on a busy machine
+# it fails a correct test. No example here is bounded by time; the fuzz tests bound work instead.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 #: Directories whose tests run on one xdist worker, with the reason.
 GROUPS = {
