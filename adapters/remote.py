@@ -25,9 +25,11 @@ Answers of a remote on an older specification version are rewritten into the cur
 the importer's rules (:mod:`xreg.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
-caller's credentials are forwarded; a remote offering an event log (a gateway like this one,
-``GET /events``) is followed and its entries dropped when it changes (:mod:`adapters.remote_events`),
-others live for ``cache_ttl``. The remote has no revisions and no change feed; instead
+caller's credentials are forwarded (``auth.forward``: a request reads through
+:meth:`RemoteSource.for_caller`, a :class:`CallerBound` view that passes its caller down); a
+remote offering an event log (a gateway like this one, ``GET /events``) is followed and its
+entries dropped when it changes (:mod:`adapters.remote_events`), others live for ``cache_ttl``.
+The remote has no revisions and no change feed; instead
 :meth:`~RemoteSource.revision` mints a *snapshot* (:mod:`adapters.snapshots`): a number,
 increasing per remote from 1, naming a holding area in the cache backend — shared by every
 gateway process and replica when that is Redis. Reads ``as_of`` that number are answered from
@@ -42,7 +44,8 @@ collections read under it (each at most :data:`MAX_COLLECTION` entities), in the
 each process that reads them.
 
 Over 600 lines: :class:`RemoteSource` is one source whose requests share the remote's capabilities,
-model and cache keys; the cache, snapshots, slicing and event following are modules of their own.
+model and cache keys (with the small view binding it to a caller); the cache, snapshots, slicing and
+event following are modules of their own.
 """
 
 from __future__ import annotations
