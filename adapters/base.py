@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from adapters.caller import Caller
 from xreg.errors import InstanceMismatch, UserInputError, XRegistryError
 from xreg.model.registry_model import RegistryModel
 from xreg.registry.filters import Filters
@@ -297,6 +298,11 @@ class RegistrySource(abc.ABC):
         """Load what the source serves again when it changed (a document registry's file);
         ``True`` when a new copy now serves. Sources that read live answer ``False``."""
         return False
+
+    def for_caller(self, caller: Caller) -> RegistrySource:
+        """This source as read on behalf of ``caller`` (one request's view): itself, unless its
+        answers depend on who asks (a remote registry receiving the caller's credentials)."""
+        return self
 
     # -- capabilities -----------------------------------------------------------------------------
     def own_registry(self) -> LocalRegistry | None:

@@ -25,9 +25,11 @@ Answers of a remote on an older specification version are rewritten into the cur
 the importer's rules (:mod:`xreg.documents.normalise`).
 
 Answers are cached (:mod:`adapters.cache`) per entity and per collection, per caller when the
-caller's credentials are forwarded; a remote offering an event log (a gateway like this one,
-``GET /events``) is followed and its entries dropped when it changes (:mod:`adapters.remote_events`),
-others live for ``cache_ttl``. The remote has no revisions and no change feed; instead
+caller's credentials are forwarded (``auth.forward``: a request reads through
+:meth:`RemoteSource.for_caller`, a :class:`CallerBound` view that passes its caller down); a
+remote offering an event log (a gateway like this one, ``GET /events``) is followed and its
+entries dropped when it changes (:mod:`adapters.remote_events`), others live for ``cache_ttl``.
+The remote has no revisions and no change feed; instead
 :meth:`~RemoteSource.revision` mints a *snapshot* (:mod:`adapters.snapshots`): a number,
 increasing per remote from 1, naming a holding area in the cache backend — shared by every
 gateway process and replica when that is Redis. Reads ``as_of`` that number are answered from
@@ -42,7 +44,8 @@ collections read under it (each at most :data:`MAX_COLLECTION` entities), in the
 each process that reads them.
 
 Over 600 lines: :class:`RemoteSource` is one source whose requests share the remote's capabilities,
-model and cache keys; the cache, snapshots, slicing and event following are modules of their own.
+model and cache keys (with the small view binding it to a caller); the cache, snapshots, slicing and
+event following are modules of their own.
 """
 
 from __future__ import annotations
@@ -60,7 +63,7 @@ from adapters import staleness
 from adapters.base import ChangeItem, Entity, Listing, RegistrySource, SourcePage, SourceStatus, SourceUnavailable
 from adapters.breaker import CLOSED
 from adapters.cache import Entry, RegistryCache, caller_digest
-from adapters.caller import current_credentials
+from adapters.caller import ANONYMOUS, Caller
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.http_client import RemoteAnswer, RemoteClient, is_json, within
 from adapters.remote_events import RemoteEvents, events_url
@@ -127,10 +130,15 @@ class RemoteSource(RegistrySource):
         self._prober: asyncio.Task | None = None
         cache.on_stale = self._served_stale
 
+    def for_caller(self, caller: Caller) -> RegistrySource:
+        """Reads on behalf of ``caller``: a :class:`CallerBound` view sending its credentials (and
+        keeping their answers apart) when ``auth.forward`` is set; else this source itself."""
+        return CallerBound(self, caller) if self.config.auth.forward else self
+
     # -- life cycle -----------------------------------------------------------------------------
     async def open(self) -> None:
         try:
-            await self._discover()
+            await self._discover(ANONYMOUS)
         except SourceUnavailable as exc:
             log.warning("registry %s is not reachable yet (%s); serving it when it is", self.id, exc.reason)
         if self.events is not None:
@@ -187,7 +195,7 @@ class RemoteSource(RegistrySource):
             return
         try:
             if not self._discovered:
-                await self._discover()
+                await self._discover(ANONYMOUS)
             else:
                 await self.client.get(self.client.url("/"))
         except SourceUnavailable as exc:
@@ -207,13 +215,14 @@ class RemoteSource(RegistrySource):
         flags = self.capabilities.get("flags")
         return isinstance(flags, list) and flag in (str(f).lower() for f in flags)
 
-    async def _discover(self) -> None:
-        """Read ``/capabilities``, ``/model`` and the root (their failures leave the defaults)."""
+    async def _discover(self, who: Caller) -> None:
+        """Read ``/capabilities``, ``/model`` and the root for ``who`` (their failures leave the defaults)."""
         async with self._discovering:
             if self._discovered:
                 return
             self._discovered_at = self.clock.monotonic()
-            caps, model, root = await _all(self._get("/capabilities"), self._get("/model"), self._get("/"))
+            caps, model, root = await _all(self._get(who, "/capabilities"), self._get(who, "/model"),
+                                           self._get(who, "/"))
             if root.status != 200:
                 raise SourceUnavailable(self.id, f"{self.client.url('/')} answered 404: not an xRegistry API")
             self.capabilities = caps.body or {}
@@ -223,25 +232,25 @@ class RemoteSource(RegistrySource):
                     self.model = RegistryModel.from_json(model.body)
                 except Exception as exc:
                     log.warning("registry %s: unreadable /model (%s); using the gateway's model", self.id, exc)
-            await self.cache.store({self.cache.key("e:/", self._caller()[0]): {**root.body, "xid": "/"}})
+            await self.cache.store({self.cache.key("e:/", self._caller(who)[0]): {**root.body, "xid": "/"}})
             own = root.body.get("self")
             if isinstance(own, str) and own.startswith(("http://", "https://")) and not within(own, self.base_url):
                 self.aliases.append(own.rstrip("/"))
             self._discovered = True
 
-    async def _ready(self) -> None:
+    async def _ready(self, who: Caller) -> None:
         if not self._discovered and self.clock.monotonic() - self._discovered_at >= DISCOVERY_INTERVAL:
             try:
-                await self._discover()
+                await self._discover(who)
             except SourceUnavailable:
                 pass  # reads fail (or are served stale) on their own
 
     # -- requests ---------------------------------------------------------------------------------
-    def _caller(self) -> tuple[str, dict[str, str] | None]:
-        """The cache-key part and extra headers of the current caller."""
+    def _caller(self, who: Caller) -> tuple[str, dict[str, str] | None]:
+        """The cache-key part and extra headers of reads for ``who``."""
         if not self.config.auth.forward:
             return "*", None
-        credentials = current_credentials()
+        credentials = who.credentials
         return caller_digest(credentials), ({"Authorization": credentials} if credentials else None)
 
     def _rebase(self, url: str) -> str:
@@ -253,11 +262,13 @@ class RemoteSource(RegistrySource):
                 return self.base_url + url[len(alias):]
         return url  # refused by the client
 
-    async def _get(self, path: str, params: list[tuple[str, str]] | None = None, *, subject: str = "/",
+    async def _get(self, who: Caller, path: str, params: list[tuple[str, str]] | None = None, *, subject: str = "/",
                    url: str | None = None) -> RemoteAnswer:
-        return await self.client.get(url or self.client.url(path), params, headers=self._caller()[1], subject=subject)
+        return await self.client.get(url or self.client.url(path), params, headers=self._caller(who)[1],
+                                     subject=subject)
 
-    async def _pages(self, path: str, params: list[tuple[str, str]], subject: str) -> list[dict[str, Any]] | None:
+    async def _pages(self, who: Caller, path: str, params: list[tuple[str, str]],
+                     subject: str) -> list[dict[str, Any]] | None:
         """Every entity of a collection (``None``: the collection does not exist), following
         ``Link: rel=next`` — absolute or relative, used as given — for at most ``max_pages``
         pages; a link back to a page already read, or out of the registry, fails the read.
@@ -265,7 +276,7 @@ class RemoteSource(RegistrySource):
         document shapes are rewritten into the current one."""
         if self.capabilities.get("pagination") is True:
             params = [*params, ("limit", str(self.config.page_size))]
-        answer = await self._get(path, params, subject=subject)
+        answer = await self._get(who, path, params, subject=subject)
         if answer.status == 404:
             return None
         out: list[dict[str, Any]] = []
@@ -285,7 +296,7 @@ class RemoteSource(RegistrySource):
                                         "(max_pages); not read further", subject)
             seen.add(nxt)
             pages += 1
-            answer = await self._get("", subject=subject, url=nxt)
+            answer = await self._get(who, "", subject=subject, url=nxt)
             if answer.status == 404:
                 raise SourceUnavailable(self.id, f"a next page vanished ({nxt})", subject)
         if len(out) > MAX_COLLECTION:
@@ -357,8 +368,12 @@ class RemoteSource(RegistrySource):
         return ["versions"] if kind == "resource" else []
 
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        return await self.get_many_for(ANONYMOUS, xids, as_of)
+
+    async def get_many_for(self, who: Caller, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        """:meth:`get_many` on behalf of ``who``."""
         snap = await self._snapshot(as_of)
-        await self._ready()
+        await self._ready(who)
         spelled: dict[str, str] = {}  # the remote's paths are case-sensitive: ask as the reference spells it
         for x in xids:
             spelled.setdefault(x.lower(), x)
@@ -366,8 +381,8 @@ class RemoteSource(RegistrySource):
         if not wanted:
             return {}
         if snap is not None:
-            return await self._held_entities(snap, spelled)
-        caller, _ = self._caller()
+            return await self._held_entities(who, snap, spelled)
+        caller, _ = self._caller(who)
         keys = {x: self.cache.key("e:" + x, caller) for x in wanted}
         along = _resources_of(spelled)  # read with their versions: who asks for a version asks for it next
         along_keys = {x: self.cache.key("e:" + x, caller) for x in along}
@@ -385,12 +400,12 @@ class RemoteSource(RegistrySource):
                 stale[x] = entry
         revalidate = [spelled[x] for x, k in keys.items() if k in entries and entries[k].revalidate]
         if revalidate:
-            self.cache.spawn(self._refresh(revalidate, keys))
+            self.cache.spawn(self._refresh(who, revalidate, keys))
         missing = [x for x in wanted if x not in found]
         if missing:
             companions = {x: k for x, k in along_keys.items() if k not in entries
                           and any(m.startswith(x + "/versions/") for m in missing)}
-            fetched, failure = await self._fetch_entities([spelled[x] for x in missing]
+            fetched, failure = await self._fetch_entities(who, [spelled[x] for x in missing]
                                                           + [along[x] for x in companions])
             await self.cache.store({(keys.get(x) or companions[x]): v for x, v in fetched.items()
                                     if x in keys or x in companions})
@@ -405,14 +420,14 @@ class RemoteSource(RegistrySource):
                     self.cache.served_stale(stale[x], failed=True)
         return {x: self._entity(view, x) for x, view in found.items() if view != _MISSING}
 
-    async def _held_entities(self, snap: int, spelled: dict[str, str]) -> dict[str, Entity]:
+    async def _held_entities(self, who: Caller, snap: int, spelled: dict[str, str]) -> dict[str, Entity]:
         """Entities as the snapshot holds them; those it does not hold yet are fetched (not from
         the cache) and held from now on."""
-        caller, _ = self._caller()
+        caller, _ = self._caller(who)
         whats = {f"e:{caller}:{x}": x for x in spelled}
 
         async def fetch(missing: Sequence[str]) -> dict[str, Any]:
-            fetched, failure = await self._fetch_entities([spelled[whats[w]] for w in missing])
+            fetched, failure = await self._fetch_entities(who, [spelled[whats[w]] for w in missing])
             if failure is not None:
                 raise failure
             return {w: fetched[whats[w]] for w in missing}
@@ -420,15 +435,15 @@ class RemoteSource(RegistrySource):
         held = await self._held_call(self.snapshots.hold_many(snap, list(whats), fetch))
         return {whats[w]: self._entity(view, whats[w], snap) for w, view in held.items() if view != _MISSING}
 
-    async def _refresh(self, xids: list[str], keys: dict[str, str]) -> None:
+    async def _refresh(self, who: Caller, xids: list[str], keys: dict[str, str]) -> None:
         """Fetch ``xids`` anew (stale entries being served meanwhile)."""
         self.cache.stats.add("revalidations")
-        fetched, failure = await self._fetch_entities(xids)
+        fetched, failure = await self._fetch_entities(who, xids)
         await self.cache.store({keys[x]: v for x, v in fetched.items()})
         if failure is not None:
             log.info("revalidating %d entities of %s failed: %s", len(xids) - len(fetched), self.id, failure.reason)
 
-    async def _fetch_entities(self, xids: list[str]) -> tuple[dict[str, Any], SourceUnavailable | None]:
+    async def _fetch_entities(self, who: Caller, xids: list[str]) -> tuple[dict[str, Any], SourceUnavailable | None]:
         """Views by lower-cased XID (``_MISSING`` for those that do not exist), and the first failure."""
         by_collection: dict[str, list[str]] = {}
         for x in xids:
@@ -438,9 +453,9 @@ class RemoteSource(RegistrySource):
         for collection, members in by_collection.items():
             if len(members) > 1 and self.supports("filter"):
                 for i in range(0, len(members), BATCH_IDS):
-                    jobs.append(self._fetch_from_collection(collection, members[i:i + BATCH_IDS]))
+                    jobs.append(self._fetch_from_collection(who, collection, members[i:i + BATCH_IDS]))
             else:
-                jobs.extend(self._fetch_one(x) for x in members)
+                jobs.extend(self._fetch_one(who, x) for x in members)
         results = await asyncio.gather(*jobs, return_exceptions=True)
         found: dict[str, Any] = {}
         failure: SourceUnavailable | None = None
@@ -453,20 +468,21 @@ class RemoteSource(RegistrySource):
                 found.update(result)
         return found, failure
 
-    async def _fetch_one(self, xid: str) -> dict[str, Any]:
+    async def _fetch_one(self, who: Caller, xid: str) -> dict[str, Any]:
         parsed = Xid.parse(xid)
         kind, ctype = parsed.level, parsed.ctype
         params = [("inline", v) for v in self._inline_for(kind, ctype)]
         path = self._entity_path(xid, kind, ctype)
-        answer = await self._inlined(lambda p: self._get(path, p, subject=xid), path, params)
+        answer = await self._inlined(lambda p: self._get(who, path, p, subject=xid), path, params)
         if answer.status == 404:
             return {xid.lower(): _MISSING}
         view = self._normalised(answer.body, xid, xid)
         if not isinstance(view.get("xid"), str) or view["xid"].lower() != xid.lower():
             raise SourceUnavailable(self.id, f"asked for {xid}, answered {view.get('xid')!r}", xid)
-        return {xid.lower(): await self._with_document(view, xid, kind, ctype)}
+        return {xid.lower(): await self._with_document(who, view, xid, kind, ctype)}
 
-    async def _with_document(self, view: dict[str, Any], xid: str, kind: str, ctype: str) -> dict[str, Any]:
+    async def _with_document(self, who: Caller, view: dict[str, Any], xid: str, kind: str,
+                             ctype: str) -> dict[str, Any]:
         """``view`` with its document, read from the document URL (the entity's URL without
         ``$details``) when the remote did not inline it: JSON as ``<RESOURCE>``, anything else
         as ``<RESOURCE>base64``, a ``303 See Other`` as ``<RESOURCE>url`` (not followed)."""
@@ -477,7 +493,7 @@ class RemoteSource(RegistrySource):
         name = rdef.singular
         if any(k in view for k in (name, name + "base64", name + "url")):
             return view
-        answer = await self.client.get(self.client.url(xid), headers=self._caller()[1], subject=xid, document=True)
+        answer = await self.client.get(self.client.url(xid), headers=self._caller(who)[1], subject=xid, document=True)
         if answer.status == 303 and answer.location:
             return {**view, name + "url": answer.location}
         if answer.status != 200 or not answer.raw:
@@ -489,13 +505,13 @@ class RemoteSource(RegistrySource):
                 pass  # not the JSON it claims: kept as bytes
         return {**view, name + "base64": base64.b64encode(answer.raw).decode("ascii")}
 
-    async def _fetch_from_collection(self, collection: str, xids: list[str]) -> dict[str, Any]:
+    async def _fetch_from_collection(self, who: Caller, collection: str, xids: list[str]) -> dict[str, Any]:
         first = Xid.parse(xids[0])
         kind, ctype = first.level, first.ctype
         attr = self._id_attribute(kind, ctype)
         params = [("filter", f"{attr}={Xid.parse(x).id}") for x in xids]
         params += [("inline", v) for v in self._inline_for(kind, ctype)]
-        views = await self._inlined(lambda p: self._pages(collection, p, collection), collection, params)
+        views = await self._inlined(lambda p: self._pages(who, collection, p, collection), collection, params)
         by_xid = {str(v.get("xid", "")).lower(): v for v in views or ()}
         return {x.lower(): by_xid.get(x.lower(), _MISSING) for x in xids}
 
@@ -511,24 +527,31 @@ class RemoteSource(RegistrySource):
 
     # -- collections ------------------------------------------------------------------------------
     async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
-        entities = await self._entities_of(listing, parent)
-        return cut(entities, listing)
+        return await self.list_for(ANONYMOUS, listing, parent)
+
+    async def list_for(self, who: Caller, listing: Listing, parent: str | None = None) -> SourcePage:
+        """:meth:`list` on behalf of ``who``."""
+        return cut(await self._entities_of(who, listing, parent), listing)
 
     async def count(self, listing: Listing, parent: str | None = None) -> int:
-        return len(await self._entities_of(listing, parent))
+        return await self.count_for(ANONYMOUS, listing, parent)
 
-    async def _entities_of(self, listing: Listing, parent: str | None) -> builtins.list[Entity]:
+    async def count_for(self, who: Caller, listing: Listing, parent: str | None = None) -> int:
+        """:meth:`count` on behalf of ``who``."""
+        return len(await self._entities_of(who, listing, parent))
+
+    async def _entities_of(self, who: Caller, listing: Listing, parent: str | None) -> builtins.list[Entity]:
         if listing.filters is not None and listing.filters.reachable_over is not None:
             raise XRegistryError("action_not_supported", "/" + listing.ctypes[0], registry=self.id,
                                  action="reachableOver", detail=f"registry {self.id!r} is a remote registry: "
                                  "which endpoints reach its messages is answered by the gateway's own store only")
         snap = await self._snapshot(listing.as_of)
-        await self._ready()
+        await self._ready(who)
         if snap is not None:
             prefix = parent.lower().rstrip("/") + "/" if parent not in (None, "/") else ""
-            found = await _all(*(self._held(snap, ctype, listing.filters) for ctype in listing.ctypes))
+            found = await _all(*(self._held(who, snap, ctype, listing.filters) for ctype in listing.ctypes))
             return [e for batch in found for e in batch if e.xid.lower().startswith(prefix)]
-        found = await _all(*(self._collection(ctype, parent, listing.filters) for ctype in listing.ctypes))
+        found = await _all(*(self._collection(who, ctype, parent, listing.filters) for ctype in listing.ctypes))
         return [e for batch in found for e in batch]
 
     def _inline_params(
@@ -552,7 +575,8 @@ class RemoteSource(RegistrySource):
             params += [("inline", ".".join([*below, p])) for p in nested_paths(filters)]
         return params
 
-    async def _collection(self, ctype: str, parent: str | None, filters: Filters | None) -> builtins.list[Entity]:
+    async def _collection(self, who: Caller, ctype: str, parent: str | None,
+                          filters: Filters | None) -> builtins.list[Entity]:
         """Every entity of ``ctype`` (under ``parent``) that satisfies ``filters``."""
         if filters is not None and filters.exclude_all:
             return []
@@ -567,13 +591,13 @@ class RemoteSource(RegistrySource):
         if remote_filter and filters is not None:  # relative to the collection asked for: terms prefixed
             prefix = "".join(f"{name}." for name in below)
             params += [("filter", ",".join(prefix + str(term) for term in branch.terms)) for branch in filters.branches]
-        caller, _ = self._caller()
+        caller, _ = self._caller(who)
         key = self.cache.key(("w:" if walk else "c:") + path.lower() + "?"
                              + "&".join(f"{k}={v}" for k, v in sorted(params)), caller)
         walk_params = params if walk else self._inline_params(ctype, path, [], filters)
 
         async def fetch() -> list[dict[str, Any]]:
-            return await self._tree(path, below, params, walk_params, filters if remote_filter else None)
+            return await self._tree(who, path, below, params, walk_params, filters if remote_filter else None)
 
         trees = await self.cache.get(key, fetch)
         if not remote_filter:  # evaluated here, nested collections inlined for it
@@ -583,7 +607,7 @@ class RemoteSource(RegistrySource):
             trees = [t for t in trees if matches(t, own)]
         return [self._entity(t, path) for t in trees]
 
-    async def _held(self, snap: int, ctype: str, filters: Filters | None) -> builtins.list[Entity]:
+    async def _held(self, who: Caller, snap: int, ctype: str, filters: Filters | None) -> builtins.list[Entity]:
         """Every entity of ``ctype`` across the registry that satisfies ``filters``, as the
         snapshot holds it: fetched whole (no filter sent) on the first touch, held from then on."""
         if filters is not None and filters.exclude_all:
@@ -592,12 +616,12 @@ class RemoteSource(RegistrySource):
         path, below = "/" + names[0], names[1:]
         walk = bool(below) and not self._inlines_nested(path, below)
         params = self._inline_params(ctype, path, [] if walk else below, filters)
-        caller, _ = self._caller()
+        caller, _ = self._caller(who)
         key = caller + ":" + path + "?" + "&".join(f"{k}={v}" for k, v in sorted(params))
         walk_params = params if walk else self._inline_params(ctype, path, [], filters)
 
         async def fetch() -> list[dict[str, Any]]:
-            return await self._tree(path, below, params, walk_params, None)
+            return await self._tree(who, path, below, params, walk_params, None)
 
         trees = await self._held_call(self.snapshots.hold(snap, ("w:" if walk else "c:") + key, fetch))
         return [self._entity(t, path, snap) for t in trees if matches(t, filters)]
@@ -609,7 +633,7 @@ class RemoteSource(RegistrySource):
         return self.supports("inline") and _shape(path, [("inline", ".".join(below))]) not in self._refused
 
     async def _tree(
-        self, path: str, below: Sequence[str], params: builtins.list[tuple[str, str]],
+        self, who: Caller, path: str, below: Sequence[str], params: builtins.list[tuple[str, str]],
         walk_params: builtins.list[tuple[str, str]], filters: Filters | None,
     ) -> builtins.list[dict[str, Any]]:
         """The entities of the collections ``below`` under every entity of the collection at
@@ -618,19 +642,19 @@ class RemoteSource(RegistrySource):
         or 406 ``too_large``) — collection by collection (``walk_params``, with ``filters``, which
         the inlined read had the remote evaluate, evaluated here)."""
         if not below:
-            return await self._pages_inlined(path, params) or []
+            return await self._pages_inlined(who, path, params) or []
         if self._inlines_nested(path, below):
             try:
-                views = await self._pages(path, params, path)
+                views = await self._pages(who, path, params, path)
                 return [leaf for v in views or () for leaf in _leaves(v, below)]
             except SourceUnavailable as exc:
                 if exc.remote_status not in _REFUSALS:
                     raise
                 self._refuse(path, [("inline", ".".join(below))], exc)
-        trees = await self._walk(path, below, walk_params)
+        trees = await self._walk(who, path, below, walk_params)
         return [t for t in trees if matches(t, filters)] if filters is not None else trees
 
-    async def _walk(self, path: str, below: Sequence[str],
+    async def _walk(self, who: Caller, path: str, below: Sequence[str],
                     params: builtins.list[tuple[str, str]]) -> builtins.list[dict[str, Any]]:
         """The entities of the collections ``below`` under every entity of the collection at
         ``path``, one read per collection (``params`` on the last ones), at most
@@ -641,7 +665,7 @@ class RemoteSource(RegistrySource):
         async def read(at: str, rest: Sequence[str]) -> builtins.list[dict[str, Any]]:
             nonlocal count
             async with gate:
-                views = await (self._pages(at, [], at) if rest else self._pages_inlined(at, params)) or []
+                views = await (self._pages(who, at, [], at) if rest else self._pages_inlined(who, at, params)) or []
             count += len(views)
             if count > MAX_COLLECTION:
                 raise SourceUnavailable(self.id, f"{path} has more than {MAX_COLLECTION} entities below it", path)
@@ -659,10 +683,10 @@ class RemoteSource(RegistrySource):
         return await read(path, below)
 
     async def _pages_inlined(
-        self, path: str, params: builtins.list[tuple[str, str]],
+        self, who: Caller, path: str, params: builtins.list[tuple[str, str]],
     ) -> builtins.list[dict[str, Any]] | None:
         """:meth:`_pages`, asked again without ``inline`` when the remote refuses it (see :meth:`_refuse`)."""
-        return await self._inlined(lambda p: self._pages(path, p, path), path, params)
+        return await self._inlined(lambda p: self._pages(who, path, p, path), path, params)
 
     async def _inlined(self, read: Callable[[builtins.list[tuple[str, str]]], Awaitable[_T]], path: str,
                        params: builtins.list[tuple[str, str]]) -> _T:
@@ -685,8 +709,13 @@ class RemoteSource(RegistrySource):
                  ",".join(v for k, v in params if k == "inline"), path, exc.reason)
 
     async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        return await self.list_children_for(ANONYMOUS, parents, listing)
+
+    async def list_children_for(self, who: Caller, parents: Sequence[str],
+                                listing: Listing) -> dict[str, SourcePage]:
+        """:meth:`list_children` on behalf of ``who``."""
         snap = await self._snapshot(listing.as_of)
-        await self._ready()
+        await self._ready(who)
         (ctype,) = listing.ctypes
         child = ctype.split("/")[-1]
         spelled: dict[str, str] = {}
@@ -694,7 +723,7 @@ class RemoteSource(RegistrySource):
             spelled.setdefault(p.lower(), p)
         if snap is not None:  # one held copy of the collection across the registry, grouped by parent
             grouped: dict[str, builtins.list[Entity]] = {k: [] for k in spelled}
-            for e in await self._held(snap, ctype, listing.filters):
+            for e in await self._held(who, snap, ctype, listing.filters):
                 owned = grouped.get(Xid.parse(e.xid).parent.key)
                 if owned is not None:
                     owned.append(e)
@@ -704,18 +733,18 @@ class RemoteSource(RegistrySource):
         if len(spelled) > 1 and self.supports("filter") and self._inlines_nested(_parents_path(ctype), [child]) \
                 and not nested_filters:
             try:
-                by_parent = await self._children_batched(list(spelled.values()), ctype, listing.filters)
+                by_parent = await self._children_batched(who, list(spelled.values()), ctype, listing.filters)
             except SourceUnavailable as exc:  # parent by parent instead
                 if exc.remote_status not in _REFUSALS:
                     raise
                 self._refuse(_parents_path(ctype), [("inline", child)], exc)
         rest = [k for k in spelled if k not in by_parent]
-        found = await _all(*(self._collection(ctype, spelled[k], listing.filters) for k in rest))
+        found = await _all(*(self._collection(who, ctype, spelled[k], listing.filters) for k in rest))
         by_parent.update(zip(rest, found, strict=False))
         return {k: cut(by_parent[k], listing) for k in spelled}
 
     async def _children_batched(
-        self, parents: builtins.list[str], ctype: str, filters: Filters | None,
+        self, who: Caller, parents: builtins.list[str], ctype: str, filters: Filters | None,
     ) -> dict[str, builtins.list[Entity]]:
         """The children of many parents, one request per parent collection (and batch of ids)."""
         child = ctype.split("/")[-1]
@@ -724,7 +753,7 @@ class RemoteSource(RegistrySource):
         for p in parents:
             parsed = Xid.parse(p)
             by_collection.setdefault(parsed.collection_path if parsed.collection else "", []).append(p)
-        caller, _ = self._caller()
+        caller, _ = self._caller(who)
         out: dict[str, list[Entity]] = {}
 
         async def one(collection: str, members: list[str]) -> None:
@@ -736,7 +765,7 @@ class RemoteSource(RegistrySource):
                                  caller)
 
             async def fetch() -> dict[str, list[dict[str, Any]]]:
-                views = await self._pages(collection or "/", params, collection)
+                views = await self._pages(who, collection or "/", params, collection)
                 got = {str(v.get("xid", "")).lower(): _leaves(v, [child]) for v in views or ()}
                 return {m.lower(): got.get(m.lower(), []) for m in members}
 
@@ -781,6 +810,57 @@ class RemoteSource(RegistrySource):
                       by_revision: bool = False) -> tuple[builtins.list[ChangeItem], bool]:
         raise XRegistryError("action_not_supported", "/", action="changes",
                              detail=f"registry {self.id!r} is a remote xRegistry API; it has no change feed")
+
+
+class CallerBound(RegistrySource):
+    """One request's view of a :class:`RemoteSource` that receives its caller's credentials: the
+    reads go to the remote on behalf of :attr:`caller`; everything else is the remote's."""
+
+    def __init__(self, remote: RemoteSource, caller: Caller) -> None:
+        self.remote = remote
+        self.caller = caller
+        self.id = remote.id
+        self.kind = remote.kind
+        self.base_url = remote.base_url
+
+    @property  # the remote's, which discovery may replace
+    def model(self) -> RegistryModel:  # type: ignore[override]
+        return self.remote.model
+
+    def __getattr__(self, name: str) -> Any:  # the remote's own attributes (config, cache, …)
+        if name == "remote":  # not set yet (a copy being made)
+            raise AttributeError(name)
+        return getattr(self.remote, name)
+
+    def for_caller(self, caller: Caller) -> RegistrySource:
+        return self.remote.for_caller(caller)
+
+    def status(self) -> SourceStatus:
+        return self.remote.status()
+
+    async def revision(self) -> int:
+        return await self.remote.revision()
+
+    async def check_revision(self, as_of: int | None) -> None:
+        await self.remote.check_revision(as_of)
+
+    async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, Entity]:
+        return await self.remote.get_many_for(self.caller, xids, as_of)
+
+    async def list(self, listing: Listing, parent: str | None = None) -> SourcePage:
+        return await self.remote.list_for(self.caller, listing, parent)
+
+    async def count(self, listing: Listing, parent: str | None = None) -> int:
+        return await self.remote.count_for(self.caller, listing, parent)
+
+    async def list_children(self, parents: Sequence[str], listing: Listing) -> dict[str, SourcePage]:
+        return await self.remote.list_children_for(self.caller, parents, listing)
+
+    async def changes(self, since: int, *, until: int | None = None, ctypes: Sequence[str] | None = None,
+                      limit: int = 100, after: str | None = None,
+                      by_revision: bool = False) -> tuple[builtins.list[ChangeItem], bool]:
+        return await self.remote.changes(since, until=until, ctypes=ctypes, limit=limit, after=after,
+                                         by_revision=by_revision)
 
 
 async def _all(*aws: Any) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from adapters.base import Entity, RegistrySource
 from adapters.batching import EntityBatcher
+from adapters.caller import ANONYMOUS, Caller
 from adapters.effective import MESSAGE_TYPES, complete, needs_completion
 from adapters.references import References, rules_over
 
@@ -47,17 +48,20 @@ class OneRegistry:
 
 
 class RequestSources:
-    """One request's registries: a snapshot of what is served, and their reference rules (made
+    """One request's registries: a snapshot of what is served, each read on behalf of the
+    request's ``caller`` (:meth:`RegistrySource.for_caller`), and their reference rules (made
     once, when first asked for)."""
 
-    def __init__(self, served: Served) -> None:
+    def __init__(self, served: Served, caller: Caller = ANONYMOUS) -> None:
         self.served = served
-        self.sources: dict[str, RegistrySource] = dict(served.sources)
+        self.caller = caller
+        self._served = dict(served.sources)
+        self.sources: dict[str, RegistrySource] = {k: s.for_caller(caller) for k, s in self._served.items()}
 
     @cached_property
     def references(self) -> References:
         """How references between entities are resolved in this request."""
-        return self.served.references(list(self.sources.values()))
+        return self.served.references(list(self._served.values()))  # the same rules for every caller
 
 
 class Materialiser:

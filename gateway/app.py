@@ -29,7 +29,6 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from adapters.breaker import STATE_VALUES
-from adapters.caller import CallerMiddleware
 from adapters.clock import SYSTEM_CLOCK, Clock
 from adapters.events import EventFeed
 from adapters.federation import Federation
@@ -209,7 +208,7 @@ def create_app(settings: Settings | None = None, *, registry: LocalRegistry | No
     # header section is refused before anything else reads it.
     middleware = [
         *cors_middleware(settings, registry), Middleware(ObserveMiddleware),
-        Middleware(RequestLimitsMiddleware, settings=settings), Middleware(CallerMiddleware),
+        Middleware(RequestLimitsMiddleware, settings=settings),
         Middleware(RateLimitMiddleware, limiter=limiter, auth=auth, registry_prefix=settings.registry_prefix),
         Middleware(AdmissionMiddleware, admission=admission)]
     app = Starlette(routes=routes, lifespan=lifespan, debug=settings.debug,

@@ -42,6 +42,7 @@ from starlette.routing import Route
 
 from adapters.base import Entity, Listing, RegistrySource
 from adapters.batching import EntityBatcher
+from adapters.caller import Caller
 from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
 from gateway.auth import Authenticator, AuthError, principal_of
@@ -288,7 +289,7 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
     limit = _int(params, "limit", DEFAULT_LIMIT)
     if limit is None or not 1 <= limit <= MAX_LIMIT:
         raise _bad(f"limit must be between 1 and {MAX_LIMIT}, not {limit}")
-    reads = RequestSources(served)
+    reads = RequestSources(served, Caller(request.headers.get("authorization")))
     sources = reads.sources
     source: RegistrySource | None = sources.get(registry)
     if source is None:

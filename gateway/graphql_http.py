@@ -47,6 +47,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from adapters import staleness
+from adapters.caller import Caller
 from adapters.events import EventFeed
 from adapters.request import RequestSources, Served
 from adapters.webhook_admin import Webhooks
@@ -219,7 +220,7 @@ def graphql_endpoint(
             document = await persisted.resolve(params, principal, shared())
         except GraphQLRequestError as exc:
             return _refused(media, exc)
-        reads = RequestSources(served)
+        reads = RequestSources(served, Caller(request.headers.get("authorization")))
         sources = reads.sources
         tags = await validators(request, media, document, params, principal, sources) if get and not stream else None
         asked = request.headers.get("if-none-match")

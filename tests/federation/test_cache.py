@@ -9,7 +9,7 @@ import pytest
 
 from adapters.base import Listing, SourceUnavailable
 from adapters.cache import BoundedMemoryCache, create_backend
-from adapters.caller import acting_for
+from adapters.caller import ANONYMOUS, Caller
 from gateway.auth import hash_key
 from tests.federation.conftest import remote_config
 from tests.federation.servers import GatewayServer
@@ -109,15 +109,14 @@ async def test_forwarded_credentials_are_part_of_the_cache_key(tmp_path, open_re
         source = await open_remote(config, create_backend(redis.url))
         listing = Listing(ctypes=("messagegroups",))
         server.wrapper.reset()
-        with acting_for(f"Bearer {keys['alice']}"):
-            assert (await source.list(listing)).items
-            assert (await source.list(listing)).items
+        alice = source.for_caller(Caller(f"Bearer {keys['alice']}"))
+        assert (await alice.list(listing)).items
+        assert (await alice.list(listing)).items
         assert server.wrapper.requests == 1
-        with acting_for(f"Bearer {keys['bob']}"):
-            assert (await source.list(listing)).items
+        assert (await source.for_caller(Caller(f"Bearer {keys['bob']}")).list(listing)).items
         assert server.wrapper.requests == 2  # bob's answer is his own
-        with acting_for(None), pytest.raises(SourceUnavailable) as exc:
-            await source.list(listing)
+        with pytest.raises(SourceUnavailable) as exc:
+            await source.for_caller(ANONYMOUS).list(listing)
         assert "HTTP 401" in exc.value.reason
     finally:
         server.stop()
