@@ -160,14 +160,11 @@ async def _rest(coro: Coroutine[Any, Any, None], waited: Any) -> None:
             if waited is None:  # a bare yield (``asyncio.sleep(0)``)
                 await asyncio.sleep(0)
             else:
-                waited._asyncio_future_blocking = False  # taken over, as a task's step does
                 try:
-                    await waited
-                except BaseException:
-                    if not waited.done():  # this task was cancelled: so is the coroutine
-                        waited = coro.throw(asyncio.CancelledError())
-                        continue
-                    # otherwise the coroutine reads the outcome itself (``Future.__await__``)
+                    await asyncio.wait([waited])  # the coroutine reads the outcome itself on send
+                except asyncio.CancelledError:  # this task was cancelled: so is the coroutine
+                    waited = coro.throw(asyncio.CancelledError())
+                    continue
             waited = coro.send(None)
     except StopIteration:
         return
