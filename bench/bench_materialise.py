@@ -46,8 +46,8 @@ CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.js
 MESSAGES = ("messagegroups/messages",)
 
 
-async def _nothing(*_: Any) -> None:
-    return None
+async def _nothing(*_: Any, **__: Any) -> list[str]:
+    return []  # nothing materialised, nothing deferred
 
 
 class Switched:

@@ -130,8 +130,16 @@ class LocalRegistry:
                    rematerialise_inline=settings.rematerialise_inline)
 
     async def open(self) -> None:
-        """Open the store and create the registry entity on first use."""
+        """Open the store and create the registry entity on first use; a failure closes the store
+        again (its connections' threads would otherwise keep the process from exiting)."""
         await self.store.open()
+        try:
+            await self._start()
+        except BaseException:
+            await self.store.close()
+            raise
+
+    async def _start(self) -> None:
         if await self.store.get("/") is None:
             async def create(cs: Changeset) -> None:
                 await cs.ensure_registry(self.registry_id, self.name)
