@@ -6,6 +6,8 @@ is written again, and leaves the items alone while another process holds the lea
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
@@ -182,3 +184,29 @@ async def test_few_dependents_stay_in_the_writes_own_commit(pair):
     outcome = await deferring.apply_document({"messagegroups": {"g": {"messages": {"base": {"description": "v2"}}}}})
     assert outcome.deferred == [] and sorted(outcome.rematerialised) == [G + "one", G + "one/versions/1"]
     assert await deferring.store.rematerialisations() == []
+
+
+async def test_a_worker_stopped_mid_round_stops_even_when_its_lease_cannot_be_given_back(tmp_path, monkeypatch):
+    """Cancelling the worker (the app shutting down) ends it although giving the lease back fails
+    on the way out: that failure is logged, never mistaken for a failed round to retry."""
+    async with LocalRegistry(SQLiteStore(tmp_path / "r.db")) as registry:
+        worker = Rematerialiser(registry)
+        parked = asyncio.Event()
+
+        async def waits_forever():
+            parked.set()
+            await asyncio.Event().wait()
+
+        async def refuses(*_):
+            raise RuntimeError("the store is going away")
+
+        monkeypatch.setattr(registry.store, "rematerialisations", waits_forever)
+        monkeypatch.setattr(registry.store, "rematerialise_lease", refuses)
+        task = asyncio.ensure_future(worker.run(3600.0))
+        await parked.wait()
+        task.cancel()
+        for _ in range(20):  # counted loop turns: nothing left to wait for but the unwinding
+            if task.done():
+                break
+            await asyncio.sleep(0)
+        assert task.done() and task.cancelled()

@@ -111,9 +111,12 @@ class Rematerialiser:
                         if count is None:
                             return done
                         done += count
-            finally:
+            finally:  # give the lease back; failing that, it expires by itself (never hide why we stop)
                 now = self.clock()
-                await self.registry.store.rematerialise_lease(self.holder, now, now)
+                try:
+                    await self.registry.store.rematerialise_lease(self.holder, now, now)
+                except Exception:
+                    log.warning("re-materialisation lease not released; it expires by itself", exc_info=True)
 
     async def _work(self, item: Rematerialisation) -> int | None:
         """Re-materialise the dependents of one item, a page per commit, from its progress on;
@@ -160,6 +163,9 @@ class Rematerialiser:
             try:
                 await self.run_until_idle()
             except Exception:  # keep the worker alive; the items stay for the next round
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():  # stopping: an error on the way out ends it
+                    raise
                 log.exception("re-materialisation failed; retrying at the next poll")
             if not self.registry.rematerialising:
                 self.idle.set()

@@ -525,7 +525,7 @@ class SQLiteStore(Store):
                 if not os.access(where, os.W_OK):
                     raise PermissionError(f"{where} is not writable")
         async with self._writing() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await sqlite_index.begin_immediate(db)
             try:
                 await db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('readiness', ?)", (time.time(),))
             finally:
@@ -608,7 +608,7 @@ class SQLiteStore(Store):
         """One ``BEGIN IMMEDIATE`` transaction on the writer's connection: committed when the
         block ends, rolled back when it raises."""
         async with self._writing() as db:
-            await db.execute("BEGIN IMMEDIATE")
+            await sqlite_index.begin_immediate(db)
             try:
                 yield db
             except BaseException:

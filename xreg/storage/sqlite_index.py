@@ -27,8 +27,10 @@ an older layout of them) gets them rebuilt from its live states in one transacti
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import operator
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
@@ -176,12 +178,24 @@ async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
     await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('read_index', ?)", (VERSION,))
 
 
+async def begin_immediate(db: Executor) -> None:
+    """``BEGIN IMMEDIATE``, never leaving a transaction behind: when the await is interrupted
+    (cancelled), the statement still runs in the connection's thread, so a ``ROLLBACK`` is queued
+    behind it (it fails harmlessly when the ``BEGIN`` itself failed)."""
+    try:
+        await db.execute("BEGIN IMMEDIATE")
+    except BaseException:
+        with contextlib.suppress(sqlite3.OperationalError):
+            await db.execute("ROLLBACK")
+        raise
+
+
 async def migrate(db: Executor) -> bool:
     """Build the indexes of a database that lacks them (or has an older layout); ``True`` if it did."""
     found = list(await db.execute_fetchall("SELECT value FROM meta WHERE key = 'read_index'"))
     if found and found[0][0] == VERSION:
         return False
-    await db.execute("BEGIN IMMEDIATE")
+    await begin_immediate(db)
     try:
         await db.execute("DROP INDEX IF EXISTS attrs_seq")  # layout 1 kept one (see on_commit)
         await rebuild(db)
