@@ -9,12 +9,13 @@ PORT   ?= 8080
 
 install: assets codegen-tools $(VENV)/.installed
 
-## GraphiQL's browser assets: the npm packages pinned by web/package-lock.json, copied into
-## gateway/static/graphiql/ and checked against gateway/static/graphiql.manifest.json (sha384);
+## Browser assets: the npm packages pinned by web/package-lock.json, copied into
+## gateway/static/graphiql/ (GraphiQL) and docs/assets/vendor/ (the manual's Mermaid) and checked
+## against their manifests (gateway/static/graphiql.manifest.json, web/docs.manifest.json: sha384);
 ## a mismatch fails. npm runs only when the installed copy does not verify.
 assets:
-	@if $(PYTHON) web/copy_assets.py --check 2>/dev/null; then echo "GraphiQL assets: verified against the manifest"; \
-	else command -v npm >/dev/null || { echo "assets: npm (Node.js) is needed to fetch GraphiQL's assets" >&2; exit 1; }; \
+	@if $(PYTHON) web/copy_assets.py --check 2>/dev/null; then echo "browser assets (GraphiQL, the manual's Mermaid): verified against their manifests"; \
+	else command -v npm >/dev/null || { echo "assets: npm (Node.js) is needed to fetch the browser assets" >&2; exit 1; }; \
 	  (cd web && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) && $(PYTHON) web/copy_assets.py; fi
 
 ## GraphQL Code Generator and TypeScript for the client-types test (tests/codegen/, pinned by its
