@@ -396,15 +396,15 @@ async def test_an_open_sse_stream_gives_its_admission_slot_back(tmp_path: Path):
 
 async def test_subscribers_running_one_operation_alike_share_each_events_execution(tmp_path: Path):
     settings = settings_for(tmp_path)
-    shared = build_schema(settings).shared_results  # the schema the application serves (one per limits)
+    results = build_schema(settings).shared_results  # the schema the application serves (one per limits)
     async with LiveServer(create_app(settings)) as live:
         async with await ws_connect(live) as one, await ws_connect(live) as two:
             await ws_subscribe(live, one, types=["io.xregistry.group.created"])
             await ws_subscribe(live, two, types=["io.xregistry.group.created"])
-            executions = shared.executions
+            executions = results.executions
             await write_group(live, "shared")
             events = await ws_events(one, 1) + await ws_events(two, 1)
-            ran = shared.executions - executions
+            ran = results.executions - executions
     assert events[0] == events[1] and events[0]["subject"] == "/schemagroups/shared"
     assert ran == 1
 

@@ -9,19 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import websockets
-from prometheus_client import REGISTRY
 from starlette.websockets import WebSocket
 from websockets.asyncio.client import ClientConnection, connect
 
 from gateway.app import create_app
 from gateway.graphql_ws import origin_allowed
+from tests.graphql.test_subscriptions import until_open
 from tests.support.live import LiveServer
 from xreg.config import Settings
 
@@ -63,18 +62,6 @@ async def _closed_with(socket: ClientConnection) -> tuple[int, str]:
     return closed.value.rcvd.code, closed.value.rcvd.reason
 
 
-def _open_subscriptions() -> float:
-    return REGISTRY.get_sample_value("xreg_graphql_subscriptions_open", {"transport": "ws"}) or 0.0
-
-
-async def _until(condition: Any, what: str) -> None:
-    deadline = time.monotonic() + BOUND
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"not within {BOUND} s: {what}")
-        await asyncio.sleep(0.005)
-
-
 async def test_ping_is_answered_and_a_query_runs_over_the_socket(live: LiveServer):
     async with await _open(live) as socket:
         await _send(socket, {"type": "ping"})
@@ -88,12 +75,11 @@ async def test_ping_is_answered_and_a_query_runs_over_the_socket(live: LiveServe
 
 
 async def test_a_clients_complete_ends_its_subscription_and_frees_the_id(live: LiveServer):
-    before = _open_subscriptions()
     async with await _open(live) as socket:
         await _send(socket, {"id": "s", "type": "subscribe", "payload": {"query": SUBSCRIPTION}})
-        await _until(lambda: _open_subscriptions() > before, "the subscription is open")
+        await until_open(live, "ws", lambda n: n == 1, "the subscription is open")
         await _send(socket, {"id": "s", "type": "complete"})
-        await _until(lambda: _open_subscriptions() == before, "the subscription is closed")
+        await until_open(live, "ws", lambda n: n == 0, "the subscription is closed")
         await _send(socket, {"id": "s", "type": "subscribe", "payload": {"query": "{ registry { registryid } }"}})
         assert (await _receive(socket))["type"] == "next"  # the id may be used again
 
