@@ -46,7 +46,7 @@ from adapters.caller import Caller
 from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
 from gateway.auth import Authenticator, AuthError, principal_of
-from gateway.bulk_columns import column, dumps
+from gateway.bulk_columns import column, dumps, json_texts
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
 from xreg.errors import XRegistryError
@@ -224,7 +224,7 @@ class RowBuilder:
         columns: dict[str, Any] = {
             "registry": [entity.registry for entity in entities], "xid": xids,
             "group": [p[1] for p in parts], "id": [p[-1] for p in parts],
-            "revision": [row[2] for row in rows], "entity": list(map(dumps, views))}
+            "revision": [row[2] for row in rows]}
         if self.entity == "messages":
             columns["grouptype"] = [p[0] for p in parts]
         elif self.entity == "schemaversions":
@@ -245,6 +245,7 @@ class RowBuilder:
             else:
                 values = [s.get(name) for s in shown]
             arrays[name] = column(values, self.schema.field(name).type, convert)
+        arrays["entity"] = json_texts(views)
         return pa.RecordBatch.from_arrays(
             [arrays[f.name] if f.name in arrays else pa.array(columns[f.name], type=f.type) for f in self.schema],
             schema=self.schema)
