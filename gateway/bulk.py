@@ -20,6 +20,9 @@ Parameters (query string):
 ``asOf`` (required)      the pinned revision (a remote registry: a live snapshot number)
 ``instanceId``           refused with ``instance_mismatch`` (409) unless the registry is that instance
 ``after``, ``before``    bounds (exclusive) on the rows' lower-cased XIDs: a key range
+``filter``               xRegistry filter expressions (repeatable, OR'd; core/http.md), on the rows'
+                         attributes as the GraphQL path's ``filter: {raw: …}`` reads them (a
+                         message's materialised ones): the rows of the range that match
 ``limit``                rows per response (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`)
 
 The answer (``application/vnd.apache.arrow.stream``) holds the *last* ``limit`` rows of the
@@ -50,6 +53,8 @@ from gateway.bulk_columns import column, dumps, json_texts
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
 from xreg.errors import XRegistryError
+from xreg.registry.filters import parse_filters
+from xreg.registry.reads import collection_tree
 from xreg.storage.semantics import Cursor
 
 #: The path of the bulk read.
@@ -302,8 +307,11 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
     await source.check_revision(as_of)
     ctypes = tuple(c for c in ENTITIES[entity] if _in_model(source, c))
     after, before = params.get("after"), params.get("before")
+    raw = params.getlist("filter")
+    filters = parse_filters(raw, subject=ROWS_PATH, collections=collection_tree(source.model, ctypes[0])) \
+        if raw and ctypes else None
     # the last rows of the range (keyset pages read backwards: a source's page between two cursors)
-    listing = Listing(ctypes, limit=limit, as_of=as_of, backward=True,
+    listing = Listing(ctypes, filters=filters, limit=limit, as_of=as_of, backward=True,
                       after=Cursor(after.lower()).encode() if after else None,
                       before=Cursor(before.lower()).encode() if before else None)
     builder = RowBuilder(entity)

@@ -20,23 +20,32 @@ from gateway.bulk import NEXT_HEADER, REVISION_HEADER, ROWS_PATH, arrow_schema
 from pyspark_xregistry.bulk import LEGACY_NEXT_HEADER, BulkClient, KeyRange, key_ranges
 from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient, GatewayError
 from pyspark_xregistry.schemas import ENTITIES, schema_for
-from pyspark_xregistry.source import BulkPartition, ReadOptions, SnapshotPartition, XRegistryReader
+from pyspark_xregistry.source import BulkPartition, FilteringReader, ReadOptions, SnapshotPartition, XRegistryReader
 from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID, TOKEN, serve
 from tests.spark.test_remote_and_revisions import federating  # noqa: F401 - the fixture
 
 
 class GraphQLReader(XRegistryReader):
-    """The data source's reader kept on its GraphQL path (what pushed filters and change feeds use)."""
+    """The data source's reader kept on its GraphQL path (what change feeds use)."""
+
+    bulk = False  # type: ignore[assignment]
+
+
+class FilteringGraphQLReader(FilteringReader):
+    """The filtering reader kept on its GraphQL path."""
 
     bulk = False  # type: ignore[assignment]
 
 
 def _rows(reader_type: type[XRegistryReader], url: str, entity: str, token: str | None = TOKEN,
-          **options: Any) -> list[dict[str, Any]]:
-    """Every row a reader yields (planned and read here, as Spark would), sorted by XID."""
+          pushed: dict[str, frozenset[str]] | None = None, **options: Any) -> list[dict[str, Any]]:
+    """Every row a reader yields (planned and read here, as Spark would, with filters ``pushed``),
+    sorted by XID."""
     given = {"url": url, "entity": entity, **({"token": token} if token else {})}
     opts = ReadOptions.parse(given | {k: str(v) for k, v in options.items()})
     reader = reader_type(opts, schema_for(entity))
+    reader.pushed.update(pushed or {})
+    assert reader.bulk == (reader_type not in (GraphQLReader, FilteringGraphQLReader))
     partitions = reader.partitions()
     kind = BulkPartition if reader.bulk else SnapshotPartition
     assert all(isinstance(p, kind) for p in partitions)
@@ -50,6 +59,32 @@ def test_bulk_rows_equal_the_graphql_paths(gateway, entity):
     graphql = _rows(GraphQLReader, gateway.url, entity, asOfRevision=gateway.corpus_revision)
     assert len(bulk) == CORPUS_COUNTS[entity]
     assert bulk == graphql
+
+
+PUSHED: list[tuple[str, dict[str, frozenset[str]]]] = [
+    ("messages", {"protocol": frozenset({"KAFKA"})}),
+    ("messages", {"protocol": frozenset({"kafka"})}),  # the gateway matches it, the exact check drops it
+    ("messages", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes", "IO.AISstream.amqp"}),
+                  "envelope": frozenset({"CloudEvents/1.0"})}),
+    ("messages", {"id": frozenset({"IO.AISstream.ShipStaticData", "nothing"})}),
+    ("messagegroups", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes"})}),
+    ("messagegroups", {"envelope": frozenset({"CloudEvents/1.0"})}),
+    ("endpoints", {"protocol": frozenset({"KAFKA"})}),
+    ("schemaversions", {"format": frozenset({"Avro/1.11.3"})}),
+    ("schemas", {"group": frozenset({"IO.AISstream.jstruct", "DE.Autobahn.jstruct"})}),
+]
+
+
+@pytest.mark.parametrize(("entity", "pushed"), PUSHED)
+def test_filtered_bulk_rows_equal_the_graphql_paths(gateway, entity, pushed):
+    """Pushed filters narrow the bulk read (the gateway filters, the connector checks exactly)."""
+    bulk = _rows(FilteringReader, gateway.url, entity, pushed=pushed, asOfRevision=gateway.corpus_revision,
+                 numPartitions=2)  # (read in bulk: _rows checks the partitions)
+    graphql = _rows(FilteringGraphQLReader, gateway.url, entity, pushed=pushed,
+                    asOfRevision=gateway.corpus_revision)
+    assert bulk == graphql
+    assert bulk or pushed == {"protocol": frozenset({"kafka"})}
+    assert all(row[column] in values for row in bulk for column, values in pushed.items())
 
 
 @pytest.mark.parametrize("entity", list(ENTITIES))
