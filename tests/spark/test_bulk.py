@@ -20,13 +20,20 @@ from gateway.bulk import NEXT_HEADER, REVISION_HEADER, ROWS_PATH, arrow_schema
 from pyspark_xregistry.bulk import LEGACY_NEXT_HEADER, BulkClient, KeyRange, key_ranges
 from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient, GatewayError
 from pyspark_xregistry.schemas import ENTITIES, schema_for
-from pyspark_xregistry.source import BulkPartition, FilteringReader, ReadOptions, SnapshotPartition, XRegistryReader
+from pyspark_xregistry.source import (
+    BulkPartition,
+    ChangesPartition,
+    FilteringReader,
+    ReadOptions,
+    SnapshotPartition,
+    XRegistryReader,
+)
 from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID, TOKEN, serve
 from tests.spark.test_remote_and_revisions import federating  # noqa: F401 - the fixture
 
 
 class GraphQLReader(XRegistryReader):
-    """The data source's reader kept on its GraphQL path (what change feeds use)."""
+    """The data source's reader kept on its GraphQL path (what user schemas of other types use)."""
 
     bulk = False  # type: ignore[assignment]
 
@@ -43,11 +50,11 @@ def _rows(reader_type: type[XRegistryReader], url: str, entity: str, token: str 
     sorted by XID."""
     given = {"url": url, "entity": entity, **({"token": token} if token else {})}
     opts = ReadOptions.parse(given | {k: str(v) for k, v in options.items()})
-    reader = reader_type(opts, schema_for(entity))
+    reader = reader_type(opts, schema_for(entity, changes="sinceRevision" in options))
     reader.pushed.update(pushed or {})
     assert reader.bulk == (reader_type not in (GraphQLReader, FilteringGraphQLReader))
     partitions = reader.partitions()
-    kind = BulkPartition if reader.bulk else SnapshotPartition
+    kind = ChangesPartition if "sinceRevision" in options else BulkPartition if reader.bulk else SnapshotPartition
     assert all(isinstance(p, kind) for p in partitions)
     rows = [row for p in partitions for batch in reader.read(p) for row in batch.to_pylist()]
     return sorted(rows, key=lambda r: (r["registry"], r["xid"]))
@@ -85,6 +92,36 @@ def test_filtered_bulk_rows_equal_the_graphql_paths(gateway, entity, pushed):
     assert bulk == graphql
     assert bulk or pushed == {"protocol": frozenset({"kafka"})}
     assert all(row[column] in values for row in bulk for column, values in pushed.items())
+
+
+def test_change_feed_rows_equal_the_graphql_paths(gateway):
+    """A change feed (``sinceRevision``) reads in bulk too: upserted rows as a snapshot's, deleted
+    ones with their ids alone, each with the revision of its change."""
+    before = gateway.revision()
+    gateway.import_document({"messagegroups": {"bulk.changes": {"messages": {"a": {"name": "a"}, "b": {}}}},
+                             "schemagroups": {"bulk.changes": {"schemas": {"s": {"versions": {"1": {
+                                 "format": "JsonSchema/draft-07", "schema": {"type": "object"}}}}}}}})
+    gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
+                    x="/messagegroups/bulk.changes/messages/b")
+    gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
+                    x="/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData")
+    after = gateway.revision()
+    for entity in ("messages", "messagegroups", "schemaversions"):
+        bulk = _rows(XRegistryReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
+        graphql = _rows(GraphQLReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
+        assert bulk == graphql and bulk, entity
+    changes = {r["xid"]: r["change"] for r in bulk_messages(gateway, before, after)}
+    assert changes["/messagegroups/bulk.changes/messages/b"] == "deleted"
+    assert changes["/messagegroups/bulk.changes/messages/a"] == "upserted"
+    assert changes["/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData"] == "deleted"
+    # in pages of 2 rows (a deleted entity among them), the same feed
+    with BulkClient(ClientConfig(url=gateway.url, token=TOKEN), "messages", page_rows=2) as paged:
+        pages = list(paged.changes(REGISTRY_ID, after, before, None))
+    assert len(pages) > 1 and sorted(x for b in pages for x in b.column("xid").to_pylist()) == sorted(changes)
+
+
+def bulk_messages(gateway, before: int, after: int) -> list[dict[str, Any]]:
+    return _rows(XRegistryReader, gateway.url, "messages", sinceRevision=before, asOfRevision=after)
 
 
 @pytest.mark.parametrize("entity", list(ENTITIES))

@@ -26,6 +26,8 @@ from pyspark_xregistry.client import RETRY_STATUSES, CheckpointMismatch, ClientC
 #: The bulk read's path, relative to the GraphQL endpoint's folder.
 ROWS_PATH = "bulk/rows"
 NEXT_HEADER = "X-Registry-Bulk-Before"
+#: The header naming the ``after`` of a change feed's next page.
+NEXT_AFTER_HEADER = "X-Registry-Bulk-After"
 #: The header's name on gateways of earlier releases.
 LEGACY_NEXT_HEADER = "xRegistry-bulk-before"
 #: Rows per request.
@@ -136,6 +138,21 @@ class BulkClient:
             before = next_before(resp.headers)
             if before is None:
                 return out
+
+    def changes(self, registry: str, revision: int, since: int, instance: str | None) -> Iterator[pa.RecordBatch]:
+        """The change feed of ``registry`` after revision ``since`` up to ``revision``, page by page
+        (``change`` first; refused unless the registry is ``instance``, when given)."""
+        after: str | None = None
+        while True:
+            params = [("registry", registry), ("entity", self.entity), ("asOf", str(revision)),
+                      ("since", str(since)), ("limit", str(self.page_rows))]
+            params += [(k, v) for k, v in (("instanceId", instance), ("after", after)) if v is not None]
+            resp = self._get(params)
+            with pa.ipc.open_stream(resp.content) as reader:
+                yield from (b for b in reader if b.num_rows)
+            after = resp.headers.get(NEXT_AFTER_HEADER)
+            if after is None:
+                return
 
     def _get(self, params: list[tuple[str, str]]) -> httpx.Response:
         attempt = 0

@@ -413,10 +413,12 @@ class XRegistryReader(DataSourceReader):
 
     @property
     def bulk(self) -> bool:
-        """Whether the read goes through the gateway's bulk read: a snapshot, pushed filters or
-        not, whose schema is the fixed one or some of its columns (see the module doc)."""
-        fixed = {f.name: f.dataType for f in schema_for(self.options.entity).fields}
-        return self.options.since is None and all(fixed.get(f.name) == f.dataType for f in self.schema.fields)
+        """Whether the read goes through the gateway's bulk read: a snapshot or a change feed,
+        pushed filters or not, whose schema is the fixed one or some of its columns (see the
+        module doc)."""
+        schema = schema_for(self.options.entity, changes=self.options.since is not None)
+        fixed = {f.name: f.dataType for f in schema.fields}
+        return all(fixed.get(f.name) == f.dataType for f in self.schema.fields)
 
     def _bulk_partitions(self, listed: Sequence[tuple[str, str, Sequence[GroupRef]]], pins: Mapping[str, int],
                          states: Mapping[str, RegistryState], total: int, n: int) -> list[InputPartition]:
@@ -453,7 +455,7 @@ class XRegistryReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows, as Arrow record batches of the requested schema."""
         pa_schema = to_arrow_schema(self.schema, timezone="UTC")
-        if isinstance(partition, BulkPartition):
+        if isinstance(partition, BulkPartition) or (isinstance(partition, ChangesPartition) and self.bulk):
             yield from self._bulk(partition, pa_schema)
             return
         converters = [(f.name, converter(f.dataType)) for f in self.schema.fields]
@@ -469,12 +471,14 @@ class XRegistryReader(DataSourceReader):
         if rows:
             yield _batch(rows, converters, pa_schema)
 
-    def _bulk(self, partition: BulkPartition, pa_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def _bulk(self, partition: BulkPartition | ChangesPartition, pa_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         names = pa_schema.names
         # the gateway matches pushed filters case-insensitively: its rows are checked again, exactly
         wanted = [(column, pa.array(sorted(values), type=pa.string())) for column, values in self.pushed.items()]
         with BulkClient(self.options.client_config(), self.options.entity) as bulk:
-            for batch in ordered_parallel(partition.ranges, bulk.read):
+            batches = (bulk.changes(partition.registry, partition.revision, partition.since, partition.instance)
+                       if isinstance(partition, ChangesPartition) else ordered_parallel(partition.ranges, bulk.read))
+            for batch in batches:
                 if wanted:
                     batch = batch.filter(functools.reduce(pc.and_kleene, [
                         pc.is_in(batch.column(column), value_set=values) for column, values in wanted]))
