@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from xreg.storage.indexed import PRESENT, Lookup, entries, parent_key, path_text
+from xreg.storage.indexed import PRESENT, Lookup, entry_texts, parent_key, path_text
 
 #: 2: ``meta.xref`` kept by its presence (:data:`~xreg.storage.indexed.PRESENCE`); no ``attrs_seq``.
 #: Bump it whenever :func:`~xreg.storage.indexed.entries` changes what it yields: a commit deletes
@@ -57,6 +57,12 @@ _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
 #: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
 LOOP_ROWS = 64
 _CHUNK = 500
+#: Rows of one path and collection type per ``INSERT`` (:data:`_INSERT_RUN`): the path's id and the
+#: type are bound once, each row binds its value, key and seq (a statement per row, with five
+#: parameters, cost about half again as much for a large commit).
+RUN = 100
+_INSERT_RUN = ("INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES "
+               + ", ".join(f"(?1, ?{3 + 3 * i}, ?2, ?{4 + 3 * i}, ?{5 + 3 * i})" for i in range(RUN)))
 
 
 class Executor(Protocol):
@@ -80,38 +86,66 @@ def stored(value: Any) -> Any:
     return value
 
 
-def rows(seq: int, key: str, ctype: str, doc: dict[str, Any] | None) -> list[tuple]:
-    """The ``attrs`` rows of one live state, the path as its text (see :func:`_store_rows`)."""
-    return [(path_text(path), v if type(v) is str else stored(v), ctype, key, seq) for path, v in entries(doc)]
+#: ``{(path text, ctype): [v, key, seq, v, key, seq, …]}``: the ``attrs`` rows of some states,
+#: by path and collection type, each group in the order of its states' keys.
+Groups = dict[tuple[str, str], list[Any]]
 
 
-async def _store_rows(db: Executor, found: list[tuple]) -> None:
-    """Insert ``attrs`` rows given with their paths' texts: the paths get their ids in
+def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> Groups:
+    """The ``attrs`` rows of live states ``(seq, key, ctype, doc)`` (``doc`` ``None``: none), grouped."""
+    out: Groups = {}
+    for seq, key, ctype, doc in sorted(states, key=_STATE_ORDER):
+        if doc is None:
+            continue
+        for text, v in entry_texts(doc):
+            group = out.get((text, ctype))
+            if group is None:
+                group = out[(text, ctype)] = []
+            group += (v if type(v) is str else stored(v), key, seq)
+    return out
+
+
+_STATE_ORDER = operator.itemgetter(2, 1)
+
+
+def _params(groups: Groups, ids: dict[str, int]) -> tuple[list[list[Any]], list[tuple]]:
+    """The parameters of :data:`_INSERT_RUN` (full runs) and of :data:`_INSERT` (the rest), in
+    index order by path, collection type and key (each path's rows fill its part of the index in
+    order, not a row here and there; sorting by the value too costs more than it saves)."""
+    runs: list[list[Any]] = []
+    rest: list[tuple] = []
+    width = 3 * RUN
+    for (text, ctype), flat in sorted(groups.items(), key=lambda kv: (ids[kv[0][0]], kv[0][1])):
+        path = ids[text]
+        full = len(flat) - len(flat) % width
+        runs += ([path, ctype, *flat[i:i + width]] for i in range(0, full, width))
+        rest += ((path, flat[i], ctype, flat[i + 1], flat[i + 2]) for i in range(full, len(flat), 3))
+    return runs, rest
+
+
+async def _path_ids(db: Executor, texts: list[str]) -> dict[str, int]:
+    return dict(await db.execute_fetchall(
+        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+
+
+async def _store_rows(db: Executor, groups: Groups, size: int) -> None:
+    """Insert the ``attrs`` rows of ``groups`` (``size`` of them): the paths get their ids in
     ``attr_paths`` (new ones added), the rows go in in index order."""
-    texts = sorted({r[0] for r in found})
+    texts = sorted({text for text, _ in groups})
     if not texts:
         return
     await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
-    ids = dict(await db.execute_fetchall(
-        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
-
-    def ordered() -> list[tuple]:
-        return sorted(((ids[t], v, c, k, s) for t, v, c, k, s in found), key=_NEAR_KEY_ORDER)
-
-    await db.executemany(_INSERT, ordered() if len(found) <= LOOP_ROWS else await asyncio.to_thread(ordered))
-
-
-#: The order rows go in: by path, then collection type and key (each path's rows fill its part
-#: of the index in order, not a row here and there; sorting by the value too costs more than it saves).
-_NEAR_KEY_ORDER = operator.itemgetter(0, 2, 3)
+    ids = await _path_ids(db, texts)
+    runs, rest = _params(groups, ids) if size <= LOOP_ROWS else await asyncio.to_thread(_params, groups, ids)
+    if runs:
+        await db.executemany(_INSERT_RUN, runs)
+    if rest:
+        await db.executemany(_INSERT, rest)
 
 
-def _rows_of(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> list[tuple]:
-    out: list[tuple] = []
-    for seq, key, ctype, doc in states:
-        if doc is not None:
-            out += rows(seq, key, ctype, doc)
-    return out
+def _size(states: Sequence[tuple[int, str, str, Any]]) -> int:
+    """About how many entries ``states`` have (what decides the thread)."""
+    return 16 * len(states)
 
 
 async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
@@ -127,8 +161,8 @@ async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
     for _, key, ctype, doc in opened:
         if doc is not None:
             delta[(ctype, parent_key(key))] += 1
-    found = _rows_of(opened) if len(opened) <= LOOP_ROWS // 16 else await asyncio.to_thread(_rows_of, opened)
-    await _store_rows(db, found)
+    size = _size(opened)
+    await _store_rows(db, _groups(opened) if size <= LOOP_ROWS else await asyncio.to_thread(_groups, opened), size)
     await db.executemany(_BUMP, [(c, p, n) for (c, p), n in delta.items() if n])
 
 
@@ -146,15 +180,15 @@ async def _drop_rows(db: Executor, closed: Sequence[tuple[int, str, str]]) -> No
     if not docs:
         return
 
-    def entries_of() -> list[tuple]:
-        return _rows_of([(seq, key, ctype, json.loads(doc) if doc else None) for seq, key, ctype, doc in docs])
+    def rows_of() -> list[tuple]:
+        return [(text, v if type(v) is str else stored(v), ctype, key, seq) for seq, key, ctype, doc in docs if doc
+                for text, v in entry_texts(json.loads(doc))]
 
-    found_rows = entries_of() if len(docs) <= LOOP_ROWS // 16 else await asyncio.to_thread(entries_of)
+    found_rows = rows_of() if _size(docs) <= LOOP_ROWS else await asyncio.to_thread(rows_of)
     texts = sorted({r[0] for r in found_rows})
     if not texts:
         return
-    ids = dict(await db.execute_fetchall(
-        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+    ids = await _path_ids(db, texts)
     await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND actype = ? AND akey = ? AND aseq = ?",
                          [(ids[t], v, c, k, s) for t, v, c, k, s in found_rows if t in ids])
 
@@ -173,7 +207,7 @@ async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
         if not found:
             break
         states = [(seq, key, ctype, json.loads(doc) if doc else {}) for seq, key, ctype, doc in found]
-        await _store_rows(db, await asyncio.to_thread(_rows_of, states))
+        await _store_rows(db, await asyncio.to_thread(_groups, states), _size(states))
         after = found[-1][0]
     await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('read_index', ?)", (VERSION,))
 
