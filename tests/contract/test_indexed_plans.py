@@ -202,6 +202,42 @@ async def test_mongo_queries_drive_by_the_attribute_index():
     assert await store.count(Query(MESSAGES, any_of=((protocol("nats"),),))) == 2
 
 
+class _Recorded:
+    """A collection whose method calls are recorded (name and arguments) before they run."""
+
+    def __init__(self, inner, calls: list) -> None:
+        self._inner, self._calls = inner, calls
+
+    def __getattr__(self, name):
+        method = getattr(self._inner, name)
+
+        def call(*args, **kwargs):
+            self._calls.append((name, args))
+            return method(*args, **kwargs)
+        return call
+
+
+async def test_mongo_commit_moves_the_counters_in_a_few_round_trips():
+    store = await _mongo()
+    calls: list = []
+    store.counts = _Recorded(store.counts, calls)
+    await store.commit(messages(300))  # 10 new parents: one read, one insert
+    assert [name for name, _ in calls] == ["find", "insert_many"]
+    assert len(calls[1][1][0]) == 10
+    calls.clear()
+    more = [Write(f"/messagegroups/g{i % 12}/messages/n{i:04d}", "resource", MESSAGES, {"default": {}})
+            for i in range(24)]  # 2 more in each of g0..g9, 2 in each of two new parents
+    gone = [Write(w.xid, "resource", MESSAGES, None) for w in messages(300)[:5]]  # g0..g4 lose one
+    await store.commit(more + gone)
+    assert sorted(name for name, _ in calls) == ["find", "insert_many", "update_many", "update_many"]
+    moves = {args[1]["$inc"]["n"]: sorted(args[0]["parent"]["$in"]) for name, args in calls if name == "update_many"}
+    assert moves == {2: [f"/messagegroups/g{g}" for g in range(5, 10)], 1: [f"/messagegroups/g{g}" for g in range(5)]}
+    assert await store.count(Query(MESSAGES)) == 319
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g0")) == 31
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g7")) == 32
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g11")) == 2
+
+
 async def test_a_mongo_database_made_before_the_read_index_is_migrated():
     client = AsyncMongoMockClient()
     store = mongo.MongoStore(client=client, database="xreg_old")
