@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mongomock_motor import AsyncMongoMockClient
 
-from xreg.storage import mongo
+from xreg.storage import indexed, mongo, sqlite_index
 from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor
 from xreg.storage.sqlite import SQLiteStore
@@ -78,6 +78,37 @@ async def test_sqlite_finds_cross_references_under_a_parent_by_one_index_range(t
     async with SQLiteStore(tmp_path / "s.db") as store:
         assert [r.key for r in (await store.list(sources)).items] == want
         assert await store.count(sources) == len(want)
+
+
+def _varied(i: int, ctype: str = MESSAGES) -> Write:
+    """Documents whose entries take every way into ``attrs``: a value shared by hundreds (whole
+    statements of rows), values of one state each, 1 and 1.0, booleans, presence, lists."""
+    return Write(f"/messagegroups/g{i % 3}/{ctype.split('/')[-1]}/m{i:04d}", "resource", ctype,
+                 {"default": {"protocol": "KAFKA", "messageid": f"m{i:04d}", "orderid": 1 if i % 2 else 1.0,
+                              "deprecated": i % 3 == 0, "labels": {"team": f"t{i % 4}"}, "usage": ["a", "B", i]}})
+
+
+async def _attrs_match_the_live_states(store: SQLiteStore) -> int:
+    found = await store.db.execute_fetchall(
+        "SELECT p.path, a.v, typeof(a.v), a.actype, a.akey, a.aseq FROM attrs a JOIN attr_paths p ON p.id = a.path")
+    live = await store.db.execute_fetchall("SELECT seq, xkey, ctype, doc FROM states WHERE live = 1")
+    expected = {(text, sqlite_index.stored(v), type(sqlite_index.stored(v)).__name__, ctype, key, seq)
+                for seq, key, ctype, doc in live for text, v in indexed.entry_texts(json.loads(doc))}
+    kinds = {"text": "str", "integer": "int", "real": "float", "blob": "bytes"}
+    assert {(t, v, kinds[k], c, key, seq) for t, v, k, c, key, seq in found} == expected
+    return len(found)
+
+
+async def test_sqlite_index_rows_are_the_entries_of_the_live_states(tmp_path):
+    """Large commits insert ``attrs`` a statement of rows at a time: every entry of every live
+    state is there, with its type, and nothing else, across updates and deletions."""
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        await store.commit([_varied(i) for i in range(450)] + [_varied(i, "schemagroups/schemas") for i in range(7)])
+        assert await _attrs_match_the_live_states(store) == 457 * 10
+        await store.commit([replace(_varied(i), doc={"default": {"protocol": "AMQP", "orderid": 2.5}})
+                            for i in range(0, 450, 2)] + [Write(_varied(i).xid, "resource", MESSAGES, None)
+                                                          for i in range(1, 200, 2)])
+        assert await _attrs_match_the_live_states(store) == 225 * 2 + 125 * 10 + 7 * 10
 
 
 async def test_sqlite_unfiltered_counts_come_from_the_counters(tmp_path):

@@ -57,12 +57,12 @@ _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
 #: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
 LOOP_ROWS = 64
 _CHUNK = 500
-#: Rows of one path and collection type per ``INSERT`` (:data:`_INSERT_RUN`): the path's id and the
-#: type are bound once, each row binds its value, key and seq (a statement per row, with five
-#: parameters, cost about half again as much for a large commit).
+#: Rows of one path, value and collection type per ``INSERT`` (:data:`_INSERT_RUN`): those three
+#: are bound once, each row binds its key and seq (a statement per row, binding five, costs about
+#: twice as much for a large commit).
 RUN = 100
 _INSERT_RUN = ("INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES "
-               + ", ".join(f"(?1, ?{3 + 3 * i}, ?2, ?{4 + 3 * i}, ?{5 + 3 * i})" for i in range(RUN)))
+               + ", ".join(f"(?1, ?2, ?3, ?{4 + 2 * i}, ?{5 + 2 * i})" for i in range(RUN)))
 
 
 class Executor(Protocol):
@@ -86,9 +86,10 @@ def stored(value: Any) -> Any:
     return value
 
 
-#: ``{(path text, ctype): [v, key, seq, v, key, seq, …]}``: the ``attrs`` rows of some states,
-#: by path and collection type, each group in the order of its states' keys.
-Groups = dict[tuple[str, str], list[Any]]
+#: ``{ctype: {path text: {v: [key, seq, key, seq, …]}}}``: the ``attrs`` rows of some states by
+#: collection type, path and value (text as itself, any other as ``(type, stored value)``), each
+#: list in the order of its states' keys.
+Groups = dict[str, dict[str, dict[Any, list[Any]]]]
 
 
 def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> Groups:
@@ -97,29 +98,47 @@ def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> Gr
     for seq, key, ctype, doc in sorted(states, key=_STATE_ORDER):
         if doc is None:
             continue
+        paths = out.get(ctype)
+        if paths is None:
+            paths = out[ctype] = {}
         for text, v in entry_texts(doc):
-            group = out.get((text, ctype))
-            if group is None:
-                group = out[(text, ctype)] = []
-            group += (v if type(v) is str else stored(v), key, seq)
+            values = paths.get(text)
+            if values is None:
+                values = paths[text] = {}
+            if type(v) is not str:  # kept by type too: 1 and 1.0 are one key of a dict
+                v = stored(v)
+                v = (type(v), v)
+            rows = values.get(v)
+            if rows is None:
+                values[v] = [key, seq]
+            else:
+                rows += (key, seq)
     return out
 
 
 _STATE_ORDER = operator.itemgetter(2, 1)
 
 
+def _value_order(v: Any) -> tuple[int, Any]:
+    """Where SQLite sorts a ``v`` of :data:`Groups` (numbers, then text, then blobs)."""
+    return (1, v) if type(v) is str else (2, v[1]) if v[0] is bytes else (0, v[1])
+
+
 def _params(groups: Groups, ids: dict[str, int]) -> tuple[list[list[Any]], list[tuple]]:
-    """The parameters of :data:`_INSERT_RUN` (full runs) and of :data:`_INSERT` (the rest), in
-    index order by path, collection type and key (each path's rows fill its part of the index in
-    order, not a row here and there; sorting by the value too costs more than it saves)."""
+    """The parameters of :data:`_INSERT_RUN` (full runs) and of :data:`_INSERT` (the rest), each
+    in the primary key's order: the rows fill the index's pages in order, not a row here and there."""
     runs: list[list[Any]] = []
     rest: list[tuple] = []
-    width = 3 * RUN
-    for (text, ctype), flat in sorted(groups.items(), key=lambda kv: (ids[kv[0][0]], kv[0][1])):
-        path = ids[text]
-        full = len(flat) - len(flat) % width
-        runs += ([path, ctype, *flat[i:i + width]] for i in range(0, full, width))
-        rest += ((path, flat[i], ctype, flat[i + 1], flat[i + 2]) for i in range(full, len(flat), 3))
+    width = 2 * RUN
+    for path, text, ctype in sorted((ids[text], text, ctype) for ctype, paths in groups.items() for text in paths):
+        values = groups[ctype][text]
+        for v in sorted(values, key=_value_order):
+            flat = values[v]
+            if type(v) is not str:
+                v = v[1]
+            full = len(flat) - len(flat) % width
+            runs += ([path, v, ctype, *flat[i:i + width]] for i in range(0, full, width))
+            rest += ((path, v, ctype, flat[i], flat[i + 1]) for i in range(full, len(flat), 2))
     return runs, rest
 
 
@@ -131,7 +150,7 @@ async def _path_ids(db: Executor, texts: list[str]) -> dict[str, int]:
 async def _store_rows(db: Executor, groups: Groups, size: int) -> None:
     """Insert the ``attrs`` rows of ``groups`` (``size`` of them): the paths get their ids in
     ``attr_paths`` (new ones added), the rows go in in index order."""
-    texts = sorted({text for text, _ in groups})
+    texts = sorted({text for paths in groups.values() for text in paths})
     if not texts:
         return
     await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
