@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,7 +51,7 @@ async def test_sqlite_reads_an_indexed_filter_from_the_index_in_key_order(tmp_pa
         both = Query(MESSAGES, any_of=((Condition(("default", "labels", "team"), "eq", "t1"), protocol("nats")),))
         plan = await store.explain(both)
         assert "SEARCH d USING PRIMARY KEY" in plan and "SCAN states" not in plan, plan
-        assert "USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey=?)" in plan, plan  # a seek, not a scan
+        assert "USING PRIMARY KEY (path=? AND v=? AND akey=?)" in plan, plan  # a seek, not a scan
         assert await store.count(both) == sum(1 for i in range(2000) if i % 50 == 3 and i % 3 == 1)
         # A wildcard reads its text range, each state once.
         wild = Query(MESSAGES, any_of=((protocol("na*", wildcard=True),),), limit=5)
@@ -68,7 +69,7 @@ async def test_sqlite_finds_cross_references_under_a_parent_by_one_index_range(t
         await store.commit(writes)
         sources = Query(MESSAGES, parent="/messagegroups/g3", any_of=((Condition(("meta", "xref"), "exists"),),))
         plan = await store.explain(sources)
-        assert "SEARCH d USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey>? AND akey<?)" in plan, plan
+        assert "SEARCH d USING PRIMARY KEY (path=? AND v=? AND akey>? AND akey<?)" in plan, plan
         assert "TEMP B-TREE" not in plan and "SCAN states" not in plan, plan
         want = [w.key for w in writes[::7] if w.key.startswith("/messagegroups/g3/")]
         assert [r.key for r in (await store.list(sources)).items] == want
@@ -90,7 +91,7 @@ def _varied(i: int, ctype: str = MESSAGES) -> Write:
 
 async def _attrs_match_the_live_states(store: SQLiteStore) -> int:
     found = await store.db.execute_fetchall(
-        "SELECT p.path, a.v, typeof(a.v), a.actype, a.akey, a.aseq FROM attrs a JOIN attr_paths p ON p.id = a.path")
+        "SELECT p.path, a.v, typeof(a.v), p.ctype, a.akey, a.aseq FROM attrs a JOIN attr_paths p ON p.id = a.path")
     live = await store.db.execute_fetchall("SELECT seq, xkey, ctype, doc FROM states WHERE live = 1")
     expected = {(text, sqlite_index.stored(v), type(sqlite_index.stored(v)).__name__, ctype, key, seq)
                 for seq, key, ctype, doc in live for text, v in indexed.entry_texts(json.loads(doc))}
@@ -143,6 +144,42 @@ async def test_a_database_made_before_the_read_index_opens_and_is_migrated(tmp_p
         assert rev == 4 and await store.count(amqp) == 2 and await store.count(Query(MESSAGES)) == 40
     async with SQLiteStore(path) as store:  # opened again: nothing to migrate, the same answers
         assert await store.count(amqp) == 2 and await store.count(Query(MESSAGES)) == 40
+
+
+#: The read index as layout 2 kept it (the collection type in every row).
+_LAYOUT_2 = (
+    "CREATE TABLE attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL, "
+    "aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID",
+)
+
+
+async def test_a_database_of_read_index_layout_2_is_rebuilt_once(tmp_path):
+    path = tmp_path / "s.db"
+    async with SQLiteStore(path) as store:
+        await store.commit(messages(100))
+    raw = sqlite3.connect(path)
+    with raw:  # as a store of layout 2 left it
+        raw.execute("DROP TABLE attrs")
+        raw.execute("DROP TABLE attr_paths")
+        for create in _LAYOUT_2:
+            raw.execute(create)
+        raw.execute("""INSERT INTO attr_paths(id, path) VALUES (1, '["default","protocol"]')""")
+        raw.execute("INSERT INTO attrs VALUES (1, 'nats', ?, '/messagegroups/g3/messages/m0003', 4)", (MESSAGES,))
+        raw.execute("UPDATE meta SET value = 2 WHERE key = 'read_index'")
+    raw.close()
+    nats = Query(MESSAGES, any_of=((protocol("nats"),),))
+    async with SQLiteStore(path) as store:
+        assert [r[1] for r in await store.db.execute_fetchall("PRAGMA table_info(attrs)")] == ["path", "v", "akey",
+                                                                                             "aseq"]
+        assert list(await store.db.execute_fetchall("SELECT value FROM meta WHERE key = 'read_index'")) == [(3,)]
+        assert await _attrs_match_the_live_states(store) == 100 * 4
+        assert [r.key for r in (await store.list(nats)).items] == [
+            "/messagegroups/g3/messages/m0003", "/messagegroups/g3/messages/m0053"]
+        assert "SEARCH d USING PRIMARY KEY (path=? AND v=?)" in await store.explain(nats)
+        await store.db.execute("DELETE FROM attrs WHERE akey = '/messagegroups/g3/messages/m0053'")
+    async with SQLiteStore(path) as store:  # opened again: not rebuilt (the row deleted above stays gone)
+        assert await store.count(nats) == 1
 
 
 def replace_as_of(query: Query, as_of: int) -> Query:

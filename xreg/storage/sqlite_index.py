@@ -2,20 +2,22 @@
 
 Schema (added to a database of an earlier schema when it is opened, see :func:`migrate`)::
 
-    attr_paths(id INTEGER PRIMARY KEY, path UNIQUE)
-        the indexed paths met so far (:func:`~xreg.storage.indexed.path_text`), by a small id.
-    attrs(path, v, actype, akey, aseq) PRIMARY KEY (path, v, actype, akey, aseq), WITHOUT ROWID
+    attr_paths(id INTEGER PRIMARY KEY, path, ctype, UNIQUE (path, ctype))
+        the indexed paths (:func:`~xreg.storage.indexed.path_text`) met so far in each collection
+        type, by a small id.
+    attrs(path, v, akey, aseq) PRIMARY KEY (path, v, akey, aseq), WITHOUT ROWID
         one row per entry of :func:`xreg.storage.indexed.entries` of every *live* state:
-        ``path`` its path's id (a path not in ``attr_paths`` has no entry), ``v`` the folded value (text,
-        integer or real; booleans as the blobs ``x'00'`` / ``x'01'``; the presence of an object or list as the
-        empty blob ``x''``), so
-        the storage classes keep types apart as ``matches`` does; ``actype``, ``akey`` and ``aseq``
-        are the state's ``ctype``, ``xkey`` and ``seq`` (named apart from them: the two tables
-        are joined). An equality is one range of
-        the primary key in key order; a further condition of the same state is a seek of the
-        primary key ``(path, v, actype, akey)``, and a commit drops the rows of a state it closes
-        by their primary keys, built again from its document (an index on ``aseq`` would cost
-        every insert a second b-tree entry).
+        ``path`` the id of its path in its state's collection type (none in ``attr_paths``: no
+        entry), ``v`` the folded value (text, integer or real; booleans as the blobs ``x'00'`` /
+        ``x'01'``; the presence of an object or list as the empty blob ``x''``), so the storage
+        classes keep types apart as ``matches`` does; ``akey`` and ``aseq`` are the state's
+        ``xkey`` and ``seq`` (named apart from them: the two tables are joined). Every read names
+        one collection type, so the type is part of the path's id, not a column of every row (a
+        third less to write). An equality is one range of the primary key in key order; a further
+        condition of the same state is a seek of the primary key ``(path, v, akey)``, and a commit
+        drops the rows of a state it closes by their primary keys, built again from its document
+        (an index on ``aseq`` would cost every insert a second b-tree entry). A commit inserts its
+        rows in the primary key's order, a statement of rows at a time (:data:`RUN`).
     counts(ctype, parent, n)           PRIMARY KEY (ctype, parent), WITHOUT ROWID
         how many live entities of a collection type each parent key has (``parent_key``): an
         unfiltered count is a sum over the parents in range, never a scan of the entities.
@@ -38,31 +40,35 @@ from typing import Any, Protocol
 from xreg.storage.indexed import PRESENT, Lookup, entry_texts, parent_key, path_text
 
 #: 2: ``meta.xref`` kept by its presence (:data:`~xreg.storage.indexed.PRESENCE`); no ``attrs_seq``.
+#: 3: the collection type in the path's id (``attr_paths.ctype``), no ``actype`` column.
 #: Bump it whenever :func:`~xreg.storage.indexed.entries` changes what it yields: a commit deletes
 #: a replaced state's rows by building them again from its document, so rows built by another
 #: layout would stay behind (a bump rebuilds the index when the store opens).
-VERSION = 2
+VERSION = 3
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL,
-    aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID;
+_TABLES = (
+    "CREATE TABLE IF NOT EXISTS attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL, ctype TEXT NOT NULL, "
+    "UNIQUE (path, ctype))",
+    "CREATE TABLE IF NOT EXISTS attrs (path INTEGER NOT NULL, v, akey TEXT NOT NULL, aseq INTEGER NOT NULL, "
+    "PRIMARY KEY (path, v, akey, aseq)) WITHOUT ROWID",
+)
+SCHEMA = ";\n".join(_TABLES) + """;
 CREATE TABLE IF NOT EXISTS counts (ctype TEXT NOT NULL, parent TEXT NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (ctype, parent)) WITHOUT ROWID;
 """
 
-_INSERT = "INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES (?, ?, ?, ?, ?)"
+_INSERT = "INSERT OR IGNORE INTO attrs(path, v, akey, aseq) VALUES (?, ?, ?, ?)"
 _BUMP = ("INSERT INTO counts(ctype, parent, n) VALUES (?, ?, ?) "
          "ON CONFLICT (ctype, parent) DO UPDATE SET n = n + excluded.n")
 #: Entries handled on the event loop at most (about 4 states' worth); more in a worker thread.
 LOOP_ROWS = 64
 _CHUNK = 500
-#: Rows of one path, value and collection type per ``INSERT`` (:data:`_INSERT_RUN`): those three
-#: are bound once, each row binds its key and seq (a statement per row, binding five, costs about
-#: twice as much for a large commit).
+#: Rows of one path and value per ``INSERT`` (:data:`_INSERT_RUN`): those two are bound once, each
+#: row binds its key and seq (a statement per row, binding all four, costs about twice as much for
+#: a large commit).
 RUN = 100
-_INSERT_RUN = ("INSERT OR IGNORE INTO attrs(path, v, actype, akey, aseq) VALUES "
-               + ", ".join(f"(?1, ?2, ?3, ?{4 + 2 * i}, ?{5 + 2 * i})" for i in range(RUN)))
+_INSERT_RUN = ("INSERT OR IGNORE INTO attrs(path, v, akey, aseq) VALUES "
+               + ", ".join(f"(?1, ?2, ?{3 + 2 * i}, ?{4 + 2 * i})" for i in range(RUN)))
 
 
 class Executor(Protocol):
@@ -124,37 +130,41 @@ def _value_order(v: Any) -> tuple[int, Any]:
     return (1, v) if type(v) is str else (2, v[1]) if v[0] is bytes else (0, v[1])
 
 
-def _params(groups: Groups, ids: dict[str, int]) -> tuple[list[list[Any]], list[tuple]]:
+def _params(groups: Groups, ids: dict[tuple[str, str], int]) -> tuple[list[list[Any]], list[tuple]]:
     """The parameters of :data:`_INSERT_RUN` (full runs) and of :data:`_INSERT` (the rest), each
     in the primary key's order: the rows fill the index's pages in order, not a row here and there."""
     runs: list[list[Any]] = []
     rest: list[tuple] = []
     width = 2 * RUN
-    for path, text, ctype in sorted((ids[text], text, ctype) for ctype, paths in groups.items() for text in paths):
+    for path, text, ctype in sorted((ids[(text, ctype)], text, ctype) for ctype, paths in groups.items()
+                                    for text in paths):
         values = groups[ctype][text]
         for v in sorted(values, key=_value_order):
             flat = values[v]
             if type(v) is not str:
                 v = v[1]
             full = len(flat) - len(flat) % width
-            runs += ([path, v, ctype, *flat[i:i + width]] for i in range(0, full, width))
-            rest += ((path, v, ctype, flat[i], flat[i + 1]) for i in range(full, len(flat), 2))
+            runs += ([path, v, *flat[i:i + width]] for i in range(0, full, width))
+            rest += ((path, v, flat[i], flat[i + 1]) for i in range(full, len(flat), 2))
     return runs, rest
 
 
-async def _path_ids(db: Executor, texts: list[str]) -> dict[str, int]:
-    return dict(await db.execute_fetchall(
-        "SELECT path, id FROM attr_paths WHERE path IN (SELECT value FROM json_each(?))", (json.dumps(texts),)))
+async def _path_ids(db: Executor, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """The ids of ``(path text, ctype)`` pairs in ``attr_paths`` (those it has)."""
+    found = await db.execute_fetchall(
+        "SELECT a.path, a.ctype, a.id FROM json_each(?) AS j JOIN attr_paths AS a "
+        "ON a.path = json_extract(j.value, '$[0]') AND a.ctype = json_extract(j.value, '$[1]')", (json.dumps(pairs),))
+    return {(path, ctype): i for path, ctype, i in found}
 
 
 async def _store_rows(db: Executor, groups: Groups, size: int) -> None:
     """Insert the ``attrs`` rows of ``groups`` (``size`` of them): the paths get their ids in
     ``attr_paths`` (new ones added), the rows go in in index order."""
-    texts = sorted({text for paths in groups.values() for text in paths})
-    if not texts:
+    pairs = sorted((text, ctype) for ctype, paths in groups.items() for text in paths)
+    if not pairs:
         return
-    await db.executemany("INSERT OR IGNORE INTO attr_paths(path) VALUES (?)", [(t,) for t in texts])
-    ids = await _path_ids(db, texts)
+    await db.executemany("INSERT OR IGNORE INTO attr_paths(path, ctype) VALUES (?, ?)", pairs)
+    ids = await _path_ids(db, pairs)
     runs, rest = _params(groups, ids) if size <= LOOP_ROWS else await asyncio.to_thread(_params, groups, ids)
     if runs:
         await db.executemany(_INSERT_RUN, runs)
@@ -204,12 +214,12 @@ async def _drop_rows(db: Executor, closed: Sequence[tuple[int, str, str]]) -> No
                 for text, v in entry_texts(json.loads(doc))]
 
     found_rows = rows_of() if _size(docs) <= LOOP_ROWS else await asyncio.to_thread(rows_of)
-    texts = sorted({r[0] for r in found_rows})
-    if not texts:
+    pairs = sorted({(r[0], r[2]) for r in found_rows})
+    if not pairs:
         return
-    ids = await _path_ids(db, texts)
-    await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND actype = ? AND akey = ? AND aseq = ?",
-                         [(ids[t], v, c, k, s) for t, v, c, k, s in found_rows if t in ids])
+    ids = await _path_ids(db, pairs)
+    await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND akey = ? AND aseq = ?",
+                         [(ids[(t, c)], v, k, s) for t, v, c, k, s in found_rows if (t, c) in ids])
 
 
 async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
@@ -250,7 +260,10 @@ async def migrate(db: Executor) -> bool:
         return False
     await begin_immediate(db)
     try:
-        await db.execute("DROP INDEX IF EXISTS attrs_seq")  # layout 1 kept one (see on_commit)
+        await db.execute("DROP TABLE IF EXISTS attrs")  # an older layout's (layout 1 had a second index)
+        await db.execute("DROP TABLE IF EXISTS attr_paths")
+        for create in _TABLES:
+            await db.execute(create)
         await rebuild(db)
     except BaseException:
         await db.execute("ROLLBACK")
@@ -279,9 +292,11 @@ def glob(part: str) -> str:
     return "".join(out)
 
 
-def match(sql: Params, alias: str, lk: Lookup) -> str:
-    """The constraints on ``attrs`` row ``alias`` that select exactly the entries of ``lk``."""
-    path = f"{alias}.path = (SELECT id FROM attr_paths WHERE path = {sql.p(path_text(lk.path))})"
+def match(sql: Params, alias: str, lk: Lookup, ctype: str) -> str:
+    """The constraints on ``attrs`` row ``alias`` that select exactly the entries of ``lk`` in
+    collection type ``ctype``."""
+    path = (f"{alias}.path = (SELECT id FROM attr_paths WHERE path = {sql.p(path_text(lk.path))} "
+            f"AND ctype = {sql.p(ctype)})")
     v = f"{alias}.v"
     if lk.present:
         return path
