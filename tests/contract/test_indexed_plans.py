@@ -110,6 +110,10 @@ async def test_sqlite_index_rows_are_the_entries_of_the_live_states(tmp_path):
                             for i in range(0, 450, 2)] + [Write(_varied(i).xid, "resource", MESSAGES, None)
                                                           for i in range(1, 200, 2)])
         assert await _attrs_match_the_live_states(store) == 225 * 2 + 125 * 10 + 7 * 10
+        # A closed state's rows, a hundred at a time: a seek of the primary key per row, no scan.
+        plan = await store.db.execute_fetchall("EXPLAIN QUERY PLAN " + sqlite_index._DELETE_RUN,
+                                               [1, "kafka"] + ["/k", 1] * sqlite_index.RUN)
+        assert next(iter(plan))[3] == "SEARCH attrs USING PRIMARY KEY (path=? AND v=? AND akey=?)"
 
 
 async def test_sqlite_unfiltered_counts_come_from_the_counters(tmp_path):

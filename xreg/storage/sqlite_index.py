@@ -69,6 +69,12 @@ _CHUNK = 500
 RUN = 100
 _INSERT_RUN = ("INSERT OR IGNORE INTO attrs(path, v, akey, aseq) VALUES "
                + ", ".join(f"(?1, ?2, ?{3 + 2 * i}, ?{4 + 2 * i})" for i in range(RUN)))
+#: The rows of :data:`_INSERT_RUN`'s parameters, deleted: the keys seek the primary key, the seqs
+#: are checked on the rows found (a pair ``(akey, aseq) IN (…)`` would scan the path's value). A
+#: key has one live state, whose rows carry its seq: each key finds the one row of its own state.
+_DELETE_RUN = ("DELETE FROM attrs WHERE path = ?1 AND v = ?2 AND akey IN ("
+               + ", ".join(f"?{3 + 2 * i}" for i in range(RUN)) + ") AND +aseq IN ("
+               + ", ".join(f"?{4 + 2 * i}" for i in range(RUN)) + ")")
 
 
 class Executor(Protocol):
@@ -98,16 +104,18 @@ def stored(value: Any) -> Any:
 Groups = dict[str, dict[str, dict[Any, list[Any]]]]
 
 
-def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | None]]) -> Groups:
-    """The ``attrs`` rows of live states ``(seq, key, ctype, doc)`` (``doc`` ``None``: none), grouped."""
+def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | str | None]]) -> Groups:
+    """The ``attrs`` rows of live states ``(seq, key, ctype, doc)`` (``doc`` ``None``: none; a
+    JSON text: decoded here, one at a time), grouped."""
     out: Groups = {}
     for seq, key, ctype, doc in sorted(states, key=_STATE_ORDER):
-        if doc is None:
+        if not doc:
             continue
+        found: dict[str, Any] = json.loads(doc) if isinstance(doc, str) else doc
         paths = out.get(ctype)
         if paths is None:
             paths = out[ctype] = {}
-        for text, v in entry_texts(doc):
+        for text, v in entry_texts(found):
             values = paths.get(text)
             if values is None:
                 values = paths[text] = {}
@@ -197,8 +205,9 @@ async def on_commit(db: Executor, closed: Sequence[tuple[int, str, str, bool]],
 
 async def _drop_rows(db: Executor, closed: Sequence[tuple[int, str, str]]) -> None:
     """Delete the ``attrs`` rows of live states a commit closes ``(seq, key, ctype)``: their
-    entries again, from their documents, each deleted by its primary key (no second index on
-    ``aseq`` to keep up on every insert)."""
+    entries again, from their documents, deleted by their primary keys (no second index on
+    ``aseq`` to keep up on every insert), the keys of a hundred rows of one path and value per
+    statement (:data:`_DELETE_RUN`)."""
     docs: list[tuple[int, str, str, Any]] = []
     for i in range(0, len(closed), _CHUNK):
         chunk = closed[i:i + _CHUNK]
@@ -206,20 +215,20 @@ async def _drop_rows(db: Executor, closed: Sequence[tuple[int, str, str]]) -> No
             "SELECT seq, doc FROM states WHERE seq IN (SELECT value FROM json_each(?))",
             (json.dumps([seq for seq, _, _ in chunk]),)))
         docs += [(seq, key, ctype, found.get(seq)) for seq, key, ctype in chunk]
-    if not docs:
-        return
 
-    def rows_of() -> list[tuple]:
-        return [(text, v if type(v) is str else stored(v), ctype, key, seq) for seq, key, ctype, doc in docs if doc
-                for text, v in entry_texts(json.loads(doc))]
-
-    found_rows = rows_of() if _size(docs) <= LOOP_ROWS else await asyncio.to_thread(rows_of)
-    pairs = sorted({(r[0], r[2]) for r in found_rows})
+    size = _size(docs)
+    groups = _groups(docs) if size <= LOOP_ROWS else await asyncio.to_thread(_groups, docs)
+    pairs = sorted((text, ctype) for ctype, paths in groups.items() for text in paths)
     if not pairs:
         return
     ids = await _path_ids(db, pairs)
-    await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND akey = ? AND aseq = ?",
-                         [(ids[(t, c)], v, k, s) for t, v, c, k, s in found_rows if (t, c) in ids])
+    known = {ctype: {text: values for text, values in paths.items() if (text, ctype) in ids}
+             for ctype, paths in groups.items()}
+    runs, rest = _params(known, ids) if size <= LOOP_ROWS else await asyncio.to_thread(_params, known, ids)
+    if runs:
+        await db.executemany(_DELETE_RUN, runs)
+    if rest:
+        await db.executemany("DELETE FROM attrs WHERE path = ? AND v = ? AND akey = ? AND aseq = ?", rest)
 
 
 async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
@@ -235,8 +244,7 @@ async def rebuild(db: Executor, *, chunk: int = 2000) -> None:
             "SELECT seq, xkey, ctype, doc FROM states WHERE live = 1 AND seq > ? ORDER BY seq LIMIT ?", (after, chunk)))
         if not found:
             break
-        states = [(seq, key, ctype, json.loads(doc) if doc else {}) for seq, key, ctype, doc in found]
-        await _store_rows(db, await asyncio.to_thread(_groups, states), _size(states))
+        await _store_rows(db, await asyncio.to_thread(_groups, found), _size(found))
         after = found[-1][0]
     await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('read_index', ?)", (VERSION,))
 
