@@ -34,7 +34,8 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
         most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
-        in rowid order). Pruning drops the rows of the states it drops.
+        in rowid order); past that many hits the same formula is computed by ``sqlite_rank``
+        from bounded statistics. Pruning drops the rows of the states it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
@@ -393,10 +394,15 @@ RANKED_HITS = 1000
 UNRANKED = 2**53
 
 
+#: The ``seq`` of the :data:`RANKED_HITS`-th newest state holding a search's words (FTS5 reads
+#: rowids newest first).
+_NEWEST = "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+
+
 @dataclass(frozen=True)
 class _Ranked:
-    """The ranked matches of a search with more than :data:`RANKED_HITS`: those from ``seq``
-    ``tier`` up, with their scores (JSON ``[[seq, score], …]``, :func:`sqlite_rank.scores`)."""
+    """The ranked matches of a search (:meth:`SQLiteStore._tier`): those from ``seq`` ``tier``
+    up, with their scores (JSON ``[[seq, score], …]``, :func:`sqlite_rank.scores`)."""
 
     tier: int
     scores: str
@@ -770,36 +776,47 @@ class SQLiteStore(Store):
                      f"WHERE {where} AND rowid < {sql.p(tier.tier)}")
         return f"WITH hits(seq, rank) AS ({hits}) "
 
-    async def _tier(self, query: Query) -> _Ranked | None:
+    async def _tier(self, query: Query, *, scored: bool = True) -> _Ranked | None:
         """The ranked matches of a search held by more than :data:`RANKED_HITS` stored states, the
-        newest that many (``None``: fewer hold it, every match is ranked by ``bm25``): FTS5 reads
-        rowids newest first. They are scored by :func:`sqlite_rank.scores` from their text, the
-        span of the table's rowids and how many of each word's newest rows hold it (at most
-        ``DF_SAMPLE`` read)."""
+        newest that many (FTS5 reads rowids newest first), or of a narrower one with a word in
+        more than ``DF_SAMPLE`` rows, all of them; ``None`` otherwise (every match is ranked by
+        ``bm25``, which then reads at most ``DF_SAMPLE`` rows a word). They are scored by
+        :func:`sqlite_rank.scores` from their text, the span of the table's rowids and how many of
+        each word's newest rows hold it (at most ``DF_SAMPLE`` read). Not ``scored``: a broad
+        search's tier alone (its scores empty), for a page among its older matches."""
         if query.search is None:
             return None
-        match = _match(query.search)
-        tier = await self._one("SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                               (match, RANKED_HITS - 1))
-        if tier is None:
-            return None
         words = list(query.search)
-        sample = " UNION ALL ".join(
-            f"SELECT {i}, count(*), min(rowid) FROM (SELECT rowid FROM search WHERE search MATCH ? "
+        if not scored:
+            tier = await self._one(_NEWEST, (_match(words), RANKED_HITS - 1))
+            if tier is not None:
+                return _Ranked(tier, "[]")
+        if self._terms is None:
+            self._terms = sqlite_rank.Terms(sqlite_rank.TOKENIZE)
+        # One hop: the statements and the scoring in a worker thread, on the read's connection
+        # (its own thread idle meanwhile, as for :meth:`_quick`).
+        return await asyncio.to_thread(self._rank, self._active()[1], self._terms, words)
+
+    @staticmethod
+    def _rank(raw: sqlite3.Connection, terms: sqlite_rank.Terms, words: builtins.list[str]) -> _Ranked | None:
+        """:meth:`_tier`'s statistics, candidates and scores (blocking)."""
+        match = _match(words)
+        sample = "".join(
+            f" UNION ALL SELECT {i}, count(*), min(rowid) FROM (SELECT rowid FROM search WHERE search MATCH ? "
             f"ORDER BY rowid DESC LIMIT {sqlite_rank.DF_SAMPLE})" for i in range(len(words)))
-        stats = {i: (n, low) for i, n, low in await self._all(
-            "SELECT -1, (SELECT rowid FROM search ORDER BY rowid LIMIT 1), "
-            f"(SELECT rowid FROM search ORDER BY rowid DESC LIMIT 1) UNION ALL {sample}",
-            [_match((w,)) for w in words])}
+        stats = {i: (n, low) for i, n, low in raw.execute(
+            f"SELECT -2, ({_NEWEST}), NULL UNION ALL SELECT -1, (SELECT rowid FROM search ORDER BY rowid LIMIT 1), "
+            f"(SELECT rowid FROM search ORDER BY rowid DESC LIMIT 1){sample}",
+            [match, RANKED_HITS - 1, *(_match((w,)) for w in words)])}
+        tier = stats[-2][0]
+        if tier is None and all(stats[i][0] < sqlite_rank.DF_SAMPLE for i in range(len(words))):
+            return None
         first, top = stats[-1]
         rows = top - first + 1
         held = [sqlite_rank.holding(*stats[i], top, rows) for i in range(len(words))]
-        candidates = await self._all("SELECT rowid, title, body FROM search WHERE search MATCH ? AND rowid >= ?",
-                                     (match, tier))
-        if self._terms is None:
-            self._terms = sqlite_rank.Terms(sqlite_rank.TOKENIZE)
-        scored = await asyncio.to_thread(sqlite_rank.scores, self._terms, words, candidates, rows, held)
-        return _Ranked(tier, json.dumps(scored))
+        candidates = raw.execute("SELECT rowid, title, body FROM search WHERE search MATCH ? AND rowid >= ?",
+                                 (match, tier or 0)).fetchall()
+        return _Ranked(tier or 0, json.dumps(sqlite_rank.scores(terms, words, candidates, rows, held)))
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
                   limit: int | None, exists: bool = False, drive: _Drive | None = None,
@@ -926,8 +943,9 @@ class SQLiteStore(Store):
         async with self._reading():
             await self._check(query.as_of)
             drive = await self._drive(query)
-            tier = await self._tier(query)
-            if tier is not None and query.sort == Sort(RANK) and query.before is None and limit is not None:
+            tiered = query.sort == Sort(RANK) and query.before is None and limit is not None
+            tier = await self._tier(query, scored=not tiered or _unranked_seq(query.after) is None)
+            if tier is not None and tiered and limit is not None:
                 rows, has_next, has_prev = await self._tiered_page(query, tier, limit)
             else:
                 rows, has_next, has_prev = await self._page_rows(query, drive, tier)
