@@ -4,8 +4,10 @@ narrow searches keep FTS5's ``bm25`` itself."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import sqlite3
+import threading
 from dataclasses import replace
 
 import pytest
@@ -191,3 +193,30 @@ async def test_a_narrow_search_with_a_word_in_many_rows_is_scored_without_bm25(s
     two = await store.list(replace(query, limit=2))
     rest = await store.list(replace(query, limit=2, after=cursor_for(two.items[-1], Sort(RANK))))
     assert keys(two) + keys(rest) == ["g", "f", "d"] and two.has_next and rest.has_prev and not rest.has_next
+
+
+async def test_a_search_cancelled_while_scoring_hands_its_connection_back_once_scored(store, monkeypatch):
+    started, release = threading.Event(), threading.Event()
+    real = sqlite_rank.scores
+
+    def slow(*args):
+        started.set()
+        release.wait()
+        return real(*args)
+
+    monkeypatch.setattr(sqlite_rank, "scores", slow)
+    idle = store._idle.qsize()
+    task = asyncio.create_task(store.list(Query(MESSAGES, search=("sensor",), sort=Sort(RANK), limit=3)))
+    await asyncio.to_thread(started.wait)
+    task.cancel()
+    try:
+        for _ in range(20):  # loop turns: the cancelled read still waits for the scoring thread
+            await asyncio.sleep(0)
+        assert not task.done() and store._idle.qsize() == idle - 1
+    finally:
+        release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert store._idle.qsize() == idle
+    monkeypatch.setattr(sqlite_rank, "scores", real)
+    assert keys(await store.list(Query(MESSAGES, search=("sensor",), sort=Sort(RANK), limit=1))) == ["c"]

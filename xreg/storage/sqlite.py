@@ -34,8 +34,9 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
         most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
-        in rowid order); past that many hits the same formula is computed by ``sqlite_rank``
-        from bounded statistics. Pruning drops the rows of the states it drops.
+        in rowid order); past that many hits, or with a word in many rows, the same formula is
+        computed by ``sqlite_rank`` from bounded statistics. Pruning drops the rows of the states
+        it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
@@ -768,8 +769,8 @@ class SQLiteStore(Store):
             return ""
         where = f"search MATCH {sql.p(_match(query.search))}"
         if not ranked or tier is None:
-            return f"WITH hits(seq, rank) AS (SELECT rowid, {'bm25(search, 4.0, 1.0)' if ranked else '0'} " \
-                   f"FROM search WHERE {where}) "
+            rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
+            return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
         hits = f"SELECT value ->> 0, value ->> 1 FROM json_each({sql.p(tier.scores)})"
         if not tier_only:
             hits += (f" UNION ALL SELECT rowid, {UNRANKED} - rowid FROM search "
@@ -794,8 +795,18 @@ class SQLiteStore(Store):
         if self._terms is None:
             self._terms = sqlite_rank.Terms(sqlite_rank.TOKENIZE)
         # One hop: the statements and the scoring in a worker thread, on the read's connection
-        # (its own thread idle meanwhile, as for :meth:`_quick`).
-        return await asyncio.to_thread(self._rank, self._active()[1], self._terms, words)
+        # (its own thread idle meanwhile, as for :meth:`_quick`). Cancelled, the read waits for
+        # the thread: the connection is handed back only once nothing uses it.
+        work = asyncio.ensure_future(asyncio.to_thread(self._rank, self._active()[1], self._terms, words))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([work])
+            if not work.cancelled():
+                work.exception()  # retrieved: the read is cancelled either way
+            raise
 
     @staticmethod
     def _rank(raw: sqlite3.Connection, terms: sqlite_rank.Terms, words: builtins.list[str]) -> _Ranked | None:
