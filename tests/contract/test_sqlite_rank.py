@@ -97,6 +97,7 @@ def keys(page) -> list[str]:
 async def store(tmp_path, monkeypatch):
     monkeypatch.setattr(sqlite, "RANKED_HITS", 5)
     monkeypatch.setattr(sqlite_rank, "DF_SAMPLE", 8)
+    monkeypatch.setattr(sqlite_rank, "BM25_ROWS", 10)  # "sensor" is in more: scored here
     async with SQLiteStore(tmp_path / "s.db") as s:
         # "sensor" in every message, "alarm" in few: the older ones unranked, the 5 newest ranked.
         for i in range(24):
@@ -169,14 +170,15 @@ async def test_a_broad_search_lists_its_ranked_hits_then_the_older_ones(store):
 
 
 async def test_a_narrow_search_keeps_fts5s_bm25(store, tmp_path):
-    query = Query(MESSAGES, search=("alarm", "long"), sort=Sort(RANK))  # one message holds both
+    # Two messages hold both words, 8 rows hold either (not more than BM25_ROWS).
+    query = Query(MESSAGES, search=("alarm", "long"), sort=Sort(RANK))
     await store.commit([message("f", "long alarm", "long")])
     seen = statements(store)
     page = await store.list(query)
     assert keys(page) == ["f", "d"] and any("bm25(search, 4.0, 1.0)" in s for s in seen)
     with sqlite3.connect(tmp_path / "s.db") as db:
         want = db.execute("SELECT bm25(search, 4.0, 1.0) FROM search WHERE search MATCH '\"alarm\" \"long\"' "
-                          "ORDER BY rank").fetchall()
+                          "ORDER BY 1").fetchall()
     assert [r.rank for r in page.items] == [w[0] for w in want]
 
 
@@ -220,3 +222,16 @@ async def test_a_search_cancelled_while_scoring_hands_its_connection_back_once_s
     assert store._idle.qsize() == idle
     monkeypatch.setattr(sqlite_rank, "scores", real)
     assert keys(await store.list(Query(MESSAGES, search=("sensor",), sort=Sort(RANK), limit=1))) == ["c"]
+
+
+async def test_a_search_whose_words_are_in_few_rows_is_ranked_by_bm25(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_rank, "BM25_ROWS", 100)  # reading every row of "sensor" is cheap
+    seen = statements(store)
+    page = await store.list(Query(MESSAGES, search=("sensor",), sort=Sort(RANK), limit=5))
+    assert any("bm25(search, 4.0, 1.0)" in s and "rowid >=" in s for s in seen), seen
+    assert not any("title, body" in s for s in seen)
+    with sqlite3.connect(tmp_path / "s.db") as db:
+        want = db.execute("SELECT bm25(search, 4.0, 1.0) FROM search WHERE search MATCH 'sensor' "
+                          "AND rowid >= (SELECT rowid FROM search WHERE search MATCH 'sensor' "
+                          "ORDER BY rowid DESC LIMIT 1 OFFSET 4) ORDER BY 1").fetchall()
+    assert [r.rank for r in page.items] == [w[0] for w in want] and keys(page)[0] == "c"

@@ -34,9 +34,8 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
         most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
-        in rowid order); past that many hits, or with a word in many rows, the same formula is
-        computed by ``sqlite_rank`` from bounded statistics. Pruning drops the rows of the states
-        it drops.
+        in rowid order); when the words are in many rows the same formula is computed by
+        ``sqlite_rank`` from bounded statistics. Pruning drops the rows of the states it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
@@ -386,10 +385,9 @@ class _Drive:
 
 
 #: A search whose words are in more stored states than this (current or past, any collection) ranks
-#: only its matches among the most recently written of those, scored by :mod:`sqlite_rank` (FTS5's
-#: ``bm25`` would first count the rows holding each word): the other matches follow them, newest
-#: first. A page of any search then costs at most this many ranked hits, and the older matches
-#: it reads (docs/scale.md).
+#: only its matches among the most recently written of those (by ``bm25``, or by :mod:`sqlite_rank`
+#: when its words are in many rows): the other matches follow them, newest first. A page of any
+#: search then costs at most this many ranked hits, and the older matches it reads (docs/scale.md).
 RANKED_HITS = 1000
 #: The rank of an unranked match is this less its ``seq``: after every ranked one (at most 0).
 UNRANKED = 2**53
@@ -403,10 +401,11 @@ _NEWEST = "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIM
 @dataclass(frozen=True)
 class _Ranked:
     """The ranked matches of a search (:meth:`SQLiteStore._tier`): those from ``seq`` ``tier``
-    up, with their scores (JSON ``[[seq, score], …]``, :func:`sqlite_rank.scores`)."""
+    up, with their scores (JSON ``[[seq, score], …]``, :func:`sqlite_rank.scores`; ``None``:
+    ranked by ``bm25``)."""
 
     tier: int
-    scores: str
+    scores: str | None
 
 
 def _unranked_seq(cursor: Cursor | None) -> int | None:
@@ -767,9 +766,15 @@ class SQLiteStore(Store):
         keeps the ranked ones alone."""
         if query.search is None:
             return ""
-        where = f"search MATCH {sql.p(_match(query.search))}"
+        rank, where = "bm25(search, 4.0, 1.0)" if ranked else "0", f"search MATCH {sql.p(_match(query.search))}"
         if not ranked or tier is None:
-            rank = "bm25(search, 4.0, 1.0)" if ranked else "0"
+            return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+        if tier.scores is None:
+            t = sql.p(tier.tier)
+            if tier_only:
+                where += f" AND rowid >= {t}"
+            else:
+                rank = f"CASE WHEN rowid >= {t} THEN {rank} ELSE {UNRANKED} - rowid END"
             return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
         hits = f"SELECT value ->> 0, value ->> 1 FROM json_each({sql.p(tier.scores)})"
         if not tier_only:
@@ -778,20 +783,20 @@ class SQLiteStore(Store):
         return f"WITH hits(seq, rank) AS ({hits}) "
 
     async def _tier(self, query: Query, *, scored: bool = True) -> _Ranked | None:
-        """The ranked matches of a search held by more than :data:`RANKED_HITS` stored states, the
-        newest that many (FTS5 reads rowids newest first), or of a narrower one with a word in
-        more than ``DF_SAMPLE`` rows, all of them; ``None`` otherwise (every match is ranked by
-        ``bm25``, which then reads at most ``DF_SAMPLE`` rows a word). They are scored by
-        :func:`sqlite_rank.scores` from their text, the span of the table's rowids and how many of
-        each word's newest rows hold it (at most ``DF_SAMPLE`` read). Not ``scored``: a broad
-        search's tier alone (its scores empty), for a page among its older matches."""
+        """The ranked matches of a search held by more than :data:`RANKED_HITS` stored states: the
+        newest that many (FTS5 reads rowids newest first); ``None`` when fewer hold it (all are
+        ranked). Their rank is ``bm25`` while the rows holding the words (each word's counted up to
+        ``DF_SAMPLE``, else estimated) total at most ``BM25_ROWS`` — ``bm25`` reads them all —,
+        else :func:`sqlite_rank.scores` from the candidates' text, the span of the table's rowids
+        and those counts (a narrower search too: all its matches). Not ``scored``: a broad
+        search's tier alone (no scores), for a page among its older matches."""
         if query.search is None:
             return None
         words = list(query.search)
         if not scored:
             tier = await self._one(_NEWEST, (_match(words), RANKED_HITS - 1))
             if tier is not None:
-                return _Ranked(tier, "[]")
+                return _Ranked(tier, None)
         if self._terms is None:
             self._terms = sqlite_rank.Terms(sqlite_rank.TOKENIZE)
         # One hop: the statements and the scoring in a worker thread, on the read's connection
@@ -819,12 +824,13 @@ class SQLiteStore(Store):
             f"SELECT -2, ({_NEWEST}), NULL UNION ALL SELECT -1, (SELECT rowid FROM search ORDER BY rowid LIMIT 1), "
             f"(SELECT rowid FROM search ORDER BY rowid DESC LIMIT 1){sample}",
             [match, RANKED_HITS - 1, *(_match((w,)) for w in words)])}
-        tier = stats[-2][0]
-        if tier is None and all(stats[i][0] < sqlite_rank.DF_SAMPLE for i in range(len(words))):
+        tier, (first, top) = stats[-2][0], stats[-1]
+        if first is None:  # no text at all
             return None
-        first, top = stats[-1]
         rows = top - first + 1
         held = [sqlite_rank.holding(*stats[i], top, rows) for i in range(len(words))]
+        if sum(held) <= sqlite_rank.BM25_ROWS:
+            return None if tier is None else _Ranked(tier, None)
         candidates = raw.execute("SELECT rowid, title, body FROM search WHERE search MATCH ? AND rowid >= ?",
                                  (match, tier or 0)).fetchall()
         return _Ranked(tier or 0, json.dumps(sqlite_rank.scores(terms, words, candidates, rows, held)))

@@ -1,10 +1,11 @@
 """BM25 of a broad search's newest hits, scored here instead of by FTS5's ``bm25``.
 
 FTS5's ``bm25`` weighs each word by the number of rows holding it, which it counts by reading
-the word's whole document list: ≈0.1 s for a word in 1,000,000 rows, whatever the page. The
-SQLite store ranks a search with more than ``RANKED_HITS`` matches among its newest
-``RANKED_HITS`` (the candidates) and scores them here with FTS5's formula (``k1`` 1.2, ``b``
-0.75, the title weighing 4 times the body)::
+the word's whole document list: ≈20 ms of CPU for a word in 1,000,000 rows, whatever the page.
+The SQLite store ranks a search with more than ``RANKED_HITS`` matches among its newest
+``RANKED_HITS`` (the candidates, else all its matches); when its words are in more than
+:data:`BM25_ROWS` rows it scores them here with FTS5's formula (``k1`` 1.2, ``b`` 0.75, the
+title weighing 4 times the body)::
 
     score = -sum over words w of idf(w) * f * (k1 + 1) / (f + k1 * (1 - b + b * D / avgD))
     idf(w) = ln((N - n + 0.5) / (n + 0.5)), 1e-6 when not positive
@@ -35,6 +36,9 @@ from collections.abc import Sequence
 TOKENIZE = "'porter unicode61 remove_diacritics 2'"
 #: How many of a word's newest rows are counted to weigh it (see the module's docstring).
 DF_SAMPLE = 4000
+#: Up to this many rows holding a search's words (all words, as counted or estimated), FTS5's
+#: ``bm25`` weighs them at about the cost of scoring the candidates here (≈20 ns a row): it ranks.
+BM25_ROWS = 100_000
 #: Tokens whose terms :class:`Terms` remembers at most (then it starts over).
 TERMS_KEPT = 100_000
 K1, B = 1.2, 0.75
