@@ -3,7 +3,7 @@
 FTS5's ``bm25`` weighs each word by the number of rows holding it, which it counts by reading
 the word's whole document list: ≈20 ms of CPU for a word in 1,000,000 rows, whatever the page.
 The SQLite store ranks a search with more than ``RANKED_HITS`` matches among its newest
-``RANKED_HITS`` (the candidates, else all its matches); when its words are in more than
+``RANKED_HITS`` (the candidates; all its matches when fewer); when its words are in more than
 :data:`BM25_ROWS` rows it scores them here with FTS5's formula (``k1`` 1.2, ``b`` 0.75, the
 title weighing 4 times the body)::
 
