@@ -721,15 +721,15 @@ class SQLiteStore(Store):
                 continue
             if lk is None or not _seekable(lk):
                 where.append(sql.condition(cond))
-            else:  # a seek of the primary key: (path, value, collection type, key)
-                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE {sqlite_index.match(sql, f'e{i}', lk)} "
-                             f"AND e{i}.actype = {sql.p(query.ctype)} AND e{i}.akey = {key})")
+            else:  # a seek of the primary key: (path in the collection type, value, key)
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE "
+                             f"{sqlite_index.match(sql, f'e{i}', lk, query.ctype)} AND e{i}.akey = {key})")
         return where
 
     @staticmethod
     def _drive_where(sql: _SQL, query: Query, drive: _Drive) -> str:
         """The ``attrs`` rows ``d`` of the driving condition (its collection type and parent range)."""
-        where = f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}"
+        where = sqlite_index.match(sql, 'd', drive.lk, query.ctype)
         pk = _parent_key(query)
         if pk is not None:
             where += f" AND d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}"
@@ -749,8 +749,8 @@ class SQLiteStore(Store):
         sizes = []
         for i, lk in found:
             sql = _SQL()
-            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE {sqlite_index.match(sql, 'd', lk)} "
-                    f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
+            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE "
+                    f"{sqlite_index.match(sql, 'd', lk, query.ctype)} LIMIT {ESTIMATE_ROWS})")
             sizes.append((await self._one(text, sql.params), i, lk))
         _, i, lk = min(sizes, key=lambda t: t[0])
         covered = len(found) == len(group) and all(_seekable(other) for j, other in found if j != i)
