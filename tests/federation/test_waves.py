@@ -108,3 +108,20 @@ async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, rem
     finally:
         await gw.client.aclose()
         await lifespan.__aexit__(None, None, None)
+
+
+@pytest.mark.parametrize("selection", ["dataschema { uri format }", "dataschema @skip(if: true) { xid }"])
+async def test_nothing_is_read_ahead_that_the_query_does_not_read(tmp_path, remotes, selection):
+    """Only what the selected fields will load is read ahead: a schema reference whose target
+    the query does not read (its ``uri``, a skipped field) asks the remotes for no schema."""
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+        await gw.data("{ registry { messagegroups { nodes { messages { nodes { xid " + selection + " } } } } } }")
+        asked = [entry for s in remotes.values() for entry in s.wrapper.log]
+        assert not [entry for entry in asked if entry.startswith("/registry/schemagroups")], asked
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
