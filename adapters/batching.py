@@ -62,6 +62,18 @@ class EntityBatcher:
             out.append(found if found is not None else self.loader.load(key))
         return out
 
+    def read_ahead(self, keys: list[Key]) -> None:
+        """Start loading ``(registry, as_of, XID)`` keys a later step will ask for (references
+        read ahead): those the request does not know yet go out at once, as a batch of their own
+        (:meth:`~adapters.batch_loader.BatchLoader.load_now`), and the later loads find them
+        under way. A failure is left to the load that asks for it."""
+        primed = self.primed
+        self.loader.load_now([k for k in keys if (k[0], k[1], k[2].lower()) not in primed])
+        for key in keys:
+            future = self.loader.cached(key)
+            if future is not None and not future.done():
+                future.add_done_callback(_retrieved)
+
     async def fetch(self, keys: list[Key]) -> list[Entity | BaseException | None]:
         """Per ``(registry, as_of, XID)``, in order: the entity (``None``: it does not exist), or
         the exception its registry failed with. For a caller that has every load of a step at
@@ -159,3 +171,10 @@ class EntityBatcher:
             result = by_group[(registry, as_of)]
             out.append(result if isinstance(result, BaseException) else result.get(xid.lower()))
         return out
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A load read ahead that failed: the load that asks for it reports the failure (if the
+    request still wants it), not an unretrieved exception meanwhile."""
+    if not future.cancelled():
+        future.exception()

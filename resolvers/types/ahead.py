@@ -10,10 +10,12 @@ round trip more than the data needs. So a reference field can be marked with a *
 alone, the ``(registry, as_of, XID)`` its resolver will load for them (``field_nodes``: the
 field as the query selects it). When a page is read for a connection (``resolvers/types/pages.py``),
 the look-aheads of the fields its nodes select are asked (:func:`page_ahead`) and their loads of
-remote registries enqueued into the request's entity loader, not awaited: they go out with the
-page's other loads (its messages' bases), and the resolver, a level later, finds them loaded or
-under way. A message whose chain is still to be followed is asked twice: for what it declares
-itself as soon as the page is read, and for what it inherits once its chain is in.
+remote registries started at once, as a batch of their own, not awaited
+(:meth:`~adapters.batching.EntityBatcher.read_ahead`: nothing the request's loaders hold their
+batches for — the executor's paced work — delays them): they go out beside the page's other
+loads (its messages' bases), and the resolver, a level later, finds them loaded or under way.
+A message whose chain is still to be followed is asked twice: for what it declares itself as
+soon as the page is read, and for what it inherits once its chain is in.
 
 Only loads from remote registries (:attr:`~adapters.base.RegistrySource.round_trip`) are read
 ahead: a round trip saved is worth it; a read of the gateway's own store is not, and keeps its
@@ -22,7 +24,6 @@ level (the store calls per level stay as they are).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -127,15 +128,6 @@ def page_ahead(info: Info) -> Callable[[Sequence[SourceEntity]], None] | None:
                     keys += form(ctx, members, nodes, fragments)
         remote = [k for k in keys if (s := sources.get(k[0])) is not None and s.round_trip]
         if remote:
-            for load in ctx.loaders.batcher.lookup(remote):
-                if isinstance(load, asyncio.Future):
-                    load.add_done_callback(_retrieved)
+            ctx.loaders.batcher.read_ahead(remote)
 
     return read
-
-
-def _retrieved(future: asyncio.Future[Any]) -> None:
-    """A load read ahead that failed: its resolver reports the failure (if the query still
-    wants it); not an unretrieved exception meanwhile."""
-    if not future.cancelled():
-        future.exception()
