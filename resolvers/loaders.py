@@ -10,9 +10,11 @@ of source (and store) calls grows with the depth of a query, not with the size o
 A paced list completion (``resolvers/pacing.py``) lets the event loop run in the middle of a
 level; while it does, the request's :class:`~resolvers.pacing.Hold` is taken and the loaders
 (:class:`HeldLoader`) keep their batches open, so that a level's loads still go out together.
-The hold is taken too while a level's references are read at once
+The hold is taken too while a level's references are read at once from the gateway's own store
 (:meth:`~adapters.batching.EntityBatcher.fetch`), so the loads issued with what they found join
-the level's batches however many loop turns the read took.
+the level's batches however many loop turns the read took; never while a remote's answer is
+awaited (its keys join the loop turn's batch instead). References a page's nodes will follow are
+read ahead from remote registries (:meth:`settle`'s ``read_ahead``, ``resolvers/types/ahead.py``).
 
 Every message handed out is materialised (:meth:`Loaders.settle`, the request's
 :class:`~adapters.request.Materialiser`, shared with the bulk rows): a chain that leaves its
