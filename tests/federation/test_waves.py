@@ -6,9 +6,10 @@ through (``release_held``) before it waits for the next — so the count depends
 
 The data needs two dependency steps: the local page names the endpoint's remote message groups,
 the base messages and one message's own schema version (whose resource its XID names); the base
-messages name the data schemas the others inherit. Two waves, whether the endpoint is read from
-a page (its references read ahead, ``resolvers/types/ahead.py``) or looked up (its references
-read with the level's other loads, nothing held for a remote's answer, ``adapters/batching.py``).
+messages name the data schemas the others inherit. Two waves, whether the endpoint and the
+messages are read from the registry's pages or across registries (their references read ahead,
+``resolvers/types/ahead.py``) or the endpoint is looked up (its references read with the level's
+other loads, nothing held for a remote's answer, ``adapters/batching.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +32,16 @@ WAVES = [
     {"transit": {f"{TRANSIT_SCHEMA}$details"}},
 ]
 
-ENDPOINT = {
-    "page": "endpoints(first: 1) { nodes { xid messagegroups { xid } } }",
-    "lookup": 'lookup(xid: "/endpoints/everything") { ... on Endpoint { xid messagegroups { xid } } }',
+MESSAGE = "xid basemessage { xid } dataschema { xid schema { xid } }"
+GROUPS = "messagegroups { nodes { messages { nodes { " + MESSAGE + " } } } }"
+#: The same data read three ways: the registry's pages, a lookup, the connections across registries.
+QUERIES = {
+    "page": "{ registry { endpoints(first: 1) { nodes { xid messagegroups { xid } } } " + GROUPS + " } }",
+    "lookup": '{ registry { lookup(xid: "/endpoints/everything") { ... on Endpoint { xid messagegroups { xid } } } '
+              + GROUPS + " } }",
+    "across": '{ endpoints(registries: ["test"], first: 1) { nodes { xid messagegroups { xid } } } '
+              'messages(registries: ["test"]) { nodes { ' + MESSAGE + " } } }",
 }
-MESSAGES = """messagegroups { nodes { messages { nodes {
-  xid basemessage { xid } dataschema { xid schema { xid } } } } } }"""
 
 
 def document(remotes) -> dict:
@@ -62,11 +67,11 @@ async def held(remotes, wave: dict[str, set[str]]) -> None:
                              f"asked {({r: s.wrapper.log for r, s in remotes.items()})}") from exc
 
 
-@pytest.mark.parametrize("endpoint", list(ENDPOINT))
-async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, remotes, endpoint):
+@pytest.mark.parametrize("way", list(QUERIES))
+async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, remotes, way):
     registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
     gw, lifespan = await start(tmp_path, registries, document(remotes))
-    query = "{ registry { " + ENDPOINT[endpoint] + " " + MESSAGES + " } }"
+    query = QUERIES[way]
     try:
         for server in remotes.values():
             server.wrapper.clear()
@@ -93,10 +98,14 @@ async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, rem
                 running.cancel()
         assert waves == WAVES
         assert {rid: len(s.wrapper.log) for rid, s in remotes.items()} == seen  # nothing after the last wave
-        registry = data["registry"]
-        endpoint_node = (registry["endpoints"]["nodes"][0] if endpoint == "page" else registry["lookup"])
-        assert [g["xid"] for g in endpoint_node["messagegroups"]] == [ERP_GROUP, EDGE_NODE]
-        messages = {m["xid"].rsplit("/", 1)[1]: m for m in registry["messagegroups"]["nodes"][0]["messages"]["nodes"]}
+        if way == "across":
+            endpoint, nodes = data["endpoints"]["nodes"][0], data["messages"]["nodes"]
+        else:
+            registry = data["registry"]
+            endpoint = registry["endpoints"]["nodes"][0] if way == "page" else registry["lookup"]
+            nodes = registry["messagegroups"]["nodes"][0]["messages"]["nodes"]
+        assert [g["xid"] for g in endpoint["messagegroups"]] == [ERP_GROUP, EDGE_NODE]
+        messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
         assert messages["own"]["basemessage"]["xid"] == ERP_BASE
         assert messages["own"]["dataschema"]["schema"]["xid"] == EMPLOYEE_SCHEMA
         assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
