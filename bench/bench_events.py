@@ -2,8 +2,9 @@
 (``graphql-transport-ws``) while writes land through the xRegistry HTTP API.
 
 The gateway (SQLite, a fresh data directory) runs in a process of its own under uvicorn, so that
-its memory and CPU are its own; the subscribers run in another process (one asyncio loop), and
-this one writes. Figures:
+its memory and CPU are its own; the subscribers run in another process (one asyncio loop;
+``--client-processes N``: N processes), a minimal client that reads only what the latency needs
+(:class:`Subscriber`), and this one writes. Figures:
 
 - **commit-to-delivery latency** p50 / p99: from the event's ``time`` (stamped by the commit)
   to its arrival at a subscriber, over every delivery, for ``--subscribers`` subscribers while
@@ -18,6 +19,7 @@ this one writes. Figures:
   paced write until every delivery arrived, less what as many writes cost without subscribers
   (the throughput run alone), over the deliveries: a figure a shared machine's load moves less
   than latencies;
+- **the subscribers' CPU per delivery**: what the client side costs the machine it shares;
 - **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
   deliveries to a local receiver against plain POSTs of the same bodies).
 
@@ -28,7 +30,8 @@ printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers,
 ``--workers N`` serves with N gateway processes accepting on the one socket (as ``serve --workers
 N``, or N replicas), each following the store's event log (``--poll``, XREG_EVENTS_POLL_SECONDS).
 
-Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1] [--smoke]
+Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1]
+[--client-processes 1] [--smoke]
 """
 
 from __future__ import annotations
