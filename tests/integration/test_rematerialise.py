@@ -14,6 +14,7 @@ from mongomock_motor import AsyncMongoMockClient
 from xreg.registry.materialise import derived_of
 from xreg.registry.rematerialise import Rematerialiser, stale_since
 from xreg.registry.service import LocalRegistry
+from xreg.storage.backup import backup, restore
 from xreg.storage.mongo import MongoStore
 from xreg.storage.sqlite import SQLiteStore
 
@@ -43,6 +44,11 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def new_store(kind: str, tmp_path, name: str):
+    return (SQLiteStore(tmp_path / f"{name}.db") if kind == "sqlite"
+            else MongoStore(client=AsyncMongoMockClient(), database=name))
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])
@@ -210,3 +216,29 @@ async def test_a_worker_stopped_mid_round_stops_even_when_its_lease_cannot_be_gi
                 break
             await asyncio.sleep(0)
         assert task.done() and task.cancelled()
+
+
+@pytest.mark.parametrize("into", ["sqlite", "mongomock"])
+async def test_a_backup_taken_while_work_is_pending_is_restored_to_finish_it(pair, tmp_path, into):
+    """Backed up mid-way (one page done), restored elsewhere: the copy shows the same dependents
+    stale, and its worker ends where the original's does — and where an inline write does."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+        await reg.apply_document(edit("v2"))
+    [item, *_] = await deferring.store.rematerialisations()
+    page, _ = await Rematerialiser(deferring, batch=2)._page(item, None)
+    assert await deferring.store.rematerialised(item.key, item.revision, page[-1].key, done=False)
+    waiting = await stale(deferring)
+    info = await backup(deferring.store, tmp_path / "pending.jsonl.gz")
+    assert info.rematerialise == 2
+    target = new_store(into, tmp_path, "restored")
+    await target.open()
+    await restore(target, tmp_path / "pending.jsonl.gz")
+    async with LocalRegistry(target, registry_id="test", rematerialise_inline=2) as copy:  # open: used as it is
+        assert await copy.store.rematerialisations() == await deferring.store.rematerialisations()
+        assert waiting and await stale(copy) == waiting  # the stale flag, until the worker is done
+        assert await Rematerialiser(copy, batch=3).run_until_idle() > 0
+        await Rematerialiser(deferring, batch=3).run_until_idle()
+        assert await materialisations(copy) == await materialisations(deferring) == await materialisations(inline)
+        assert await stale(copy) == [] and await copy.store.rematerialisations() == []

@@ -1119,11 +1119,14 @@ class SQLiteStore(Store):
                     async for row in cur:
                         yield _event(row)
 
-            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            pending = [rework.from_row(r) for r in await self._all(rework.SQLITE_PENDING)]
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon(),
+                               pending)
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
                    states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         self.stats.hit("load")
         async with self._transaction() as db:
             if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
@@ -1152,6 +1155,7 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             for batch in algorithms.batches(events):
                 await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
+            await db.executemany(rework.SQLITE_LOAD, [rework.to_row(i) for i in rematerialise])
             if events_horizon is not None:
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
                                  (str(events_horizon),))
