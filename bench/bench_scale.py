@@ -26,7 +26,9 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   what ``/healthz`` answers), every 5 ms while the worker re-materialises the dependents — each
   probe's latency counted from when it was due, so an event loop the worker holds counts — its
   median, 99th percentile and worst against the same with no worker running; the dependents are checked current
-  afterwards.
+  afterwards. The registry runs with the garbage collector as ``serve`` sets it after start-up
+  (``gateway.gc_tuning``, ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full
+  collection walks everything the bench loaded, which no served ``/healthz`` waits for.
 
 ``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages, 300 dependents. The last
 line is the summary: each read's ratio to its baseline at the largest size.
@@ -39,13 +41,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import json
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gateway import gc_tuning  # noqa: E402
+from xreg.config import Settings  # noqa: E402
 from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
 from xreg.storage.records import Query, Write  # noqa: E402
@@ -197,13 +203,28 @@ async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH,
     async with SQLiteStore(tmp / f"store{n}.db", readers=0) as shared:
         out.update(await during_write(shared, page_q, "one connection", write))
     plain.close()
-    out.update(await base_edit(tmp / f"store{n}.db", dependents, reps))
+    with serving_gc():
+        out.update(await base_edit(tmp / f"store{n}.db", dependents, reps))
     return out
 
 
 BASE = "/messagegroups/bases/messages/base"
 INLINE = 100  # XREG_REMATERIALISE_INLINE's default
 IMPORT_CHUNK = 2000
+
+
+@contextlib.contextmanager
+def serving_gc() -> Iterator[None]:
+    """The garbage collector as ``serve`` sets it after start-up (what a served ``/healthz``
+    lives with), for the block; as it was afterwards."""
+    threshold = gc.get_threshold()
+    settings = Settings()
+    gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 def edit(name: str, i: int) -> dict[str, Any]:

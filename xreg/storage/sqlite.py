@@ -411,12 +411,19 @@ THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
 #: larger ones in the connection's thread.
 QUICK_KEYS = THREAD_DECODE_ROWS
+#: Referrers (the dependents of a message) decoded in a worker thread from this many on: their
+#: pages come in while requests are served (``xreg.registry.rematerialise``).
+THREAD_DECODE_REFERRERS = 16
 
 
 def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
     """The ``states`` rows of a commit's new states, from seq ``first`` on (their documents encoded)."""
     return [(first + i, n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
              int(n.deleted), int(not n.deleted)) for i, n in enumerate(plan.new.values())]
+
+
+def _records(rows: list[tuple]) -> list[EntityRecord]:
+    return [SQLiteStore._record(r) for r in rows]
 
 
 async def _off_loop(fn: Any, plan: algorithms.CommitPlan, *args: Any) -> Any:
@@ -985,9 +992,11 @@ class SQLiteStore(Store):
                     f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
                     f"{'' if ordered else bound}){page}",
                     [*chunk, *(() if after is None else (after.lower(),))])
-                for row in rows:
-                    rec = self._record(row)
-                    out[rec.key] = rec
+                if len(rows) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, rows)
+                else:
+                    found = [self._record(r) for r in rows]
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
 
     async def explain(self, query: Query) -> str:
