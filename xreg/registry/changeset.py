@@ -202,9 +202,7 @@ class Changeset(Unit):
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
         written = len(self._written())
-        if dry_run or not written:
-            if dry_run and written:
-                self.writes()  # what a commit would build (its search texts) is checked all the same
+        if dry_run or not written:  # building the writes checks nothing: a dry run leaves them out
             return outcome
         correlation_id = correlation_id or new_correlation_id()
         if written < THREAD_PREPARE:
