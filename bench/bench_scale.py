@@ -25,7 +25,9 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   before the worker). Then ``/healthz during it``: the health probe (``Store.probe_revision``,
   what ``/healthz`` answers), every 5 ms while the worker re-materialises the dependents — each
   probe's latency counted from when it was due, so an event loop the worker holds counts — its
-  median, 99th percentile and worst against the same with no worker running; the dependents are checked current
+  median, 99th percentile and worst against the same with no worker running; and the longest the
+  event loop was held meanwhile: the CPU time of its longest callback (a figure the machine's load
+  does not stretch, unlike the probes' wall times). The dependents are checked current
   afterwards. The registry runs with the garbage collector as ``serve`` sets it after start-up
   (``gateway.gc_tuning``, ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full
   collection walks everything the bench loaded, which no served ``/healthz`` waits for.
@@ -214,6 +216,24 @@ IMPORT_CHUNK = 2000
 
 
 @contextlib.contextmanager
+def loop_holds(out: list[float]) -> Iterator[None]:
+    """Collects the CPU time (ms) of every event-loop callback run in the block: how long each held
+    the loop, whatever else the machine runs."""
+    run = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.Handle) -> None:
+        cpu = time.thread_time()
+        run(handle)
+        out.append((time.thread_time() - cpu) * 1000)
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        asyncio.events.Handle._run = run  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
 def serving_gc() -> Iterator[None]:
     """The garbage collector as ``serve`` sets it after start-up (what a served ``/healthz``
     lives with), for the block; as it was afterwards."""
@@ -254,13 +274,18 @@ async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[f
         out[f"(base edit, {dependents:,} dependents inline: ms)"] = (await median(lambda: write("base"), 1), 1.0)
         reg.rematerialise_inline = INLINE
         await write("base")  # the last write: deferred again, for the worker to catch up with
-        idle = await probes(reg, None)
-        worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
-        busy = await probes(reg, worker)
-        done = await worker
+        held_idle: list[float] = []
+        held_busy: list[float] = []
+        with loop_holds(held_idle):
+            idle = await probes(reg, None)
+        with loop_holds(held_busy):
+            worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
+            busy = await probes(reg, worker)
+            done = await worker
         out["/healthz during it, median"] = (statistics.median(busy), statistics.median(idle))
         out["/healthz during it, 99th percentile"] = (percentile(busy, 99), percentile(idle, 99))
         out["/healthz during it, worst"] = (max(busy), max(idle))
+        out["event loop held during it, longest (CPU)"] = (max(held_busy), max(held_idle))
         out["(probes during the re-materialisation)"] = (float(len(busy)), 1.0)
         out["(messages and versions re-materialised by the worker)"] = (float(done), 1.0)
         stale = [r.key async for r in reg.iter_ctype("messagegroups/messages")
