@@ -16,9 +16,9 @@ from mongomock_motor import AsyncMongoMockClient
 from xreg.events import derive
 from xreg.registry import changeset
 from xreg.registry.materialise import SLICE, derived_of
-from xreg.registry.write_steps.unit import Unit
 from xreg.registry.rematerialise import Rematerialiser, stale_since
 from xreg.registry.service import LocalRegistry
+from xreg.registry.write_steps.unit import Unit
 from xreg.storage.backup import backup, restore
 from xreg.storage.mongo import MongoStore
 from xreg.storage.sqlite import SQLiteStore
