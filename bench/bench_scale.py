@@ -27,10 +27,12 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   probe's latency counted from when it was due, so an event loop the worker holds counts — its
   median, 99th percentile and worst against the same with no worker running; and the longest the
   event loop was held meanwhile: the CPU time of its longest callback (a figure the machine's load
-  does not stretch, unlike the probes' wall times). The dependents are checked current
-  afterwards. The registry runs with the garbage collector as ``serve`` sets it after start-up
-  (``gateway.gc_tuning``, ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full
-  collection walks everything the bench loaded, which no served ``/healthz`` waits for.
+  does not stretch, unlike the probes' wall times), and the CPU time the whole process had
+  during the worst probe (far below its wall time: the process was waiting for a core, not
+  holding the loop). The dependents are checked current afterwards. The registry runs with the
+  garbage collector as ``serve`` sets it after start-up (``gateway.gc_tuning``,
+  ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full collection walks
+  everything the bench loaded, which no served ``/healthz`` waits for.
 
 ``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages, 300 dependents. The last
 line is the summary: each read's ratio to its baseline at the largest size.
@@ -278,14 +280,16 @@ async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[f
         held_busy: list[float] = []
         with loop_holds(held_idle):
             idle = await probes(reg, None)
+        cpu: list[float] = []
         with loop_holds(held_busy):
             worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
-            busy = await probes(reg, worker)
+            busy = await probes(reg, worker, cpu=cpu)
             done = await worker
         out["/healthz during it, median"] = (statistics.median(busy), statistics.median(idle))
         out["/healthz during it, 99th percentile"] = (percentile(busy, 99), percentile(idle, 99))
         out["/healthz during it, worst"] = (max(busy), max(idle))
         out["event loop held during it, longest (CPU)"] = (max(held_busy), max(held_idle))
+        out["(the process's CPU during the worst probe, ms)"] = (cpu[busy.index(max(busy))], 1.0)
         out["(probes during the re-materialisation)"] = (float(len(busy)), 1.0)
         out["(messages and versions re-materialised by the worker)"] = (float(done), 1.0)
         stale = [r.key async for r in reg.iter_ctype("messagegroups/messages")
@@ -299,16 +303,21 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
 
 
-async def probes(reg: LocalRegistry, worker: asyncio.Task[int] | None, every: float = 0.005) -> list[float]:
+async def probes(reg: LocalRegistry, worker: asyncio.Task[int] | None, every: float = 0.005,
+                 cpu: list[float] | None = None) -> list[float]:
     """Latencies (ms) of health probes due every ``every`` seconds, counted from when each was due,
-    until ``worker`` ends (``None``: 400 probes)."""
+    until ``worker`` ends (``None``: 400 probes); ``cpu`` collects the CPU time (ms) the process had
+    from the end of the probe before to the end of each."""
     times: list[float] = []
-    due = time.perf_counter()
+    due, used = time.perf_counter(), time.process_time()
     while (worker is None and len(times) < 400) or (worker is not None and not worker.done()):
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         await reg.store.probe_revision()
-        now = time.perf_counter()
+        now, was = time.perf_counter(), used
+        used = time.process_time()
         times.append((now - due) * 1000)
+        if cpu is not None:
+            cpu.append((used - was) * 1000)
         due = max(due + every, now)
     return times
 
