@@ -4,7 +4,7 @@ A backup is JSON lines (gzip-compressed when the file name ends in ``.gz``; a re
 gzip by its magic bytes), read and written one line at a time, so neither side holds the
 registry in memory::
 
-    {"type": "header", "format": "xregistry-gateway-backup", "version": 2, "instanceid": "…",
+    {"type": "header", "format": "xregistry-gateway-backup", "version": 3, "instanceid": "…",
      "revision": 42, "oldest": 0, "eventshorizon": "3.1" | null, "store": "sqlite", "createdat": "2026-…Z"}
     {"type": "revision", "rev": 1, "at": 1764000000.5, "note": "create registry"}      one per commit kept
     {"type": "rematerialise", "key": "/…", "rev": 40, "at": 1764000000.5, "after": "/…" | null}
@@ -24,8 +24,8 @@ re-materialisation item pending at the backup's revision (``xreg.storage.remater
 dependents of message ``key`` older than ``rev`` are still to be re-materialised, those up to key
 ``after`` are done; ``at`` is when they went stale): restored, the restored registry shows them
 stale and its worker finishes the work, as the original would have. Version 1 files (before
-events) are read as holding none, versions 1 and 2 (before these items) as holding no pending
-work. The end line counts the lines before it: a file cut short is recognised.
+events) are read as holding no events, versions 1 and 2 (before these items) as holding no
+pending work. The end line counts the lines before it: a file cut short is recognised.
 
 :func:`restore` reads the file twice: first to check every line (the header's format and
 version, each line's shape, revisions in order and within the header's revision, the end line's
