@@ -85,6 +85,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
@@ -988,7 +989,8 @@ class MongoStore(Store):
         read as current), under the commit lock where commits are not transactions."""
         self.stats.hit("dump")
         async with self._reading():
-            revision, oldest = await self._current(), await self._oldest()
+            revision, pending = await self._pending_at_revision()
+            oldest = await self._oldest()
             instance = self.instance_id
 
             async def revisions() -> AsyncIterator[records.RevisionEntry]:
@@ -1013,13 +1015,32 @@ class MongoStore(Store):
                 async for d in cursor:
                     yield _event(d)
 
-            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon(),
+                               pending)
             if await self._oldest() != oldest:
                 raise errors.HistoryChanged("the history was pruned while it was read; run the dump again")
 
+    async def _pending_at_revision(self) -> tuple[int, builtins.list[Rematerialisation]]:
+        """The current revision and the re-materialisation items pending at it, read together: in
+        one snapshot transaction, or (commits not transactions) under the commit lock the caller
+        holds — the worker's progress, recorded after its page's commit, is then at most behind,
+        which only repeats a page."""
+
+        async def read(session: Any) -> tuple[int, builtins.list[Rematerialisation]]:
+            revision = await self._current(session)
+            docs = await self.rework.find({}, session=session).sort([("rev", ASCENDING), ("_id", ASCENDING)]) \
+                .to_list(length=None)
+            return revision, [i for i in map(rework.from_document, docs) if i.revision <= revision]
+
+        if not self.transactions:
+            return await read(None)
+        async with self._client.start_session() as session:
+            return await session.with_transaction(read, read_concern=ReadConcern("snapshot"))
+
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
                    states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         self.stats.hit("load")
         async with self._lock:
             if (await self._current() or await self.revisions.find_one({}, {"_id": 1})
@@ -1039,6 +1060,9 @@ class MongoStore(Store):
                 await self._set_counts(live)
                 for batch in algorithms.batches(events):
                     await self.events.insert_many([_event_document(e) for e in batch])
+                items = [rework.to_document(i) for i in rematerialise]
+                if items:
+                    await self.rework.insert_many(items)
                 if events_horizon is not None:
                     await self.meta.update_one({"_id": "events_horizon"}, {"$set": {"value": str(events_horizon)}},
                                                upsert=True)
@@ -1050,6 +1074,7 @@ class MongoStore(Store):
                 await self.counts.delete_many({})
                 await self.revisions.delete_many({})
                 await self.events.delete_many({})
+                await self.rework.delete_many({})
                 await self.meta.delete_one({"_id": "oldest"})
                 await self.meta.delete_one({"_id": "events_horizon"})
                 await self.meta.update_one({"_id": "instance"}, {"$set": {"value": self._instance}}, upsert=True)

@@ -427,12 +427,19 @@ THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
 #: larger ones in the connection's thread.
 QUICK_KEYS = THREAD_DECODE_ROWS
+#: Referrers (the dependents of a message) decoded in a worker thread from this many on: their
+#: pages come in while requests are served (``xreg.registry.rematerialise``).
+THREAD_DECODE_REFERRERS = 16
 
 
 def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
     """The ``states`` rows of a commit's new states, from seq ``first`` on (their documents encoded)."""
     return [(first + i, n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
              int(n.deleted), int(not n.deleted)) for i, n in enumerate(plan.new.values())]
+
+
+def _records(rows: list[tuple]) -> list[EntityRecord]:
+    return [SQLiteStore._record(r) for r in rows]
 
 
 async def _off_loop(fn: Any, plan: algorithms.CommitPlan, *args: Any) -> Any:
@@ -1059,9 +1066,11 @@ class SQLiteStore(Store):
                     f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
                     f"{'' if ordered else bound}){page}",
                     [*chunk, *(() if after is None else (after.lower(),))])
-                for row in rows:
-                    rec = self._record(row)
-                    out[rec.key] = rec
+                if len(rows) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, rows)
+                else:
+                    found = [self._record(r) for r in rows]
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
 
     async def explain(self, query: Query) -> str:
@@ -1193,11 +1202,14 @@ class SQLiteStore(Store):
                     async for row in cur:
                         yield _event(row)
 
-            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            pending = [rework.from_row(r) for r in await self._all(rework.SQLITE_PENDING)]
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon(),
+                               pending)
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
                    states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         self.stats.hit("load")
         async with self._transaction() as db:
             if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
@@ -1226,6 +1238,7 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             for batch in algorithms.batches(events):
                 await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
+            await db.executemany(rework.SQLITE_LOAD, [rework.to_row(i) for i in rematerialise])
             if events_horizon is not None:
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
                                  (str(events_horizon),))
