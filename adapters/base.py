@@ -279,6 +279,9 @@ class RegistrySource(abc.ABC):
     searchable: bool = False
     #: ``local``, ``xregistry`` or ``file``.
     kind: str = "local"
+    #: Whether each read is a network round trip (a remote registry): a request reads its
+    #: references ahead and never holds its batches for such a read (``adapters/batching.py``).
+    round_trip: bool = False
     #: The root URL of the registry's xRegistry HTTP API (``""``: none); absolute references
     #: starting with it point into this registry.
     base_url: str = ""

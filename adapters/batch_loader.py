@@ -5,7 +5,8 @@ joins it: the batch goes out in the next turn of the event loop — or, while th
 is taken, once it is given back — and is served by one call of ``load_fn`` with its keys in
 order. ``load_fn`` answers one value per key (an exception for a key that failed); when it
 raises, every load of the batch fails with that. Each key is loaded once per request (cached by
-``cache_key_fn``), unless its load was cancelled.
+``cache_key_fn``), unless its load was cancelled. :meth:`BatchLoader.load_now` sends keys that
+nothing else will join as a batch of their own, in the next turn whatever the ``hold``.
 
 The GraphQL layer makes the futures (``future``, a subclass of ``asyncio.Future``) and is told
 when a batch's futures are all set (``batch_done``): its gathers are woken once per batch
@@ -82,6 +83,24 @@ class BatchLoader(Generic[K, V]):
         batch.futures.append(future)
         return future
 
+    def load_now(self, keys: Sequence[K]) -> None:
+        """Load those of ``keys`` not loaded yet as a batch of their own, sent in the next loop
+        turn even while the ``hold`` is taken (loads read ahead, all known at once: what the hold
+        waits for would not join them); their futures are cached as :meth:`load`'s."""
+        loop = asyncio.get_running_loop()
+        batch = _Batch()
+        for key in keys:
+            cache_key = key if self._key_of is None else self._key_of(key)
+            cached = self._futures.get(cache_key)
+            if cached is not None and not cached.cancelled():
+                continue
+            future: asyncio.Future[V] = self._future(loop=loop)
+            self._futures[cache_key] = future
+            batch.keys.append(key)
+            batch.futures.append(future)
+        if batch.keys:
+            batch.task = loop.create_task(self._dispatch(batch, held=False))
+
     def cached(self, key: K) -> asyncio.Future[V] | None:
         """The future of ``key``'s load when it was loaded (or is being loaded) or remembered."""
         return self._futures.get(key if self._key_of is None else self._key_of(key))
@@ -95,10 +114,10 @@ class BatchLoader(Generic[K, V]):
         self._futures.clear()
         self.batch = None
 
-    async def _dispatch(self, batch: _Batch) -> None:
+    async def _dispatch(self, batch: _Batch, held: bool = True) -> None:
         loop = asyncio.get_running_loop()
         try:
-            if self.hold is not None:
+            if held and self.hold is not None:
                 await self.hold.released()
             batch.dispatched = True
             futures = batch.futures

@@ -62,17 +62,32 @@ class EntityBatcher:
             out.append(found if found is not None else self.loader.load(key))
         return out
 
+    def read_ahead(self, keys: list[Key]) -> None:
+        """Start loading ``(registry, as_of, XID)`` keys a later step will ask for (references
+        read ahead): those the request does not know yet go out at once, as a batch of their own
+        (:meth:`~adapters.batch_loader.BatchLoader.load_now`), and the later loads find them
+        under way. A failure is left to the load that asks for it."""
+        primed = self.primed
+        self.loader.load_now([k for k in keys if (k[0], k[1], k[2].lower()) not in primed])
+        for key in keys:
+            future = self.loader.cached(key)
+            if future is not None and not future.done():
+                future.add_done_callback(_retrieved)
+
     async def fetch(self, keys: list[Key]) -> list[Entity | BaseException | None]:
         """Per ``(registry, as_of, XID)``, in order: the entity (``None``: it does not exist), or
-        the exception its registry failed with. The keys are read now, as a batch of their own —
-        for a caller that has every load of a step at once (the references of a whole level), so
-        that no loader batch needs to gather them over a loop turn. Those the request knows
-        already (read by a page, loaded, or being loaded) come from there; the others are read with
+        the exception its registry failed with. For a caller that has every load of a step at
+        once (the references of a whole level). Those the request knows already (read by a page,
+        loaded, or being loaded) come from there. The others of a registry in this process are
+        read now, as a batch of their own (no loader batch gathers them over a loop turn), with
         one :meth:`~adapters.base.RegistrySource.get_many` per registry and revision, and
-        remembered for the rest of the request. While they are read, the request's loaders keep
-        their batches open (``hold``): the loads the caller then issues with what it found (a
-        schema's version after the schema) join the loads of the same step, however long the
-        read took, instead of following them in a batch of their own."""
+        remembered for the rest of the request; while they are read, the request's loaders keep
+        their batches open (``hold``), so the loads the caller then issues with what it found (a
+        schema's version after the schema) join the loads of the same step instead of following
+        them in a batch of their own. Those of a remote registry
+        (:attr:`~adapters.base.RegistrySource.round_trip`) join the loader's batch instead (one
+        request per remote collection with the other loads of the same loop turn), and nothing
+        is held meanwhile: a step's other loads never wait for a remote's answer."""
         primed, loader = self.primed, self.loader
         out: list[Any] = [None] * len(keys)
         loading: list[tuple[int, asyncio.Future[Entity | None]]] = []
@@ -85,6 +100,10 @@ class EntityBatcher:
                 out[index] = found
                 continue
             future = loader.cached(key)
+            if future is None or future.cancelled():
+                source = self.sources.get(key[0])
+                if source is not None and source.round_trip:
+                    future = loader.load(key)
             if future is not None and not future.cancelled():
                 loading.append((index, future))
             elif folded in reading:
@@ -152,3 +171,10 @@ class EntityBatcher:
             result = by_group[(registry, as_of)]
             out.append(result if isinstance(result, BaseException) else result.get(xid.lower()))
         return out
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """A load read ahead that failed: the load that asks for it reports the failure (if the
+    request still wants it), not an unretrieved exception meanwhile."""
+    if not future.cancelled():
+        future.exception()

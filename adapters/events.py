@@ -27,7 +27,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
-from xreg.events.record import EventPosition, RegistryEvent
+from xreg.events.record import EventPosition, RegistryEvent, subject_filter
 from xreg.storage.base import Store
 from xreg.storage.errors import EventsGone
 
@@ -58,6 +58,8 @@ class EventStream:
         self._feed = feed
         self.types = tuple(types or ())
         self.subject = subject
+        self._types = frozenset(self.types)
+        self._subject = subject_filter(subject)
         self.max_buffer = max_buffer
         #: The position of the last event yielded (where a consumer resumes).
         self.last = after
@@ -105,8 +107,13 @@ class EventStream:
 
     # -- fed by the feed ------------------------------------------------------------------------
     def _push(self, event: RegistryEvent) -> None:
-        if self._slow or not event.matches(self.types, self.subject):
+        if self._slow or (self._types and event.type not in self._types):
             return
+        if self._subject is not None:  # as :func:`xreg.events.record.matches`, the filter parsed once
+            text, prefix = self._subject
+            key = event.subject.lower()
+            if not (key.startswith(text) if prefix else key == text):
+                return
         if len(self._live) >= self.max_buffer:
             self._slow = True
         else:
@@ -133,6 +140,28 @@ class EventStream:
     # -- consumed ---------------------------------------------------------------------------------
     def __aiter__(self) -> EventStream:
         return self
+
+    def take(self) -> RegistryEvent | None:
+        """The next event, when :meth:`__anext__` would return one without waiting; ``None`` when
+        it would wait, read the store or raise (the stream's end, a slow consumer) — for a
+        consumer that drives many streams from one task, without a coroutine per event."""
+        if self._slow:
+            return None
+        while True:
+            if self._retained:
+                queue = self._retained
+            elif self._reading_retained:
+                return None
+            else:
+                queue = self._live
+            last = self.last
+            while queue:
+                event = queue.popleft()
+                if last is None or event.position > last:
+                    self.last = event.position
+                    return event
+            if queue is self._live:
+                return None
 
     async def __anext__(self) -> RegistryEvent:
         while True:

@@ -98,6 +98,7 @@ class RemoteSource(RegistrySource):
     """A remote registry over its xRegistry HTTP API (see the module documentation)."""
 
     kind = "xregistry"
+    round_trip = True
 
     def __init__(self, config: RegistryConfig, cache: RegistryCache, *,
                  transport: httpx.AsyncBaseTransport | None = None, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -815,6 +816,8 @@ class RemoteSource(RegistrySource):
 class CallerBound(RegistrySource):
     """One request's view of a :class:`RemoteSource` that receives its caller's credentials: the
     reads go to the remote on behalf of :attr:`caller`; everything else is the remote's."""
+
+    round_trip = True
 
     def __init__(self, remote: RemoteSource, caller: Caller) -> None:
         self.remote = remote

@@ -2,8 +2,9 @@
 (``graphql-transport-ws``) while writes land through the xRegistry HTTP API.
 
 The gateway (SQLite, a fresh data directory) runs in a process of its own under uvicorn, so that
-its memory and CPU are its own; the subscribers run in another process (one asyncio loop), and
-this one writes. Figures:
+its memory and CPU are its own; the subscribers run in another process (one asyncio loop;
+``--client-processes N``: N processes), a minimal client that reads only what the latency needs
+(:class:`Subscriber`), and this one writes. Figures:
 
 - **commit-to-delivery latency** p50 / p99: from the event's ``time`` (stamped by the commit)
   to its arrival at a subscriber, over every delivery, for ``--subscribers`` subscribers while
@@ -18,6 +19,7 @@ this one writes. Figures:
   paced write until every delivery arrived, less what as many writes cost without subscribers
   (the throughput run alone), over the deliveries: a figure a shared machine's load moves less
   than latencies;
+- **the subscribers' CPU per delivery**: what the client side costs the machine it shares;
 - **webhook deliveries per second**: ``bench_webhooks.py`` run on its own afterwards (signed
   deliveries to a local receiver against plain POSTs of the same bodies).
 
@@ -28,13 +30,15 @@ printed. Full size: 1,000 subscribers, 50 writes/s. ``--smoke``: 20 subscribers,
 ``--workers N`` serves with N gateway processes accepting on the one socket (as ``serve --workers
 N``, or N replicas), each following the store's event log (``--poll``, XREG_EVENTS_POLL_SECONDS).
 
-Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1] [--smoke]
+Usage: python bench/bench_events.py [--subscribers 1000] [--rate 50] [--seconds 20] [--workers 1]
+[--client-processes 1] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import hashlib
 import json
 import os
@@ -46,10 +50,10 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import httpx
-from websockets.asyncio.client import connect
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-events-writer-key"
@@ -64,7 +68,8 @@ from xreg.config import load_settings
 settings = load_settings()
 sock = socket.socket(fileno=int(sys.argv[1]))
 uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="on", ws_max_queue=64,
-                              ws_per_message_deflate=False, **server_options(settings))).run(sockets=[sock])
+                              ws="websockets-sansio", ws_per_message_deflate=False,
+                              **server_options(settings))).run(sockets=[sock])
 """
 
 
@@ -134,35 +139,168 @@ class Gateway:
         self.sock.close()
 
 
-class Subscriber:
-    """One WebSocket subscription, counting what it receives and how late."""
+#: The WebSocket handshake's GUID (RFC 6455 §1.3).
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+_NEXT = b'"type":"next"'
+_TIME = b'"time":"'
+
+
+def _client_frame(opcode: int, payload: bytes) -> bytes:
+    """A masked, final frame (a client's frames are masked: RFC 6455 §5.3)."""
+    n, mask = len(payload), os.urandom(4)
+    head = bytes([0x80 | opcode, 0x80 | n]) if n < 126 else bytes([0x80 | opcode, 0xFE]) + n.to_bytes(2, "big")
+    key = (mask * (n // 4 + 1))[:n]
+    return head + mask + (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+
+
+class Subscriber(asyncio.Protocol):
+    """One WebSocket subscription, counting what it receives and how late: a minimal
+    ``graphql-transport-ws`` client (RFC 6455 on an asyncio protocol) that reads of each ``next``
+    frame only the event's ``time`` (what the latency needs), so that the subscribers' process
+    costs the machine little beside the gateway it measures. Any other message is parsed as
+    JSON; a close, an ``error`` or ``complete`` ends the subscriber, with its reason."""
+
+    #: The commit times seen, as timestamps (every subscriber of a process receives the same ones).
+    times: ClassVar[dict[bytes, float]] = {}
 
     def __init__(self) -> None:
         self.latencies: list[float] = []
         self.received = 0
         self.closed: str | None = None
         self.task: asyncio.Task[None] | None = None
+        self._buffer = bytearray()
+        self._fragments: list[bytes] = []
+        self._upgraded = False
+        self._accepted: asyncio.Future[None] | None = None
+        self._acknowledged: asyncio.Future[None] | None = None
+        self._lost: asyncio.Future[None] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._key = base64.b64encode(os.urandom(16))
 
     async def run(self, url: str, ready: asyncio.Event, opened: list[int]) -> None:
+        loop, counted = asyncio.get_running_loop(), False
+        self._accepted, self._acknowledged, self._lost = (loop.create_future(), loop.create_future(),
+                                                          loop.create_future())
+        parts = urlsplit(url)
+        self._request = (f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+                         f"Connection: Upgrade\r\nSec-WebSocket-Key: {self._key.decode()}\r\n"
+                         "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: graphql-transport-ws\r\n\r\n")
         try:
-            async with connect(url, subprotocols=["graphql-transport-ws"], open_timeout=120, max_queue=None) as ws:
-                await ws.send(json.dumps({"type": "connection_init", "payload": {}}))
-                await ws.recv()
-                await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}}))
-                opened[0] += 1
-                if opened[0] == opened[1]:
-                    ready.set()
-                async for raw in ws:
-                    now = time.time()
-                    message = json.loads(raw)
-                    if message.get("type") != "next":
-                        continue
-                    event = message["payload"]["data"]["registryEvents"]
-                    self.received += 1
-                    committed = datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
-                    self.latencies.append(now - committed)
-        except Exception as exc:  # a disconnect (a slow consumer's close included) ends this subscriber
-            self.closed = f"{type(exc).__name__}: {exc}"[:120]
+            await asyncio.wait_for(loop.create_connection(lambda: self, parts.hostname, parts.port), 120)
+            await asyncio.wait_for(asyncio.shield(self._accepted), 120)  # frames follow the handshake's answer
+            self._send_text({"type": "connection_init", "payload": {}})
+            await asyncio.wait_for(asyncio.shield(self._acknowledged), 120)
+            self._send_text({"id": "1", "type": "subscribe", "payload": {"query": SUBSCRIPTION}})
+            counted = self._count(ready, opened)
+            await self._lost
+        except Exception as exc:  # a refused connection or handshake
+            self.closed = self.closed or f"{type(exc).__name__}: {exc}"[:120]
+        finally:
+            if not counted:  # a subscriber that could not subscribe does not hold the others up
+                self._count(ready, opened)
+            if self._transport is not None:
+                self._transport.close()
+
+    @staticmethod
+    def _count(ready: asyncio.Event, opened: list[int]) -> bool:
+        opened[0] += 1
+        if opened[0] == opened[1]:
+            ready.set()
+        return True
+
+    def _send_text(self, message: dict[str, Any]) -> None:
+        assert self._transport is not None
+        self._transport.write(_client_frame(0x1, json.dumps(message).encode()))
+
+    def _end(self, reason: str) -> None:
+        self.closed = self.closed or reason[:120]
+        for future in (self._accepted, self._acknowledged, self._lost):
+            if future is not None and not future.done():
+                future.set_exception(ConnectionError(self.closed))
+                future.exception()  # retrieved: a subscriber may end before it awaits one
+
+    # -- asyncio.Protocol -------------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        transport.write(self._request.encode())
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end(f"ConnectionClosed: {exc or 'the connection was closed'}")
+
+    def data_received(self, data: bytes) -> None:
+        now = time.time()  # every frame of this read arrived now
+        buffer = self._buffer
+        buffer += data
+        if not self._upgraded:
+            end = buffer.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(buffer[:end]).decode("latin-1")
+            del buffer[:end + 4]
+            accept = base64.b64encode(hashlib.sha1(self._key + _WS_GUID).digest()).decode()
+            if not head.startswith("HTTP/1.1 101") or f"sec-websocket-accept: {accept}".lower() not in head.lower():
+                self._end(f"InvalidHandshake: {head.splitlines()[0] if head else ''}")
+                return
+            self._upgraded = True
+            if self._accepted is not None and not self._accepted.done():
+                self._accepted.set_result(None)
+        at, size = 0, len(buffer)
+        while size - at >= 2:
+            first, length, start = buffer[at], buffer[at + 1] & 0x7F, at + 2
+            if length == 126:
+                if size - at < 4:
+                    break
+                length, start = int.from_bytes(buffer[at + 2:at + 4], "big"), at + 4
+            elif length == 127:
+                if size - at < 10:
+                    break
+                length, start = int.from_bytes(buffer[at + 2:at + 10], "big"), at + 10
+            if size - start < length:
+                break
+            at = start + length
+            self._frame(first, bytes(buffer[start:at]), now)
+        del buffer[:at]
+
+    def _frame(self, first: int, payload: bytes, now: float) -> None:
+        opcode = first & 0x0F
+        if opcode == 0x1 and first & 0x80:  # a whole text message: the common case
+            self._message(payload, now)
+        elif opcode in (0x0, 0x1):  # a fragment
+            self._fragments.append(payload)
+            if first & 0x80:
+                self._message(b"".join(self._fragments), now)
+                self._fragments.clear()
+        elif opcode == 0x9 and self._transport is not None:  # ping
+            self._transport.write(_client_frame(0xA, payload))
+        elif opcode == 0x8:  # close
+            code = int.from_bytes(payload[:2], "big") if len(payload) >= 2 else 1005
+            if self._transport is not None:
+                self._transport.write(_client_frame(0x8, payload[:2]))
+                self._transport.close()
+            self._end(f"ConnectionClosed: {code} {payload[2:].decode('utf-8', 'replace')}")
+
+    def _message(self, payload: bytes, now: float) -> None:
+        if payload.find(_NEXT, 0, 80) >= 0 and (at := payload.find(_TIME)) >= 0:
+            stamp = payload[at + 8:payload.index(b'"', at + 8)]
+            committed = self.times.get(stamp)
+            if committed is None:
+                committed = self.times[stamp] = datetime.fromisoformat(stamp.decode()).timestamp()
+            self.received += 1
+            self.latencies.append(now - committed)
+            return
+        message = json.loads(payload)
+        kind = message.get("type")
+        if kind == "connection_ack" and self._acknowledged is not None and not self._acknowledged.done():
+            self._acknowledged.set_result(None)
+        elif kind == "next":  # a frame not shaped as the gateway's: read in full
+            self.received += 1
+            event_time = message["payload"]["data"]["registryEvents"]["time"]
+            self.latencies.append(now - datetime.fromisoformat(event_time).timestamp())
+        elif kind in ("error", "complete"):
+            self._end(f"{kind}: {json.dumps(message.get('payload'))}")
+            if self._transport is not None:
+                self._transport.close()
 
 
 async def open_count(client: httpx.AsyncClient) -> float:
@@ -200,29 +338,46 @@ async def subscriber_process(url: str, count: int) -> None:
 
 
 class Subscribers:
-    """The subscribers' process, driven by lines."""
+    """The subscribers' processes (``processes`` of them, the subscribers split evenly), driven
+    by lines; their answers summed."""
 
-    def __init__(self, url: str, count: int) -> None:
-        self.process = subprocess.Popen([sys.executable, __file__, "--subscriber-process", url, str(count)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                        env={**os.environ, "PYTHONPATH": str(REPO)})
+    def __init__(self, url: str, count: int, processes: int = 1) -> None:
+        shares = [count // processes + (1 if n < count % processes else 0) for n in range(processes)]
+        self.processes = [subprocess.Popen([sys.executable, __file__, "--subscriber-process", url, str(share)],
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                           env={**os.environ, "PYTHONPATH": str(REPO)})
+                          for share in shares if share]
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(p.pid) for p in self.processes)
 
     async def ready(self) -> None:
-        line = await asyncio.to_thread(self.process.stdout.readline)  # type: ignore[union-attr]
-        if line.strip() != "ready":
-            raise RuntimeError(f"the subscribers did not start: {line!r}")
+        for process in self.processes:
+            line = await asyncio.to_thread(process.stdout.readline)  # type: ignore[union-attr]
+            if line.strip() != "ready":
+                raise RuntimeError(f"the subscribers did not start: {line!r}")
 
     async def ask(self, command: str) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return json.loads(await asyncio.to_thread(self.process.stdout.readline))
+        for process in self.processes:
+            assert process.stdin is not None
+            process.stdin.write(command + "\n")
+            process.stdin.flush()
+        replies = [json.loads(await asyncio.to_thread(p.stdout.readline))  # type: ignore[union-attr]
+                   for p in self.processes]
+        total: dict[str, Any] = {"received": sum(r["received"] for r in replies),
+                                 "closed": [c for r in replies for c in r["closed"]][:1],
+                                 "closed_count": sum(r["closed_count"] for r in replies)}
+        if command == "take":
+            total["latencies"] = [x for r in replies for x in r["latencies"]]
+        return total
 
     def stop(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.write("stop\n")
-            self.process.stdin.close()
-        self.process.wait(60)
+        for process in self.processes:
+            if process.stdin is not None:
+                process.stdin.write("stop\n")
+                process.stdin.close()
+        for process in self.processes:
+            process.wait(60)
 
 
 #: Writes sent again (a PUT is idempotent): refused with 503 (several processes on one SQLite file
@@ -293,7 +448,8 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
         rss_before = gateway.rss()
 
         connecting = time.perf_counter()
-        subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers)
+        subscribers = Subscribers(gateway.url.replace("http://", "ws://") + "/graphql", args.subscribers,
+                                  args.client_processes)
         try:
             await subscribers.ready()
             while await open_count(client) < args.subscribers:  # every subscription open on the server
@@ -301,7 +457,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
             connected_s = time.perf_counter() - connecting
             rss_after = gateway.rss()
 
-            cpu_before = gateway.cpu()
+            cpu_before, client_before = gateway.cpu(), subscribers.cpu()
             written = await paced(client, args.rate, args.seconds)
             expected = written * args.subscribers
             deadline = time.monotonic() + 60
@@ -311,6 +467,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
                     break
                 await asyncio.sleep(0.1)
             cpu_used = gateway.cpu() - cpu_before  # the paced writes and their deliveries
+            client_used = subscribers.cpu() - client_before
             taken = await subscribers.ask("take")
             loaded = await throughput(client, "loaded", args.writes, args.writers)
             final = await subscribers.ask("count")
@@ -333,6 +490,9 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     per_delivery = fanout_cpu / delivered * 1e6 if delivered else float("nan")
     print(f"server CPU                      {cpu_used:.1f} s for the paced writes and their deliveries; "
           f"{cpu_per_write * 1000:.1f} ms per write alone: {per_delivery:.0f} µs per delivery")
+    client_per = client_used / delivered * 1e6 if delivered else float("nan")
+    print(f"subscribers' CPU                {client_used:.1f} s in {len(subscribers.processes)} process(es): "
+          f"{client_per:.0f} µs per delivery")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
     print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
@@ -367,6 +527,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--writes", type=int, default=500, help="writes of each throughput run")
     parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the throughput runs")
     parser.add_argument("--workers", type=int, default=1, help="gateway processes on the one store")
+    parser.add_argument("--client-processes", type=int, default=1,
+                        help="processes the subscribers are spread over")
     parser.add_argument("--poll", type=float, default=0.05,
                         help="XREG_EVENTS_POLL_SECONDS: how soon a process finds the others' commits")
     parser.add_argument("--no-webhooks", dest="webhooks", action="store_false",

@@ -20,7 +20,8 @@ any other error stops the run.
 wave among the requests that had ended when it started (so requests sent together share a
 wave, and a request sent only once another came back is one wave later); the waiting between
 waves is the time from the last answer of a wave to the first request of the next (gateway work,
-and the executor's turns). Unlike the times, the number of waves does not move with the load.
+and the executor's turns), and the gateway's CPU time in it (this process's: the remotes run in
+their own). Unlike the times, the number of waves does not move with the load.
 
 Baselines: **local** — the same query on a gateway whose own registry holds the three documents
 and the same entities with relative references (no federation at all); **round trip** — one
@@ -90,34 +91,39 @@ class Waves:
 
     def __init__(self) -> None:
         self.spans: list[tuple[float, float]] = []
+        #: the process's CPU time at each span's start and end (by span)
+        self.cpu: dict[tuple[float, float], tuple[float, float]] = {}
         self._get = http_client.RemoteClient.get
         waves = self
 
         async def get(client: Any, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             try:
                 return await waves._get(client, *args, **kwargs)
             finally:
-                waves.spans.append((started, time.perf_counter()))
+                span = (started, time.perf_counter())
+                waves.spans.append(span)
+                waves.cpu[span] = (cpu, time.process_time())
 
         http_client.RemoteClient.get = get  # type: ignore[method-assign,assignment]
 
     def close(self) -> None:
         http_client.RemoteClient.get = self._get  # type: ignore[method-assign]
 
-    def count(self) -> tuple[int, list[float]]:
-        """The waves, and the waits between them (seconds)."""
+    def count(self) -> tuple[int, list[float], list[float]]:
+        """The waves, the waits between them and the CPU time spent in those waits (seconds)."""
         spans = sorted(self.spans)
         wave: list[int] = []
         for start, _ in spans:
             before = [wave[i] for i, (_, end) in enumerate(spans[:len(wave)]) if end <= start]
             wave.append(max(before, default=0) + 1)
-        gaps = []
+        gaps, cpu = [], []
         for k in range(1, max(wave, default=0)):
-            ended = max(end for (_, end), w in zip(spans, wave, strict=True) if w == k)
-            nxt = min(start for (start, _), w in zip(spans, wave, strict=True) if w == k + 1)
-            gaps.append(max(nxt - ended, 0.0))
-        return max(wave, default=0), gaps
+            ended = max((s for s, w in zip(spans, wave, strict=True) if w == k), key=lambda s: s[1])
+            nxt = min((s for s, w in zip(spans, wave, strict=True) if w == k + 1), key=lambda s: s[0])
+            gaps.append(max(nxt[0] - ended[1], 0.0))
+            cpu.append(max(self.cpu[nxt][0] - self.cpu[ended][1], 0.0))
+        return max(wave, default=0), gaps, cpu
 
 
 async def gateway(tmp: Path, registries: list[dict], documents: list[dict]):
@@ -243,9 +249,10 @@ async def main() -> None:
           f"≈ {(statistics.median(cold) - statistics.median(local)) / statistics.median(trips):.1f} round trips; "
           "requests of the last cold run per remote: "
           + ", ".join(f"{rid} {n}" for rid, n in per_remote.items()))
-    count, gaps = waves.count()
+    count, gaps, cpu = waves.count()
     print(f"remote waves of the last cold query: {count}; waiting between waves: "
-          + (", ".join(f"{g * 1000:.1f}" for g in gaps) or "none") + " ms")
+          + (", ".join(f"{g * 1000:.1f}" for g in gaps) or "none") + " ms (gateway CPU: "
+          + (", ".join(f"{c * 1000:.1f}" for c in cpu) or "none") + " ms)")
     print(f"summary: federated {statistics.median(cold) / statistics.median(local):.1f}× the local baseline's time "
           f"with a cold cache, {statistics.median(warm) / statistics.median(local):.1f}× with a warm one, "
           f"{count} remote waves")

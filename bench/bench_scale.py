@@ -7,8 +7,8 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
 - page: 50 messages of one group after a cursor; page with ``totalCount`` (the same page and its
   count); a registry-wide page filtered on the materialised ``protocol`` (broad: most messages
   match) and its count; a rare filter (5 messages match) and its count; a broad search
-  (every message holds the word) by relevance, a page of it past the ranked hits, and its count —
-  each the median of ``--reps``;
+  (every message holds the word) by relevance, a page of it past the ranked hits, a search with
+  one hit but that word too, and the broad search's count — each the median of ``--reps``;
 - the baseline of each read: the same rows from a plain sqlite3 table ``plain(xkey PRIMARY KEY,
   grp, protocol, doc)`` with an index on ``(protocol, xkey)`` (the search: FTS5 on its own);
 - health during a large write: ``Store.probe_revision`` (what ``/healthz`` answers with) and a
@@ -25,8 +25,14 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   before the worker). Then ``/healthz during it``: the health probe (``Store.probe_revision``,
   what ``/healthz`` answers), every 5 ms while the worker re-materialises the dependents — each
   probe's latency counted from when it was due, so an event loop the worker holds counts — its
-  median, 99th percentile and worst against the same with no worker running; the dependents are checked current
-  afterwards.
+  median, 99th percentile and worst against the same with no worker running; and the longest the
+  event loop was held meanwhile: the CPU time of its longest callback (a figure the machine's load
+  does not stretch, unlike the probes' wall times), and the CPU time the whole process had
+  during the worst probe (far below its wall time: the process was waiting for a core, not
+  holding the loop). The dependents are checked current afterwards. The registry runs with the
+  garbage collector as ``serve`` sets it after start-up (``gateway.gc_tuning``,
+  ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full collection walks
+  everything the bench loaded, which no served ``/healthz`` waits for.
 
 ``--smoke``: 1,000 messages, 3 repetitions, a write of 2,000 messages, 300 dependents. The last
 line is the summary: each read's ratio to its baseline at the largest size.
@@ -39,13 +45,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import json
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -53,6 +61,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from gateway import gc_tuning  # noqa: E402
+from xreg.config import Settings  # noqa: E402
 from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
 from xreg.storage.records import Query, Write  # noqa: E402
@@ -188,6 +198,12 @@ async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH,
         out["broad search, later page"] = (await median(lambda: store.list(past), reps), plain_median(
             lambda: plain.execute("SELECT rowid FROM plain_text WHERE plain_text MATCH 'record' AND rowid < ? "
                                   "ORDER BY rowid DESC LIMIT 51", (n - 1100,)).fetchall(), reps))
+        # One hit, but one of its words in every message: FTS5's bm25 would weigh it by reading them all.
+        narrow = replace(search, search=("record", str(n // 2)))
+        assert len((await store.list(narrow)).items) == 1
+        out["narrow search, a broad word"] = (await median(lambda: store.list(narrow), reps), plain_median(
+            lambda: plain.execute("SELECT rowid FROM plain_text WHERE plain_text MATCH ? ORDER BY rank LIMIT 51",
+                                  (f"record {n // 2}",)).fetchall(), reps))
         out["broad search count"] = (await median(lambda: store.count(search), reps), plain_median(
             lambda: plain.execute("SELECT count(*) FROM plain_text WHERE plain_text MATCH 'record'").fetchall(), reps))
 
@@ -197,13 +213,46 @@ async def run_size(n: int, tmp: Path, reps: int, write: int = BATCH,
     async with SQLiteStore(tmp / f"store{n}.db", readers=0) as shared:
         out.update(await during_write(shared, page_q, "one connection", write))
     plain.close()
-    out.update(await base_edit(tmp / f"store{n}.db", dependents, reps))
+    with serving_gc():
+        out.update(await base_edit(tmp / f"store{n}.db", dependents, reps))
     return out
 
 
 BASE = "/messagegroups/bases/messages/base"
 INLINE = 100  # XREG_REMATERIALISE_INLINE's default
 IMPORT_CHUNK = 2000
+
+
+@contextlib.contextmanager
+def loop_holds(out: list[float]) -> Iterator[None]:
+    """Collects the CPU time (ms) of every event-loop callback run in the block: how long each held
+    the loop, whatever else the machine runs."""
+    run = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.Handle) -> None:
+        cpu = time.thread_time()
+        run(handle)
+        out.append((time.thread_time() - cpu) * 1000)
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        asyncio.events.Handle._run = run  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def serving_gc() -> Iterator[None]:
+    """The garbage collector as ``serve`` sets it after start-up (what a served ``/healthz``
+    lives with), for the block; as it was afterwards."""
+    threshold = gc.get_threshold()
+    settings = Settings()
+    gc_tuning.tune(freeze=settings.gc_freeze, gen0_threshold=settings.gc_gen0_threshold)
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 def edit(name: str, i: int) -> dict[str, Any]:
@@ -233,13 +282,20 @@ async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[f
         out[f"(base edit, {dependents:,} dependents inline: ms)"] = (await median(lambda: write("base"), 1), 1.0)
         reg.rematerialise_inline = INLINE
         await write("base")  # the last write: deferred again, for the worker to catch up with
-        idle = await probes(reg, None)
-        worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
-        busy = await probes(reg, worker)
-        done = await worker
+        held_idle: list[float] = []
+        held_busy: list[float] = []
+        with loop_holds(held_idle):
+            idle = await probes(reg, None)
+        cpu: list[float] = []
+        with loop_holds(held_busy):
+            worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
+            busy = await probes(reg, worker, cpu=cpu)
+            done = await worker
         out["/healthz during it, median"] = (statistics.median(busy), statistics.median(idle))
         out["/healthz during it, 99th percentile"] = (percentile(busy, 99), percentile(idle, 99))
         out["/healthz during it, worst"] = (max(busy), max(idle))
+        out["event loop held during it, longest (CPU)"] = (max(held_busy), max(held_idle))
+        out["(the process's CPU during the worst probe, ms)"] = (cpu[busy.index(max(busy))], 1.0)
         out["(probes during the re-materialisation)"] = (float(len(busy)), 1.0)
         out["(messages and versions re-materialised by the worker)"] = (float(done), 1.0)
         stale = [r.key async for r in reg.iter_ctype("messagegroups/messages")
@@ -253,16 +309,21 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]
 
 
-async def probes(reg: LocalRegistry, worker: asyncio.Task[int] | None, every: float = 0.005) -> list[float]:
+async def probes(reg: LocalRegistry, worker: asyncio.Task[int] | None, every: float = 0.005,
+                 cpu: list[float] | None = None) -> list[float]:
     """Latencies (ms) of health probes due every ``every`` seconds, counted from when each was due,
-    until ``worker`` ends (``None``: 400 probes)."""
+    until ``worker`` ends (``None``: 400 probes); ``cpu`` collects the CPU time (ms) the process had
+    from the end of the probe before to the end of each."""
     times: list[float] = []
-    due = time.perf_counter()
+    due, used = time.perf_counter(), time.process_time()
     while (worker is None and len(times) < 400) or (worker is not None and not worker.done()):
         await asyncio.sleep(max(0.0, due - time.perf_counter()))
         await reg.store.probe_revision()
-        now = time.perf_counter()
+        now, was = time.perf_counter(), used
+        used = time.process_time()
         times.append((now - due) * 1000)
+        if cpu is not None:
+            cpu.append((used - was) * 1000)
         due = max(due + every, now)
     return times
 

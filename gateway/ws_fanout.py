@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from starlette.types import Send
 
-from resolvers.streaming import ResponseStream
+from resolvers.streaming import ResponseStream, StreamedResult
 
 #: Frames sent before the fan-out lets the loop run.
 SLICE = 64
@@ -80,7 +81,7 @@ class Fanout:
     async def run(self, member: Member) -> BaseException | None:
         """Deliver ``member``'s results until it ends; what ended it."""
         self.members += 1
-        member.stream.listen(lambda: self._queue_member(member))
+        member.stream.listen(functools.partial(self._queue_member, member))
         self._queue_member(member)
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="xreg-ws-fanout")
@@ -114,19 +115,32 @@ class Fanout:
                     await asyncio.sleep(0)
 
     async def _deliver(self, member: Member) -> int:
-        """Send what ``member``'s stream has ready; how many frames."""
-        stream, sent = member.stream, 0
+        """Send what ``member``'s stream has ready; how many frames. A result the stream has at
+        hand (:meth:`ResponseStream.take <resolvers.streaming.ResponseStream.take>`) costs no
+        coroutine; the credentials are checked once before the results sent without a wait."""
+        stream, outcome, sent, checked = member.stream, member.outcome, 0, False
+        head, debug = member.head, member.debug
         try:
             # a member whose last frame is still being written takes nothing more, unless its
             # stream overflowed: then the next result is the SlowConsumer that ends it
-            while not member.outcome.done() and stream.ready() and (member.writing is None or stream.overflowed):
-                result = await stream.__anext__()
-                if member.outcome.done():  # ended meanwhile (the client gone, the operation completed)
+            while not outcome.done() and (member.writing is None or stream.overflowed):
+                result = stream.take()
+                if result is None:  # nothing at hand: what is ready (the stream's end) comes through anext
+                    if not stream.ready():
+                        break
+                    result = await stream.__anext__()
+                    checked = False
+                elif not isinstance(result, StreamedResult):  # the event's execution, to run or wait for
+                    result = await result
+                    checked = False
+                if outcome.done():  # ended meanwhile (the client gone, the operation completed)
                     break
-                if member.expired():
-                    member.end(Expired())
-                    break
-                member.post(member.head + result.payload(member.debug) + "}")
+                if not checked:
+                    if member.expired():
+                        member.end(Expired())
+                        break
+                    checked = True
+                member.post(head + result.payload(debug) + "}")
                 sent += 1
         except StopAsyncIteration:
             member.end(None)

@@ -143,8 +143,10 @@ def unsearchable(registry: str, subject: str) -> XRegistryError:
 async def across(
     info: Info, *, group_type: str | None, resource_type: str | None, registries: list[str] | None,
     filter: Filter | None, sort: SortBy | None, paging: Paging, wrap: Callable[[Any], Any],
+    read_ahead: Callable[[Sequence[Any]], None] | None = None,
 ) -> Connection:
-    """A connection over one kind of entity across registries."""
+    """A connection over one kind of entity across registries (``read_ahead``: what the page's
+    entities are handed to as they come in, ``resolvers/types/ahead.py``)."""
     ctx = info.context
     subject = "/" + (resource_type or group_type or "")
     sources = chosen(info, registries)
@@ -176,7 +178,7 @@ async def across(
     page = await list_across(sources, merged, lambda s: own.get(s.id))
     _report(info, page.errors)
     ctx.loaders.prime(page.items)
-    page.items = await ctx.loaders.settle(page.items)
+    page.items = await ctx.loaders.settle(page.items, read_ahead)
 
     async def total() -> int:
         count, errors = await count_across(sources, lambda s: own.get(s.id))

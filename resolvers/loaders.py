@@ -10,9 +10,11 @@ of source (and store) calls grows with the depth of a query, not with the size o
 A paced list completion (``resolvers/pacing.py``) lets the event loop run in the middle of a
 level; while it does, the request's :class:`~resolvers.pacing.Hold` is taken and the loaders
 (:class:`HeldLoader`) keep their batches open, so that a level's loads still go out together.
-The hold is taken too while a level's references are read at once
+The hold is taken too while a level's references are read at once from the gateway's own store
 (:meth:`~adapters.batching.EntityBatcher.fetch`), so the loads issued with what they found join
-the level's batches however many loop turns the read took.
+the level's batches however many loop turns the read took; never while a remote's answer is
+awaited (its keys join the loop turn's batch instead). References a page's nodes will follow are
+read ahead from remote registries (:meth:`settle`'s ``read_ahead``, ``resolvers/types/ahead.py``).
 
 Every message handed out is materialised (:meth:`Loaders.settle`, the request's
 :class:`~adapters.request.Materialiser`, shared with the bulk rows): a chain that leaves its
@@ -23,7 +25,7 @@ batch per registry per step (``adapters.effective``).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from adapters.base import Entity, Listing, RegistrySource, SourcePage
@@ -104,9 +106,19 @@ class Loaders:
         found = await self.batcher.load_many([(registry, as_of, x) for x in xids])
         return await gather(*(self.materialiser.settled(e) if e is not None else _none() for e in found))
 
-    async def settle(self, entities: list[Entity]) -> list[Entity]:
-        """``entities`` with the materialisation of their messages completed across registries."""
-        return await self.materialiser.settle(entities)
+    async def settle(self, entities: list[Entity],
+                     read_ahead: Callable[[Sequence[Entity]], None] | None = None) -> list[Entity]:
+        """``entities`` with the materialisation of their messages completed across registries.
+        ``read_ahead`` (``resolvers/types/ahead.py``) is given them at once, and the messages
+        whose chains were followed again once they all are (what they inherit is known then)."""
+        if read_ahead is None:
+            return await self.materialiser.settle(entities)
+        read_ahead(entities)
+        settled = await self.materialiser.settle(entities)
+        completed = [after for before, after in zip(entities, settled, strict=True) if after is not before]
+        if completed:
+            read_ahead(completed)
+        return settled
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read by a page, so that later look-ups of them are free."""
@@ -135,18 +147,21 @@ class Loaders:
             pages.append(result if isinstance(result, BaseException) else result[parent.lower()])
         return pages
 
-    async def children_of(self, registry: str, listing: Listing,
-                          parents: list[str]) -> dict[str, SourcePage] | BaseException:
+    async def children_of(self, registry: str, listing: Listing, parents: list[str],
+                          read_ahead: Callable[[Sequence[Entity]], None] | None = None,
+                          ) -> dict[str, SourcePage] | BaseException:
         """The pages of ``parents`` (by lower-case XID) under one listing, read at once (one
         :meth:`~adapters.base.RegistrySource.list_children`; not cached), their entities
-        remembered and their messages materialised; or the exception that failed the read."""
+        remembered and their messages materialised (``read_ahead``: as :meth:`settle`'s); or the
+        exception that failed the read."""
         try:
             pages = await self.sources[registry].list_children(parents, listing)
         except Exception as exc:
             return exc
         for page in pages.values():
             self.prime(page.items)
-        settled = iter(await self.settle([e for page in pages.values() for e in page.items]))  # all chains at once
+        settled = iter(await self.settle([e for page in pages.values() for e in page.items],  # all chains at once
+                                         read_ahead))
         for page in pages.values():
             page.items = [next(settled) for _ in page.items]
         return pages

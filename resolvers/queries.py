@@ -20,6 +20,7 @@ from resolvers.filters import EndpointFilter, Filter, MessageFilter, MessageGrou
 from resolvers.gathering import gather
 from resolvers.ids import parse_global_id
 from resolvers.references import only
+from resolvers.types.ahead import page_ahead
 from resolvers.types.endpoints import Endpoint
 from resolvers.types.entities import Group, Node, Resource
 from resolvers.types.fields import batched
@@ -188,7 +189,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Endpoint] | None:
         return await across(info, group_type="endpoints", resource_type=None, registries=registries, filter=filter,
-                            sort=sort, paging=paging, wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Message groups of every registry (or of `registries`), merged in sort order.")
     async def messagegroups(
@@ -196,7 +198,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[MessageGroup] | None:
         return await across(info, group_type="messagegroups", resource_type=None, registries=registries,
-                            filter=filter, sort=sort, paging=paging, wrap=to_node)
+                            filter=filter, sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Schema groups of every registry (or of `registries`), merged in sort order.")
     async def schemagroups(
@@ -204,7 +207,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[SchemaGroup] | None:
         return await across(info, group_type="schemagroups", resource_type=None, registries=registries,
-                            filter=filter, sort=sort, paging=paging, wrap=to_node)
+                            filter=filter, sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Messages of every registry (or of `registries`; message groups and "
                  "endpoints), merged in sort order.")
@@ -213,7 +217,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Message] | None:
         return await across(info, group_type=None, resource_type="messages", registries=registries, filter=filter,
-                            sort=sort, paging=paging, wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Schemas of every registry (or of `registries`), merged in sort order.")
     async def schemas(
@@ -221,7 +226,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Schema] | None:
         return await across(info, group_type=None, resource_type="schemas", registries=registries, filter=filter,
-                            sort=sort, paging=paging, wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Groups of one type (of any registry's model) across registries.")
     async def groups(
@@ -229,7 +235,8 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Group] | None:
         return await across(info, group_type=group_type, resource_type=None, registries=registries, filter=filter,
-                            sort=sort, paging=paging, wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 
     @paged_field("Resources of one type (of any registry's model) across registries.")
     async def resources(
@@ -237,5 +244,6 @@ class Query(Checks, WebhookQueries):
         sort: SortBy | None = None, *, paging: Paging,
     ) -> Connection[Resource] | None:
         return await across(info, group_type=None, resource_type=resource_type, registries=registries, filter=filter,
-                            sort=sort, paging=paging, wrap=to_node)
+                            sort=sort, paging=paging, wrap=to_node,
+                            read_ahead=page_ahead(info))
 

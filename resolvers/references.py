@@ -47,6 +47,23 @@ async def resolve(info: Info, owner: Entity, reference: Any, expect: Sequence[st
         return None
 
 
+def ahead_keys(ctx: Any, owner: Entity, references: Sequence[Any]) -> list[tuple[str, int | None, str]]:
+    """The loads of ``owner``'s references that have one candidate target, as :func:`resolve_each`
+    makes them (for reading ahead, ``resolvers/types/ahead.py``); a reference that does not
+    resolve is left to its resolver, which reports it."""
+    rules = ctx.references
+    keys: list[tuple[str, int | None, str]] = []
+    for reference in references:
+        try:
+            targets = rules.targets(reference, owner.registry, owner.xid)
+        except XRegistryError:
+            continue
+        if len(targets) == 1:
+            target = targets[0]
+            keys.append((target.registry, owner.as_of if target.registry == owner.registry else None, target.xid))
+    return keys
+
+
 def only(values: list[Any]) -> Any:
     """The one value of a form for many objects called for one (its failure raised)."""
     value = values[0]

@@ -177,6 +177,11 @@ class SharedResults:
         #: How many executions ran (a subscriber that took a shared result ran none).
         self.executions = 0
 
+    def ready(self, key: tuple[Any, ...]) -> StreamedResult | None:
+        """The result of ``key`` when it is there already (another subscriber ran it)."""
+        found = self._results.get(key)
+        return found.result() if found is not None and found.done() else None
+
     async def result(self, key: tuple[Any, ...], run: Callable[[], Awaitable[StreamedResult]]) -> StreamedResult:
         found = self._results.get(key)
         if found is not None and found.done():
@@ -202,7 +207,8 @@ class ResponseStream:
     for it). What the source raises (:class:`~adapters.events.SlowConsumer`) ends the stream
     with it; :meth:`aclose` leaves the source.
 
-    :meth:`ready` (the next result comes without waiting for an event), :meth:`listen` (a call
+    :meth:`take` (the next result, when it comes without waiting), :meth:`ready` (the next
+    result comes without waiting for an event), :meth:`listen` (a call
     when it may have become ready), :attr:`caught_up` (what follows is live) and
     :attr:`overflowed` (its consumer fell too far behind) are the source's,
     for a transport that drives many subscriptions from one task; a source without them never
@@ -216,6 +222,7 @@ class ResponseStream:
         self._events = aiter(source)
         self._shared: SharedResults | None = getattr(schema, "shared_results", None)
         self._operation = _operation_key(query, variables, operation_name, subscriber)
+        self._take: Callable[[], Any] | None = getattr(source, "take", None)
 
     def __aiter__(self) -> ResponseStream:
         return self
@@ -241,6 +248,21 @@ class ResponseStream:
             return StreamedResult(data=result.data, errors=with_reported(result.errors, context))
         finally:
             context.close()
+
+    def take(self) -> StreamedResult | Awaitable[StreamedResult] | None:
+        """The next result without a coroutine when the source has its event ready and another
+        subscriber already ran it (the common case of a fan-out); what to await for it when the
+        event is there but must be executed; ``None`` when the source has no event ready (or
+        ends, or has none to take): ``__anext__`` then waits for it, or raises the end."""
+        payload = self._take() if self._take is not None else None
+        if payload is None:
+            return None
+        key = getattr(payload, "shared_key", None)
+        if self._shared is None or key is None:
+            return self._run(payload)
+        shared = (key, *self._operation)
+        found = self._shared.ready(shared)
+        return found if found is not None else self._shared.result(shared, lambda: self._run(payload))
 
     def ready(self) -> bool:
         ready = getattr(self._source, "ready", None)

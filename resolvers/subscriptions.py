@@ -87,7 +87,7 @@ class RegistryEventNode:
 
 class Delivered:
     """The stream's events as GraphQL objects (``async for``); the stream is left when the
-    subscription ends (:meth:`aclose`). :meth:`ready`, :meth:`listen` and :attr:`caught_up` are
+    subscription ends (:meth:`aclose`). :meth:`take`, :meth:`ready`, :meth:`listen` and :attr:`caught_up` are
     the stream's own (:class:`~adapters.events.EventStream`), for a transport that drives many
     subscriptions from one task."""
 
@@ -103,6 +103,12 @@ class Delivered:
         if self._closed:
             raise StopAsyncIteration
         return RegistryEventNode(event=await self.stream.__anext__())
+
+    def take(self) -> RegistryEventNode | None:
+        """The next event, when it is there without waiting (:meth:`EventStream.take
+        <adapters.events.EventStream.take>`)."""
+        event = None if self._closed else self.stream.take()
+        return RegistryEventNode(event=event) if event is not None else None
 
     def ready(self) -> bool:
         return self._closed or self.stream.ready()

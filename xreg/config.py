@@ -270,6 +270,8 @@ class Settings(BaseSettings):
         64 * 1024 * 1024, ge=1024, description="Longest line `restore` reads from a backup (decompressed).")
     restore_max_bytes: int = Field(
         8 * 1024 * 1024 * 1024, ge=1024, description="Most bytes `restore` reads from a backup (decompressed).")
+    restore_max_rematerialise: int = Field(
+        10_000, ge=0, description="Most pending re-materialisation items `restore` takes from a backup.")
 
     # -- HTTP -----------------------------------------------------------------------------------
     registry_prefix: str = Field("/registry", description="Path prefix of the xRegistry HTTP API.")

@@ -4,15 +4,18 @@ registry, resolved for all the endpoints of a query level together) and its own 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 from strawberry.types import Info
 
+from adapters.base import Entity as SourceEntity
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.filters import MessageFilter, SortBy
-from resolvers.references import only, resolve, resolve_each
+from resolvers.references import ahead_keys, only, resolve, resolve_each
+from resolvers.types.ahead import ahead
 from resolvers.types.entities import Group
 from resolvers.types.fields import attr, batched
 from resolvers.types.messages import Message, MessageGroup, messages_of
@@ -23,6 +26,12 @@ from resolvers.types.pages import collection
 def _listed(value: Any) -> list[Any]:
     """An attribute that holds one reference or a list of them, as a list."""
     return value if isinstance(value, list) else [value] if value else []
+
+
+def messagegroups_ahead(ctx: Any, endpoints: Sequence[SourceEntity], nodes: Any, fragments: Any) -> list[Any]:
+    """The look-ahead of ``messagegroups`` (``resolvers/types/ahead.py``): the groups each
+    endpoint names."""
+    return [key for e in endpoints for key in ahead_keys(ctx, e, _listed(e.declared("messagegroups")))]
 
 
 async def messagegroups_of(endpoints: list[Any], infos: list[Info], *, at_once: bool = True) -> list[Any]:
@@ -48,6 +57,7 @@ class Endpoint(Group):
     @strawberry.field(description="The message groups the endpoint references, in any registry (those that do "
                                   "not resolve are left out and reported in `errors`).")
     @batched(messagegroups_of)
+    @ahead(messagegroups_ahead)
     async def messagegroups(self, info: Info) -> list[MessageGroup]:
         return only(await messagegroups_of([self], [info], at_once=False))
 

@@ -18,11 +18,12 @@ from strawberry.scalars import JSON
 from strawberry.types import Info
 
 from adapters.base import Entity as SourceEntity
-from adapters.effective import MESSAGE_TYPES
+from adapters.effective import MESSAGE_TYPES, needs_completion
 from resolvers.connections import Connection, Paging, paged_field
 from resolvers.filters import Filter, MessageFilter, SortBy
 from resolvers.gathering import gather
-from resolvers.references import only, resolve, resolve_each
+from resolvers.references import ahead_keys, only, resolve, resolve_each
+from resolvers.types.ahead import Key, ahead
 from resolvers.types.entities import (
     Group,
     Label,
@@ -129,6 +130,36 @@ def _dataschema_reference(ctx: Any, message: SourceEntity) -> tuple[SourceEntity
         except XRegistryError:
             return None  # a schema document outside the registries: not a registry reference
     return owner, reference
+
+
+def dataschemas_ahead(ctx: Any, messages: Sequence[SourceEntity], nodes: Sequence[FieldNode],
+                      fragments: dict[str, Any]) -> list[Key]:
+    """The look-ahead of ``dataschema`` (``resolvers/types/ahead.py``): what each message's schema
+    reference points at, when the query reads it, and the schema resource of a version reference
+    when it reads ``schema`` (the version's XID names it). A message whose chain is still to be
+    followed gives the reference it declares itself: its own wins (an inherited
+    ``dataschemaxid`` names the same schema, message/spec.md)."""
+    names = frozenset(_selected(nodes, fragments)) & _READS_TARGET
+    if not names:
+        return []
+    keys: list[Key] = []
+    for message in messages:
+        if needs_completion(message):
+            name = "dataschemaxid" if message.declared("dataschemaxid") else "dataschemauri"
+            owner, reference = message, message.declared(name)
+            inline = message.declared("dataschema")
+        else:
+            found = _dataschema_reference(ctx, message)
+            owner, reference = found if found is not None else (message, None)
+            inline = message.attribute("dataschema")
+        if not reference or (names == {"document"} and inline is not None):
+            continue
+        for key in ahead_keys(ctx, owner, [reference]):
+            keys.append(key)
+            target = Xid.parse(key[2])  # an XID already (ahead_keys)
+            if "schema" in names and target.level == "version":
+                keys.append((key[0], key[1], str(target.resource)))
+    return keys
 
 
 async def dataschema_targets(infos: Sequence[Info], messages: Sequence[SourceEntity], *,
@@ -341,6 +372,7 @@ class MessageDefinition:
 
     @strawberry.field(description="The payload schema: inline, `dataschemaxid` or `dataschemauri` (in any registry).")
     @batched(dataschemas_of)
+    @ahead(dataschemas_ahead)
     async def dataschema(self, info: Info) -> DataSchema | None:
         return only(await dataschemas_of([self], [info], at_once=False))
 

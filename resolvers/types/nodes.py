@@ -68,15 +68,21 @@ def _node_class(kind: str, ctype: str) -> type:
 _NODE_CLASSES: dict[tuple[str, str], type] = {}
 
 
-def to_node(entity: SourceEntity) -> Any:
-    """The GraphQL object for a source entity."""
+def node_class(entity: SourceEntity) -> type:
+    """The object type standing for a source entity."""
     key = (entity.kind, entity.ctype)
     cls = _NODE_CLASSES.get(key)
     if cls is None:
         if len(_NODE_CLASSES) >= 256:  # models are few, but a remote registry's types are its own
             _NODE_CLASSES.clear()
         cls = _NODE_CLASSES[key] = _node_class(*key)
-    return node_of(cls, entity)
+    return cls
+
+
+def to_node(entity: SourceEntity) -> Any:
+    """The GraphQL object for a source entity."""
+    cls = _NODE_CLASSES.get((entity.kind, entity.ctype))
+    return node_of(cls if cls is not None else node_class(entity), entity)
 
 
 def bare_registry(rid: str, as_of: int | None = None) -> Any:

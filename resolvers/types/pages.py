@@ -21,6 +21,7 @@ from resolvers.federation import unsearchable
 from resolvers.filters import Filter, SortBy, to_filters, to_sort
 from resolvers.gathering import gather, settled
 from resolvers.references import only
+from resolvers.types.ahead import page_ahead
 from resolvers.types.nodes import to_node
 
 
@@ -50,6 +51,7 @@ async def collections(
     the request's loader (batched with other loads of them), or, ``at_once`` (every owner of a
     level is here), read directly: one read per registry and listing."""
     ctx = infos[0].context
+    read_ahead = page_ahead(infos[0])  # the nodes' references to read as soon as a page is in
     out: list[Any] = []
     nested: list[tuple[int, int, SourceEntity, Any]] = []  # owner's place, its info's, owner, its listing
     for k, (owner, types) in enumerate(zip(owners, ctypes, strict=True)):
@@ -66,14 +68,14 @@ async def collections(
             ctx.report(unsearchable(source.id, _subject(owner, types)), infos[k])
             out.append(_empty())
         elif owner.kind == "registry":
-            out.append(await _across(infos[k], source, listing))
+            out.append(await _across(infos[k], source, listing, read_ahead))
         else:
             nested.append((len(out), k, owner, listing))
             out.append(None)  # its page's
     if not nested:
         return out
     if at_once:
-        pages = await _pages_at_once(ctx, [(owner, listing) for _, _, owner, listing in nested])
+        pages = await _pages_at_once(ctx, [(owner, listing) for _, _, owner, listing in nested], read_ahead)
     else:
         loads = [ctx.loaders.children.load((owner.registry, owner.xid, listing)) for _, _, owner, listing in nested]
         await settled(loads)
@@ -89,12 +91,14 @@ async def collections(
     return out
 
 
-async def _pages_at_once(ctx: Any, wanted: list[tuple[SourceEntity, Any]]) -> list[Any]:
-    """Each owner's page under its listing: one read per registry and listing (or its error)."""
+async def _pages_at_once(ctx: Any, wanted: list[tuple[SourceEntity, Any]],
+                         read_ahead: Callable[[Sequence[SourceEntity]], None] | None = None) -> list[Any]:
+    """Each owner's page under its listing: one read per registry and listing (or its error);
+    ``read_ahead`` is given the entities as they come in (:func:`~resolvers.types.ahead.page_ahead`)."""
     groups: dict[tuple[str, int], tuple[Any, list[str]]] = {}
     for owner, listing in wanted:
         groups.setdefault((owner.registry, id(listing)), (listing, []))[1].append(owner.xid)
-    found = await gather(*(ctx.loaders.children_of(registry, listing, parents)
+    found = await gather(*(ctx.loaders.children_of(registry, listing, parents, read_ahead)
                            for (registry, _), (listing, parents) in groups.items()))
     by_group = dict(zip(groups, found, strict=True))
     out = []
@@ -121,13 +125,15 @@ def _listing(ctx: Any, source: Any, owner: SourceEntity, ctypes: tuple[str, ...]
     return listing
 
 
-async def _across(info: Info, source: Any, listing: Any) -> Connection | Exception:
-    """A registry-wide connection: its page, and its count when asked."""
+async def _across(info: Info, source: Any, listing: Any,
+                  read_ahead: Callable[[Sequence[SourceEntity]], None] | None = None) -> Connection | Exception:
+    """A registry-wide connection: its page, and its count when asked (``read_ahead``: as
+    :func:`_pages_at_once`'s)."""
     ctx = info.context
     try:
         page = await source.list(listing)
         ctx.loaders.prime(page.items)
-        page.items = await ctx.loaders.settle(page.items)
+        page.items = await ctx.loaders.settle(page.items, read_ahead)
         return connection(page, to_node, lambda: _count(info, source, listing))
     except SourceUnavailable as exc:  # the registry is down: no rows, and the error reported
         ctx.report(exc, info)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
 from mongomock_motor import AsyncMongoMockClient
 
-from xreg.storage import mongo
+from xreg.storage import indexed, mongo, sqlite_index
 from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor
 from xreg.storage.sqlite import SQLiteStore
@@ -50,7 +51,7 @@ async def test_sqlite_reads_an_indexed_filter_from_the_index_in_key_order(tmp_pa
         both = Query(MESSAGES, any_of=((Condition(("default", "labels", "team"), "eq", "t1"), protocol("nats")),))
         plan = await store.explain(both)
         assert "SEARCH d USING PRIMARY KEY" in plan and "SCAN states" not in plan, plan
-        assert "USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey=?)" in plan, plan  # a seek, not a scan
+        assert "USING PRIMARY KEY (path=? AND v=? AND akey=?)" in plan, plan  # a seek, not a scan
         assert await store.count(both) == sum(1 for i in range(2000) if i % 50 == 3 and i % 3 == 1)
         # A wildcard reads its text range, each state once.
         wild = Query(MESSAGES, any_of=((protocol("na*", wildcard=True),),), limit=5)
@@ -68,7 +69,7 @@ async def test_sqlite_finds_cross_references_under_a_parent_by_one_index_range(t
         await store.commit(writes)
         sources = Query(MESSAGES, parent="/messagegroups/g3", any_of=((Condition(("meta", "xref"), "exists"),),))
         plan = await store.explain(sources)
-        assert "SEARCH d USING PRIMARY KEY (path=? AND v=? AND actype=? AND akey>? AND akey<?)" in plan, plan
+        assert "SEARCH d USING PRIMARY KEY (path=? AND v=? AND akey>? AND akey<?)" in plan, plan
         assert "TEMP B-TREE" not in plan and "SCAN states" not in plan, plan
         want = [w.key for w in writes[::7] if w.key.startswith("/messagegroups/g3/")]
         assert [r.key for r in (await store.list(sources)).items] == want
@@ -78,6 +79,41 @@ async def test_sqlite_finds_cross_references_under_a_parent_by_one_index_range(t
     async with SQLiteStore(tmp_path / "s.db") as store:
         assert [r.key for r in (await store.list(sources)).items] == want
         assert await store.count(sources) == len(want)
+
+
+def _varied(i: int, ctype: str = MESSAGES) -> Write:
+    """Documents whose entries take every way into ``attrs``: a value shared by hundreds (whole
+    statements of rows), values of one state each, 1 and 1.0, booleans, presence, lists."""
+    return Write(f"/messagegroups/g{i % 3}/{ctype.split('/')[-1]}/m{i:04d}", "resource", ctype,
+                 {"default": {"protocol": "KAFKA", "messageid": f"m{i:04d}", "orderid": 1 if i % 2 else 1.0,
+                              "deprecated": i % 3 == 0, "labels": {"team": f"t{i % 4}"}, "usage": ["a", "B", i]}})
+
+
+async def _attrs_match_the_live_states(store: SQLiteStore) -> int:
+    found = await store.db.execute_fetchall(
+        "SELECT p.path, a.v, typeof(a.v), p.ctype, a.akey, a.aseq FROM attrs a JOIN attr_paths p ON p.id = a.path")
+    live = await store.db.execute_fetchall("SELECT seq, xkey, ctype, doc FROM states WHERE live = 1")
+    expected = {(text, sqlite_index.stored(v), type(sqlite_index.stored(v)).__name__, ctype, key, seq)
+                for seq, key, ctype, doc in live for text, v in indexed.entry_texts(json.loads(doc))}
+    kinds = {"text": "str", "integer": "int", "real": "float", "blob": "bytes"}
+    assert {(t, v, kinds[k], c, key, seq) for t, v, k, c, key, seq in found} == expected
+    return len(found)
+
+
+async def test_sqlite_index_rows_are_the_entries_of_the_live_states(tmp_path):
+    """Large commits insert ``attrs`` a statement of rows at a time: every entry of every live
+    state is there, with its type, and nothing else, across updates and deletions."""
+    async with SQLiteStore(tmp_path / "s.db") as store:
+        await store.commit([_varied(i) for i in range(450)] + [_varied(i, "schemagroups/schemas") for i in range(7)])
+        assert await _attrs_match_the_live_states(store) == 457 * 10
+        await store.commit([replace(_varied(i), doc={"default": {"protocol": "AMQP", "orderid": 2.5}})
+                            for i in range(0, 450, 2)] + [Write(_varied(i).xid, "resource", MESSAGES, None)
+                                                          for i in range(1, 200, 2)])
+        assert await _attrs_match_the_live_states(store) == 225 * 2 + 125 * 10 + 7 * 10
+        # A closed state's rows, a hundred at a time: a seek of the primary key per row, no scan.
+        plan = await store.db.execute_fetchall("EXPLAIN QUERY PLAN " + sqlite_index._DELETE_RUN,
+                                               [1, "kafka"] + ["/k", 1] * sqlite_index.RUN)
+        assert next(iter(plan))[3] == "SEARCH attrs USING PRIMARY KEY (path=? AND v=? AND akey=?)"
 
 
 async def test_sqlite_unfiltered_counts_come_from_the_counters(tmp_path):
@@ -112,6 +148,42 @@ async def test_a_database_made_before_the_read_index_opens_and_is_migrated(tmp_p
         assert rev == 4 and await store.count(amqp) == 2 and await store.count(Query(MESSAGES)) == 40
     async with SQLiteStore(path) as store:  # opened again: nothing to migrate, the same answers
         assert await store.count(amqp) == 2 and await store.count(Query(MESSAGES)) == 40
+
+
+#: The read index as layout 2 kept it (the collection type in every row).
+_LAYOUT_2 = (
+    "CREATE TABLE attr_paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)",
+    "CREATE TABLE attrs (path INTEGER NOT NULL, v, actype TEXT NOT NULL, akey TEXT NOT NULL, "
+    "aseq INTEGER NOT NULL, PRIMARY KEY (path, v, actype, akey, aseq)) WITHOUT ROWID",
+)
+
+
+async def test_a_database_of_read_index_layout_2_is_rebuilt_once(tmp_path):
+    path = tmp_path / "s.db"
+    async with SQLiteStore(path) as store:
+        await store.commit(messages(100))
+    raw = sqlite3.connect(path)
+    with raw:  # as a store of layout 2 left it
+        raw.execute("DROP TABLE attrs")
+        raw.execute("DROP TABLE attr_paths")
+        for create in _LAYOUT_2:
+            raw.execute(create)
+        raw.execute("""INSERT INTO attr_paths(id, path) VALUES (1, '["default","protocol"]')""")
+        raw.execute("INSERT INTO attrs VALUES (1, 'nats', ?, '/messagegroups/g3/messages/m0003', 4)", (MESSAGES,))
+        raw.execute("UPDATE meta SET value = 2 WHERE key = 'read_index'")
+    raw.close()
+    nats = Query(MESSAGES, any_of=((protocol("nats"),),))
+    async with SQLiteStore(path) as store:
+        assert [r[1] for r in await store.db.execute_fetchall("PRAGMA table_info(attrs)")] == ["path", "v", "akey",
+                                                                                             "aseq"]
+        assert list(await store.db.execute_fetchall("SELECT value FROM meta WHERE key = 'read_index'")) == [(3,)]
+        assert await _attrs_match_the_live_states(store) == 100 * 4
+        assert [r.key for r in (await store.list(nats)).items] == [
+            "/messagegroups/g3/messages/m0003", "/messagegroups/g3/messages/m0053"]
+        assert "SEARCH d USING PRIMARY KEY (path=? AND v=?)" in await store.explain(nats)
+        await store.db.execute("DELETE FROM attrs WHERE akey = '/messagegroups/g3/messages/m0053'")
+    async with SQLiteStore(path) as store:  # opened again: not rebuilt (the row deleted above stays gone)
+        assert await store.count(nats) == 1
 
 
 def replace_as_of(query: Query, as_of: int) -> Query:
@@ -200,6 +272,42 @@ async def test_mongo_queries_drive_by_the_attribute_index():
     as_of = json.loads(await store.explain(Query(MESSAGES, any_of=((protocol("nats"),),), as_of=1)))
     assert as_of["hint"] == "states_asof" and "ix" not in str(as_of["filter"])
     assert await store.count(Query(MESSAGES, any_of=((protocol("nats"),),))) == 2
+
+
+class _Recorded:
+    """A collection whose method calls are recorded (name and arguments) before they run."""
+
+    def __init__(self, inner, calls: list) -> None:
+        self._inner, self._calls = inner, calls
+
+    def __getattr__(self, name):
+        method = getattr(self._inner, name)
+
+        def call(*args, **kwargs):
+            self._calls.append((name, args))
+            return method(*args, **kwargs)
+        return call
+
+
+async def test_mongo_commit_moves_the_counters_in_a_few_round_trips():
+    store = await _mongo()
+    calls: list = []
+    store.counts = _Recorded(store.counts, calls)
+    await store.commit(messages(300))  # 10 new parents: one read, one insert
+    assert [name for name, _ in calls] == ["find", "insert_many"]
+    assert len(calls[1][1][0]) == 10
+    calls.clear()
+    more = [Write(f"/messagegroups/g{i % 12}/messages/n{i:04d}", "resource", MESSAGES, {"default": {}})
+            for i in range(24)]  # 2 more in each of g0..g9, 2 in each of two new parents
+    gone = [Write(w.xid, "resource", MESSAGES, None) for w in messages(300)[:5]]  # g0..g4 lose one
+    await store.commit(more + gone)
+    assert sorted(name for name, _ in calls) == ["find", "insert_many", "update_many", "update_many"]
+    moves = {args[1]["$inc"]["n"]: sorted(args[0]["parent"]["$in"]) for name, args in calls if name == "update_many"}
+    assert moves == {2: [f"/messagegroups/g{g}" for g in range(5, 10)], 1: [f"/messagegroups/g{g}" for g in range(5)]}
+    assert await store.count(Query(MESSAGES)) == 319
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g0")) == 31
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g7")) == 32
+    assert await store.count(Query(MESSAGES, parent="/messagegroups/g11")) == 2
 
 
 async def test_a_mongo_database_made_before_the_read_index_is_migrated():

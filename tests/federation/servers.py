@@ -39,7 +39,8 @@ class Served(LiveServer):
 
 class Instrumented:
     """ASGI wrapper of a remote: counts requests by path, can hold every request until released
-    (``held`` counts those waiting), can hide capabilities, can be down (every request answered
+    (``held`` counts those waiting; ``release_held`` lets those waiting through and keeps
+    holding the later ones), can hide capabilities, can be down (every request answered
     503), can add a delay to every request (for the benchmarks only: the network's round trip),
     keeps the ``traceparent`` headers it receives; controlled over HTTP at ``/_test/state`` (GET)
     and ``/_test/configure`` (POST); ``/_test/held?at_least=n`` answers once ``n`` requests are
@@ -80,7 +81,8 @@ class Instrumented:
             try:
                 await released.wait()
             finally:
-                self.held -= 1
+                if released is self._released:  # (``release_held`` counted it out already)
+                    self.held -= 1
         await self._serve(scope, receive, send, path, query)
 
     def _held_condition(self) -> asyncio.Condition:
@@ -130,6 +132,10 @@ class Instrumented:
                 self._gate().set()
             if "hold" in body:
                 (self._gate().clear if body["hold"] else self._gate().set)()
+            if body.get("release_held"):
+                held, self._released = self._gate(), asyncio.Event()  # the later requests wait on a new gate
+                self.held = 0
+                held.set()
             if "delay" in body:
                 self.delay = float(body["delay"])
             if "down" in body:
@@ -172,6 +178,10 @@ class RemoteControl:
     def release(self) -> None:
         """Let the held requests, and all later ones, through."""
         self._call(hold=False)
+
+    def release_held(self) -> None:
+        """Let the requests held now through; hold the later ones."""
+        self._call(release_held=True)
 
     def add_delay(self, seconds: float) -> None:
         """Add ``seconds`` to every request from now on (benchmarks: the network's round trip)."""

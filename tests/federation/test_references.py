@@ -223,23 +223,32 @@ async def test_fetch_reads_a_steps_keys_at_once_and_remembers_them(registry, fau
     assert calls["get_many"] == 1 and hits["500"] == 1  # nothing asked again
 
 
-async def test_loads_issued_with_what_a_fetch_found_join_the_batch_open_during_it(fed, registry):
-    """While :meth:`EntityBatcher.fetch` reads (here a remote's round trip, many loop turns), the
-    request's loaders keep their batches open: a load issued before the fetch and one issued
-    with what it found (a schema's version after the schema) go out as one read, not two."""
+async def test_a_fetch_from_a_remote_holds_nothing_and_joins_the_loop_turns_batch(fed, registry, remotes):
+    """A fetch's remote keys join the loader's batch (one request per remote collection with the
+    loads of the same loop turn) and hold nothing: a load of the same step goes out and comes
+    back while the remote's answer is still awaited."""
     from resolvers.loaders import Loaders
     from resolvers.pacing import Hold
 
-    await registry.apply_document({"messagegroups": {"a": {"name": "A"}, "b": {"name": "B"}}})
+    await registry.apply_document({"messagegroups": {"a": {"name": "A"}}})
     hold = Hold()
     batcher = Loaders(fed.sources, fed.references, hold).batcher
-    calls = registry.store.stats.calls
-    calls.clear()
-    early = asyncio.ensure_future(batcher.load("test", "/messagegroups/a"))
-    await asyncio.sleep(0)  # the early load is in the loader's batch, whose dispatch is scheduled
-    (found,) = await batcher.fetch([("erp", None, ERP_GROUP)])
+    erp = remotes["erp"].wrapper
+    erp.clear()
+    erp.hold()
+    try:
+        # in one loop turn (as a level's resolvers): a sibling's load, then the fetch
+        sibling = asyncio.ensure_future(batcher.load("erp", "/messagegroups/Contoso.ERP.InventoryEvents"))
+        fetching = asyncio.ensure_future(batcher.fetch([("erp", None, ERP_GROUP)]))
+        await asyncio.sleep(0)  # both have started: the fetch's key joined the sibling's batch
+        local = asyncio.ensure_future(batcher.load("test", "/messagegroups/a"))
+        await erp.holding(1)
+        done, _ = await asyncio.wait({local}, timeout=60)  # the bound only ends a wait that would never end
+        assert local in done and local.result().attribute("name") == "A"
+        assert not fetching.done() and not hold.taken
+    finally:
+        erp.release()
+    (found,) = await fetching
     assert found is not None and found.xid == ERP_GROUP
-    a, b = await asyncio.gather(early, batcher.load("test", "/messagegroups/b"))
-    assert (a.attribute("name"), b.attribute("name")) == ("A", "B")
-    assert calls["get_many"] == 1  # both in one batch
-    assert not hold.taken
+    assert (await sibling).xid == "/messagegroups/Contoso.ERP.InventoryEvents"
+    assert [entry.split("?")[0] for entry in erp.log] == ["/registry/messagegroups"]  # one request for both

@@ -21,7 +21,7 @@ from adapters.request import RequestSources
 from gateway.app import create_app
 from gateway.graphql_ws import GraphQLWebSocket
 from gateway.ws_fanout import SLICE, Fanout, Member, _eager
-from resolvers.streaming import ResponseStream, Subscriber, open_stream
+from resolvers.streaming import ResponseStream, StreamedResult, Subscriber, open_stream
 from tests.http.support import asgi_client, make_settings
 
 GUARD = 30.0  # a bound against a hang, never an ordering device
@@ -173,3 +173,29 @@ async def test_eager_start_finishes_a_send_that_need_not_wait_and_hands_over_one
     assert done == ["at once", "after waiting"]
     with pytest.raises(OSError):
         _eager(fails())
+
+
+async def test_take_hands_over_a_result_another_subscriber_ran_without_a_coroutine(served):
+    app, view = served
+    one, two = await subscribe(view), await subscribe(view)
+    assert one.take() is None  # nothing committed yet
+    shared = view.schema.shared_results
+    before = shared.executions
+    await write(app, "t1")
+    for stream in (one, two):
+        await asyncio.wait_for(_ready(stream), GUARD)
+    first = one.take()
+    assert first is not None and not isinstance(first, StreamedResult)  # the event's execution, to await
+    ran = await first
+    second = two.take()
+    assert isinstance(second, StreamedResult) and second is ran  # the same result, at hand
+    assert shared.executions == before + 1
+    assert json.loads(ran.payload(False)) == {"data": {"registryEvents": {"subject": "/schemagroups/t1"}}}
+    assert one.take() is None and two.take() is None
+    for stream in (one, two):
+        await stream.aclose()
+
+
+async def _ready(stream: ResponseStream) -> None:
+    while not stream.ready():
+        await asyncio.sleep(0)

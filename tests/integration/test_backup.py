@@ -27,7 +27,7 @@ from tests.support.live import LiveServer
 from xreg.config import ApiKey, Settings
 from xreg.registry.materialise import derived_of
 from xreg.registry.service import LocalRegistry
-from xreg.storage.backup import backup, restore
+from xreg.storage.backup import VERSION, backup, restore
 from xreg.storage.mongo import MongoStore
 from xreg.storage.sqlite import SQLiteStore
 
@@ -200,7 +200,7 @@ def test_restore_refuses_a_defective_backup_and_writes_nothing(tmp_path: Path) -
     assert cli("backup", "-o", str(tmp_path / "b.jsonl"), data_dir=tmp_path / "original").returncode == 0
     lines = (tmp_path / "b.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
     (tmp_path / "cut.jsonl").write_text("".join(lines[:-3]), encoding="utf-8")
-    (tmp_path / "v9.jsonl").write_text(lines[0].replace('"version":2', '"version":9') + "".join(lines[1:]),
+    (tmp_path / "v9.jsonl").write_text(lines[0].replace(f'"version":{VERSION}', '"version":9') + "".join(lines[1:]),
                                        encoding="utf-8")
     for name, says in (("cut.jsonl", "cut short"), ("v9.jsonl", "version 9 is not supported")):
         checked = cli("restore", "--check", str(tmp_path / name), data_dir=tmp_path / "unused")

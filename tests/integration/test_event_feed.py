@@ -207,3 +207,51 @@ async def test_events_both_retained_and_live_are_yielded_once(stores) -> None:
                 await asyncio.sleep(0)
             assert not extra.done()  # nothing more: no duplicate is waiting
             extra.cancel()
+
+
+async def test_take_gives_what_anext_would_without_waiting(stores) -> None:
+    """``take``: the next event when ``anext`` would return it at once — retained ones, then live
+    ones, once each (a live event already yielded from the store is skipped) — and ``None`` when
+    ``anext`` would read the store or wait."""
+    async with process(stores) as (registry, feed):
+        for i in range(2):
+            await group(registry, f"early{i}")  # 4 retained events, pages of 3
+        async with feed.follow(None) as stream:
+            got = [stream.take() for _ in range(3)]  # the first page
+            assert stream.take() is None  # the next page is still to be read
+
+            await group(registry, "late0")  # 2 live events, also in the next page
+            await turns_until(lambda: len(stream._live) == 2)
+            assert stream.take() is None
+            got += await take(stream, 1)  # reads the next page
+            got += [stream.take(), stream.take()]  # the page's live events, from the store
+            assert stream.take() is None
+
+            await group(registry, "late1")
+            await turns_until(lambda: len(stream._live) == 4)
+            got += await take(stream, 1)  # the last page: the stream goes live
+            got.append(stream.take())
+            assert stream.take() is None and not stream._live  # the live copies of what the pages gave: skipped
+
+            await group(registry, "late2")
+            await turns_until(lambda: bool(stream._live))
+            got += [stream.take(), stream.take()]
+            assert stream.take() is None
+        assert got == await registry.store.events_after(None, limit=100)
+
+
+async def test_take_leaves_a_slow_consumer_and_the_end_to_anext(stores) -> None:
+    async with process(stores) as (registry, feed):
+        async with feed.follow(None, max_buffer=1) as stream:
+            await turns_until(lambda: not stream._reading_retained)
+            await group(registry, "g")  # 2 live events, buffer 1
+            await turns_until(lambda: stream._slow)
+            assert stream.take() is None
+            with pytest.raises(SlowConsumer):
+                await take(stream, 1)
+        async with feed.follow(None) as stream:
+            await take(stream, 2)
+            await feed.close()
+            assert stream.take() is None
+            with pytest.raises(StopAsyncIteration):
+                await take(stream, 1)

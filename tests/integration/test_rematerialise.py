@@ -7,13 +7,19 @@ is written again, and leaves the items alone while another process holds the lea
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections import Counter
 
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
-from xreg.registry.materialise import derived_of
+from xreg.events import derive
+from xreg.registry import changeset
+from xreg.registry.materialise import SLICE, derived_of
 from xreg.registry.rematerialise import Rematerialiser, stale_since
 from xreg.registry.service import LocalRegistry
+from xreg.registry.write_steps.unit import Unit
+from xreg.storage.backup import backup, restore
 from xreg.storage.mongo import MongoStore
 from xreg.storage.sqlite import SQLiteStore
 
@@ -43,6 +49,11 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def new_store(kind: str, tmp_path, name: str):
+    return (SQLiteStore(tmp_path / f"{name}.db") if kind == "sqlite"
+            else MongoStore(client=AsyncMongoMockClient(), database=name))
 
 
 @pytest.fixture(params=["sqlite", "mongomock"])
@@ -210,3 +221,77 @@ async def test_a_worker_stopped_mid_round_stops_even_when_its_lease_cannot_be_gi
                 break
             await asyncio.sleep(0)
         assert task.done() and task.cancelled()
+
+
+@pytest.mark.parametrize("into", ["sqlite", "mongomock"])
+async def test_a_backup_taken_while_work_is_pending_is_restored_to_finish_it(pair, tmp_path, into):
+    """Backed up mid-way (one page done), restored elsewhere: the copy shows the same dependents
+    stale, and its worker ends where the original's does — and where an inline write does."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+        await reg.apply_document(edit("v2"))
+    [item, *_] = await deferring.store.rematerialisations()
+    page, _ = await Rematerialiser(deferring, batch=2)._page(item, None)
+    assert await deferring.store.rematerialised(item.key, item.revision, page[-1].key, done=False)
+    waiting = await stale(deferring)
+    info = await backup(deferring.store, tmp_path / "pending.jsonl.gz")
+    assert info.rematerialise == 2
+    target = new_store(into, tmp_path, "restored")
+    await target.open()
+    await restore(target, tmp_path / "pending.jsonl.gz")
+    async with LocalRegistry(target, registry_id="test", rematerialise_inline=2) as copy:  # open: used as it is
+        assert await copy.store.rematerialisations() == await deferring.store.rematerialisations()
+        assert waiting and await stale(copy) == waiting  # the stale flag, until the worker is done
+        assert await Rematerialiser(copy, batch=3).run_until_idle() > 0
+        await Rematerialiser(deferring, batch=3).run_until_idle()
+        assert await materialisations(copy) == await materialisations(deferring) == await materialisations(inline)
+        assert await stale(copy) == [] and await copy.store.rematerialisations() == []
+
+
+async def test_a_page_hands_the_event_loop_back_every_slice(pair, monkeypatch):
+    """What the worker does per dependent on the event loop (take it up, derive it, build its
+    write and its event; on SQLite, decode it) comes in slices of at most ``SLICE`` between two
+    turns of the loop, counted by a task that counts its turns: a page of 70 dependents (140
+    records, two pages) never holds the loop for all of them (health probes run between)."""
+    deferring, _ = pair
+    many = 70
+    messages = {f"m{i:02d}": {"basemessageuri": G + "base"} for i in range(many)}
+    await deferring.apply_document({"messagegroups": {"g": {"messages": {"base": {"description": "v1"},
+                                                                         **messages}}}})
+    await deferring.apply_document({"messagegroups": {"g": {"messages": {"base": {"description": "v2"}}}}})
+    assert len(deferring.rematerialising) == 2
+    turns = 0
+    on_loop: dict[str, Counter[int]] = {}
+
+    def counted(name: str, fn):
+        on_loop[name] = Counter()
+
+        def call(*args, **kwargs):
+            if threading.current_thread() is threading.main_thread():
+                on_loop[name][turns] += 1
+            return fn(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(Unit, "remember", counted("take up", Unit.remember))
+    monkeypatch.setattr(Unit, "set_derived", counted("derive", Unit.set_derived))
+    monkeypatch.setattr(changeset, "_write", counted("build the write", changeset._write))
+    monkeypatch.setattr(derive, "_updated", counted("derive the event", derive._updated))
+    if isinstance(deferring.store, SQLiteStore):
+        monkeypatch.setattr(SQLiteStore, "_record", staticmethod(counted("decode", SQLiteStore._record)))
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.ensure_future(count_turns())
+    try:
+        assert await Rematerialiser(deferring, batch=100).run_until_idle() == 2 * many
+    finally:
+        counter.cancel()
+    assert sum(on_loop["derive"].values()) >= 2 * many  # derived on the loop, in slices
+    most = {name: max(counts.values(), default=0) for name, counts in on_loop.items()}
+    assert max(most.values()) <= SLICE, most
+    assert await stale(deferring) == []

@@ -14,7 +14,9 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +24,7 @@ from tests.contract.test_store_backup import build_history
 from xreg import json_limits
 from xreg.config import Settings
 from xreg.storage.backup import BackupError, ReadLimits, backup, check_backup, restore
+from xreg.storage.records import Write
 from xreg.storage.sqlite import SQLiteStore
 
 MIB = 1024 * 1024
@@ -114,7 +117,8 @@ async def test_values_as_deep_as_a_write_accepts_are_restored(good, tmp_path: Pa
 
 def test_the_bounds_default_to_the_settings_defaults():
     settings = Settings(_env_file=None)
-    assert ReadLimits() == ReadLimits(settings.restore_max_line_bytes, settings.restore_max_bytes)
+    assert ReadLimits() == ReadLimits(settings.restore_max_line_bytes, settings.restore_max_bytes,
+                                      settings.restore_max_rematerialise)
 
 
 def gzip_bomb(path: Path, header: dict, line_bytes: int) -> Path:
@@ -162,3 +166,98 @@ async def test_the_line_and_total_bounds_are_settings(good, tmp_path: Path):
     with pytest.raises(BackupError, match="goes past"):
         check_backup(path, ReadLimits(max_bytes=size - 1))
     assert check_backup(path, ReadLimits(max_bytes=size)).states == good[-1]["states"]
+
+
+# -- pending re-materialisation items ---------------------------------------------------------
+BASE = "/messagegroups/g/messages/base"
+
+
+@pytest.fixture
+async def pending(tmp_path: Path) -> list[dict]:
+    """The lines of a good backup holding a pending re-materialisation item (on BASE)."""
+    async with SQLiteStore(tmp_path / "pending.db") as store:
+        await build_history(store)
+        await store.commit([Write(BASE, "resource", "messagegroups/messages", {"messageid": "base", "v": 2})],
+                           rematerialise=[BASE])
+        await backup(store, tmp_path / "pending.jsonl")
+    with open(tmp_path / "pending.jsonl", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def with_item(lines: list[dict], change: dict | None = None, *, extra: list[dict] = (), where: int | None = None,
+              count: int | None = None) -> tuple[list[dict], int]:
+    """``lines`` with its item changed by ``change`` and ``extra`` lines put after it (or at
+    ``where``), the end line counting ``count`` items (default: as many as there are); the line
+    number of the (first) item."""
+    out = [dict(x) for x in lines]
+    index = next(i for i, x in enumerate(out) if x["type"] == "rematerialise")
+    out[index].update(change or {})
+    at = index + 1 if where is None else where
+    out[at:at] = [dict(x) for x in extra]
+    items = sum(x["type"] == "rematerialise" for x in out)
+    out[-1] = {**out[-1], "rematerialise": items if count is None else count}
+    return out, index + 1
+
+
+ITEM_ATTACKS: dict[str, tuple[Any, str]] = {
+    "a key out of the registry": ({"key": "/../../etc"}, "the item's key '/../../etc' is not an XID"),
+    "a key that is a group": ({"key": "/messagegroups/g"}, "names a group, not a message"),
+    "a key in upper case": ({"key": BASE.upper()}, "not an XID in lower case"),
+    "a key of 2,000 characters": ({"key": "/" + "a" * 2000}, "of at most 1024 characters"),
+    "a key that is no string": ({"key": ["/messagegroups"]}, "not an XID in lower case"),
+    "progress out of the registry": ({"after": "/../x"}, "the item's after '/../x' is not an XID"),
+    "a revision after the header's": ({"rev": 10_000}, "the item is of a revision after the header's"),
+    "revision 0": ({"rev": 0}, "a rematerialise record needs key"),
+    "a revision that is text": ({"rev": "7"}, "a rematerialise record needs key"),
+    "a negative time": ({"at": -1}, "a rematerialise record needs key"),
+    "a time past any float": ({"at": 10 ** 400}, "a rematerialise record needs key"),
+    "a time that is text": ({"at": "yesterday"}, "a rematerialise record needs key"),
+    "a key naming no entity": ({"key": "/messagegroups/g/messages/nobody"}, "which is no entity of the backup"),
+}
+
+
+@pytest.mark.parametrize("attack", ITEM_ATTACKS)
+async def test_a_hostile_pending_item_is_refused_naming_its_line_and_nothing_is_written(pending, tmp_path: Path,
+                                                                                         attack):
+    change, says = ITEM_ATTACKS[attack]
+    lines, number = with_item(pending, change)
+    await refused(write(tmp_path / "hostile.jsonl", lines), tmp_path, f"line {number}\\b.*{says}")
+
+
+async def refused(path: Path, tmp_path: Path, says: str, limits: ReadLimits | None = None) -> None:
+    """``path`` is refused by the check and by a restore, which writes nothing (no item either)."""
+    limits = limits or ReadLimits()
+    with pytest.raises(BackupError, match=says):
+        check_backup(path, limits)
+    async with SQLiteStore(tmp_path / f"target-{uuid.uuid4().hex[:8]}.db") as target:
+        with pytest.raises(BackupError, match=says):
+            await restore(target, path, limits)
+        assert await target.current_revision() == 0 and await target.rematerialisations() == []
+        assert await target.get("/messagegroups/g") is None
+
+
+async def test_misplaced_repeated_or_too_many_items_are_refused(pending, tmp_path: Path):
+    item = next(x for x in pending if x["type"] == "rematerialise")
+    quake = {**item, "key": "/messagegroups/g/messages/quake"}
+    twice, number = with_item(pending, extra=[item])
+    await refused(write(tmp_path / "twice.jsonl", twice), tmp_path, f"line {number + 1}: a second item for")
+    first_state = next(i for i, x in enumerate(pending) if x["type"] == "state")
+    late, _ = with_item(pending, extra=[quake], where=first_state + 1)
+    await refused(write(tmp_path / "late.jsonl", late), tmp_path, f"line {first_state + 2}: a rematerialise record "
+                                                                  "follows the states")
+    miscounted, _ = with_item(pending, count=0)
+    await refused(write(tmp_path / "miscounted.jsonl", miscounted), tmp_path, "and 0 pending items, the file holds")
+    v2, number = with_item([{**pending[0], "version": 2}, *pending[1:]])
+    await refused(write(tmp_path / "v2.jsonl", v2), tmp_path, f"line {number}: a rematerialise record in a version 2")
+    # the count bound: two items where one is allowed (the setting: XREG_RESTORE_MAX_REMATERIALISE)
+    two, number = with_item(pending, extra=[quake])
+    path = write(tmp_path / "two.jsonl", two)
+    await refused(path, tmp_path, f"line {number + 1}: more than 1 pending re-materialisation items",
+                  ReadLimits(max_rematerialise=1))
+    checked = cli("restore", "--check", str(path), data_dir=tmp_path / "unused", XREG_RESTORE_MAX_REMATERIALISE="1")
+    assert checked.returncode == 1 and "more than 1 pending" in checked.stderr.replace("\n", "")
+    checked = cli("restore", "--check", str(path), data_dir=tmp_path / "unused")
+    assert checked.returncode == 0 and "2 pending re-materialisations" in checked.stderr.replace("\n", "")
+    async with SQLiteStore(tmp_path / "two.db") as target:
+        await restore(target, path)
+        assert [i.key for i in await target.rematerialisations()] == [BASE, "/messagegroups/g/messages/quake"]

@@ -63,3 +63,27 @@ async def test_a_batch_nobody_waits_for_is_not_loaded_and_a_cancelled_key_loads_
     await loader.batch.task
     assert batches == [] and len(done) == 1  # skipped; waiters are still told the batch is over
     assert await loader.load("a") == "A" and batches == [["a"]]
+
+
+async def test_keys_loaded_now_go_out_while_the_hold_keeps_the_batches_of_load():
+    """While the hold is taken, :meth:`BatchLoader.load` batches wait for it; keys loaded with
+    :meth:`BatchLoader.load_now` go out as a batch of their own at once, and later loads of them
+    take the same futures."""
+    from resolvers.pacing import Hold
+
+    batches: list[list[str]] = []
+    hold = Hold()
+    loader = BatchLoader(_recording(batches), hold=hold)
+    hold.take()
+    held = loader.load("a")
+    loader.load_now(["b", "c"])
+    now = loader.cached("b")
+    for _ in range(5):  # a few loop turns: the batch's task and its load
+        await asyncio.sleep(0)
+    assert now is not None and now.done() and now.result() == "B"
+    assert batches == [["b", "c"]] and not held.done()  # the held batch still waits
+    assert loader.load("c") is loader.cached("c") and await loader.load("c") == "C"
+    loader.load_now(["a", "c"])  # both known already: nothing new is sent
+    hold.give()
+    assert await held == "A"
+    assert batches == [["b", "c"], ["a"]]

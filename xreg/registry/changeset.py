@@ -11,10 +11,15 @@ is called, so nothing is written.
 The class is a façade: the states and their bookkeeping are :class:`~xreg.registry.write_steps.unit.Unit`'s,
 each write step is a function of its module in ``xreg.registry.write_steps`` (registry entity,
 groups, resources and versions, documents, settling a resource, ancestors, deletes, checks).
+
+A commit of many entities (an import, the re-materialisation worker's page) builds its store
+writes and derives its events in a worker thread (:data:`THREAD_PREPARE`): pure work over states
+nothing else touches meanwhile, kept off the event loop so requests and health probes go on.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -28,6 +33,9 @@ from xreg.registry.write_steps import deletes, groups, registry_entity, resource
 from xreg.registry.write_steps.group_constraints import check_xref_constraints
 from xreg.registry.write_steps.unit import EntityState, Unit
 from xreg.storage.records import Kind, Write
+
+#: Entities a commit writes from which its writes and events are built in a worker thread.
+THREAD_PREPARE = 32
 
 
 @dataclass
@@ -157,10 +165,20 @@ class Changeset(Unit):
             self.stamp(doc, {}, state.doc)
             self.put_state(state, state.kind, state.ctype, doc)
 
+    def _written(self) -> list[str]:
+        return [*self.dirty, *(k for k in sorted(self.rederived) if k not in self.dirty)]
+
     def writes(self) -> list[Write]:
         """The store writes this changeset amounts to (after validation)."""
-        keys = [*self.dirty, *(k for k in sorted(self.rederived) if k not in self.dirty)]
-        return [_write(self.states[key]) for key in keys]
+        return [_write(self.states[key]) for key in self._written()]
+
+    def _prepare(self, correlation_id: str) -> tuple[list[Write], list[EventDraft]]:
+        """The store writes and the events of the commit."""
+        writes = self.writes()
+        changes = [EntityChange(w.xid, w.kind, w.ctype, self.states[w.key].stored, w.doc) for w in writes]
+        changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self.transient.items()
+                    if s.doc is None and k not in self.dirty]
+        return writes, derive_events(changes, time=self.now, correlation_id=correlation_id)
 
     async def commit(self, note: str = "", *, dry_run: bool = False, correlation_id: str | None = None) -> Outcome:
         """Validate, then write everything in one store revision, with the events it amounts to
@@ -183,14 +201,14 @@ class Changeset(Unit):
             unresolved = (state.derived or {}).get("unresolved") if state.doc is not None else None
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
-        writes = self.writes()
-        if dry_run or not writes:
+        written = len(self._written())
+        if dry_run or not written:  # building the writes checks nothing: a dry run leaves them out
             return outcome
         correlation_id = correlation_id or new_correlation_id()
-        changes = [EntityChange(w.xid, w.kind, w.ctype, self.states[w.key].stored, w.doc) for w in writes]
-        changes += [EntityChange(s.xid, s.kind, s.ctype, None, None) for k, s in self.transient.items()
-                    if s.doc is None and k not in self.dirty]
-        outcome.events = derive_events(changes, time=self.now, correlation_id=correlation_id)
+        if written < THREAD_PREPARE:
+            writes, outcome.events = self._prepare(correlation_id)
+        else:
+            writes, outcome.events = await asyncio.to_thread(self._prepare, correlation_id)
         outcome.revision = await self.store.commit(writes, note=note, events=outcome.events,
                                                    rematerialise=outcome.deferred)
         outcome.correlation_id = correlation_id

@@ -18,13 +18,17 @@ that revision, since it is part of the record.
 
 A chain that leaves the registry (an absolute URL) stops here with ``unresolved`` naming it;
 the GraphQL layer continues it at read time through the federation.
+
+Many messages at once (a base's dependents) are taken up and derived :data:`SLICE` at a time,
+the event loop free to serve requests between slices (:func:`slices`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from xreg.errors import XRegistryError
 from xreg.model.registry_model import RegistryModel
@@ -38,6 +42,21 @@ DERIVED = "@materialised"
 BASE = "basemessageuri"
 #: Longest chain followed (a longer one is reported as unresolved, the rest left out).
 MAX_DEPTH = 32
+#: Messages taken up or derived per turn of the event loop (see :func:`slices`).
+SLICE = 16
+
+T = TypeVar("T")
+
+
+async def slices(items: Iterable[T], size: int = SLICE) -> AsyncIterator[T]:
+    """``items``, one at a time, handing the event loop back after every ``size`` of them: a
+    write of many messages (the worker's page of dependents) lets requests and health probes run
+    between slices instead of holding the loop for all of them (nothing else touches the unit of
+    work meanwhile: the registry's write lock is held)."""
+    for i, item in enumerate(items):
+        if i and not i % size:
+            await asyncio.sleep(0)
+        yield item
 #: Attributes that describe a message itself and are never inherited from its base.
 IDENTITY = frozenset({
     "xid", "self", "shortself", "epoch", "createdat", "modifiedat", "versionid", "isdefault", "ancestorid",
@@ -301,7 +320,7 @@ async def rematerialise(cs: Workspace, records: Iterable[EntityRecord]) -> None:
 
 async def _derive_all(cs: Workspace, ctypes: dict[str, str], changed: list[State],
                       referrers: list[EntityRecord]) -> None:
-    for rec in referrers:
+    async for rec in slices(referrers):
         cs.remember(rec)
     # the chains of the referrers, and the default versions of the resources, in one read
     wanted = [x for rec in referrers for x in (derived_of(rec.kind, rec.doc) or {}).get("chain", ())]
@@ -310,10 +329,11 @@ async def _derive_all(cs: Workspace, ctypes: dict[str, str], changed: list[State
     defaults = {s.xid.lower(): _default_version(s) for s in resources}
     await cs.prefetch([*wanted, *(x for x in defaults.values() if x)])
     run = _Run(cs, ctypes)
-    for state in states:
-        if state.doc is not None and state.kind == "version":
+    versions = [s for s in states if s.doc is not None and s.kind == "version"]
+    async for state in slices([*versions, *resources]):  # the versions first: the resources show theirs
+        if state.kind == "version":
             cs.set_derived(state, await run.derive(state))
-    for state in resources:
+            continue
         vxid = defaults[state.xid.lower()]
         version = await cs.state(vxid) if vxid else None
         cs.set_derived(state, await run.derive(version) if version is not None and version.doc is not None

@@ -70,7 +70,7 @@ def plan_commit(writes: Sequence[Write], current: dict[str, CurrentState], rev: 
             continue
         if k not in new and k in current:
             closing.append(k)
-        links = tuple(dict.fromkeys(x.lower() for x in w.links)) if w.doc is not None else ()
+        links = tuple(dict.fromkeys(x.lower() for x in w.links)) if w.doc is not None and w.links else ()
         new[k] = NewState(k, w.xid, w.kind, w.ctype, w.doc, links, w.text if w.doc is not None else None)
     return CommitPlan(closing, new)
 

@@ -4,22 +4,28 @@ A backup is JSON lines (gzip-compressed when the file name ends in ``.gz``; a re
 gzip by its magic bytes), read and written one line at a time, so neither side holds the
 registry in memory::
 
-    {"type": "header", "format": "xregistry-gateway-backup", "version": 2, "instanceid": "…",
+    {"type": "header", "format": "xregistry-gateway-backup", "version": 3, "instanceid": "…",
      "revision": 42, "oldest": 0, "eventshorizon": "3.1" | null, "store": "sqlite", "createdat": "2026-…Z"}
     {"type": "revision", "rev": 1, "at": 1764000000.5, "note": "create registry"}      one per commit kept
+    {"type": "rematerialise", "key": "/…", "rev": 40, "at": 1764000000.5, "after": "/…" | null}
+                                                               one per pending re-materialisation item
     {"type": "state", "xid": "/…", "kind": "group", "ctype": "endpoints", "doc": {…} | null,
      "from": 3, "to": 7 | null, "links": ["/…"], "text": ["title", "body"] | null}  one per state kept
     {"type": "event", "rev": 4, "idx": 0, "id": "…", "eventtype": "io.xregistry.group.created",
      "subject": "/…", "time": "2026-…Z", "correlationid": "…", "changed": ["…"] | null}   one per event kept
-    {"type": "end", "revisions": 42, "states": 117, "events": 230}
+    {"type": "end", "revisions": 42, "states": 117, "events": 230, "rematerialise": 1}
 
 ``doc`` is the state as stored (a message's ``@materialised`` view included), ``null`` for a
 tombstone; ``from`` / ``to`` its visibility (``rev_from <= R < rev_to``); ``links`` and ``text``
 what the reverse index and the text search hold for it. An ``event`` line is one of the registry's
 events (``xreg.events``) at its position ``rev.idx``, in position order after the states;
-``eventshorizon`` is the last event position pruned. Version 1 files (before events) are read as
-holding none. The end line counts the lines before it:
-a file cut short is recognised.
+``eventshorizon`` is the last event position pruned. A ``rematerialise`` line is a deferred
+re-materialisation item pending at the backup's revision (``xreg.storage.rematerialise``: the
+dependents of message ``key`` older than ``rev`` are still to be re-materialised, those up to key
+``after`` are done; ``at`` is when they went stale): restored, the restored registry shows them
+stale and its worker finishes the work, as the original would have. Version 1 files (before
+events) are read as holding no events, versions 1 and 2 (before these items) as holding no
+pending work. The end line counts the lines before it: a file cut short is recognised.
 
 :func:`restore` reads the file twice: first to check every line (the header's format and
 version, each line's shape, revisions in order and within the header's revision, the end line's
@@ -33,7 +39,11 @@ bytes decompressed, counted while streaming, so a small gzip file cannot expand 
 and each state is checked as a write checks an entity: its XID by
 :func:`xreg.ids.parse_xid` (without a model: type names a model could give), its
 kind and collection matching the XID, and each set of attributes it holds within the write
-path's bounds (:func:`xreg.json_limits.check`).
+path's bounds (:func:`xreg.json_limits.check`). Pending items are few (a few per base written
+while its dependents wait): at most :attr:`ReadLimits.max_rematerialise`, each of a message XID
+(a resource or a version, lower case, as stored) that a state of the backup holds — but for an
+item older than the history kept, whose deleted message may have been pruned —, of a revision of
+the backup, once each, before the states (so the check holds only the items, never the states).
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ import contextlib
 import datetime
 import gzip
 import json
+import math
 import os
 import uuid
 from collections.abc import Iterator
@@ -56,11 +67,12 @@ from xreg.ids import parse_xid
 from xreg.storage.base import Store
 from xreg.storage.errors import StoreNotEmpty
 from xreg.storage.records import RevisionEntry, StoredState
+from xreg.storage.rematerialise import Rematerialisation
 
 FORMAT = "xregistry-gateway-backup"
-VERSION = 2
-#: The versions a restore reads (1: before events were kept).
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+#: The versions a restore reads (1: before events were kept; 2: before pending re-materialisation items).
+READABLE_VERSIONS = (1, 2, 3)
 #: Nesting accepted in a backup line: a line holds the state's doc, which holds a resource's
 #: default version, which holds its materialised view, which holds the attributes (each set of
 #: attributes is then checked within the write path's bound, see :func:`_check_doc`).
@@ -70,6 +82,10 @@ MAX_DEPTH = json_limits.MAX_DEPTH + 3
 MAX_LINE_BYTES = 64 * 1024 * 1024
 #: Most bytes read from a backup, decompressed, unless configured (``XREG_RESTORE_MAX_BYTES``).
 MAX_BYTES = 8 * 1024 * 1024 * 1024
+#: Most pending re-materialisation items read, unless configured (``XREG_RESTORE_MAX_REMATERIALISE``).
+MAX_REMATERIALISE = 10_000
+#: Longest key (an XID) of a re-materialisation item or its progress.
+MAX_KEY_CHARS = 1024
 _KINDS = ("registry", "group", "resource", "version")
 #: Keys of a resource's stored doc that hold sets of attributes: its meta entity, its default version.
 _RESOURCE_PARTS = ("meta", "default")
@@ -87,10 +103,11 @@ class BackupError(ValueError):
 @dataclass(frozen=True)
 class ReadLimits:
     """How much of a backup is read: the longest line (newline included) and the most bytes in
-    all, both counted after decompression."""
+    all, both counted after decompression, and the most pending re-materialisation items."""
 
     max_line_bytes: int = MAX_LINE_BYTES
     max_bytes: int = MAX_BYTES
+    max_rematerialise: int = MAX_REMATERIALISE
 
 
 @dataclass(frozen=True)
@@ -106,6 +123,8 @@ class BackupInfo:
     states: int
     events: int = 0
     events_horizon: EventPosition | None = None
+    #: Pending re-materialisation items.
+    rematerialise: int = 0
 
 
 def _store_kind(store: Store) -> str:
@@ -133,6 +152,9 @@ async def write_backup(store: Store, out: _Sink) -> BackupInfo:
         async for r in dump.revisions():
             out.write(_line({"type": "revision", "rev": r.rev, "at": r.at, "note": r.note}))
             revisions += 1
+        for item in dump.rematerialisations:
+            out.write(_line({"type": "rematerialise", "key": item.key, "rev": item.revision, "at": item.at,
+                             "after": item.after}))
         async for s in dump.states():
             out.write(_line({"type": "state", "xid": s.xid, "kind": s.kind, "ctype": s.ctype, "doc": s.doc,
                              "from": s.rev_from, "to": s.rev_to, "links": list(s.links),
@@ -144,9 +166,11 @@ async def write_backup(store: Store, out: _Sink) -> BackupInfo:
                              "correlationid": e.correlation_id,
                              "changed": None if e.changed is None else list(e.changed)}))
             events += 1
-        out.write(_line({"type": "end", "revisions": revisions, "states": states, "events": events}))
+        pending = len(dump.rematerialisations)
+        out.write(_line({"type": "end", "revisions": revisions, "states": states, "events": events,
+                         "rematerialise": pending}))
     return BackupInfo(dump.instance_id, dump.revision, dump.oldest, _store_kind(store), created, revisions, states,
-                      events, horizon)
+                      events, horizon, pending)
 
 
 async def backup(store: Store, path: Path) -> BackupInfo:
@@ -270,6 +294,35 @@ def _revision(line: dict[str, Any]) -> RevisionEntry:
     return RevisionEntry(rev, float(at), note)
 
 
+def _message_key(value: Any, name: str) -> str:
+    """A key of a re-materialisation item: a message's (resource or version) XID in lower case."""
+    if not isinstance(value, str) or not value.startswith("/") or len(value) > MAX_KEY_CHARS or value != value.lower():
+        raise ValueError(f"the item's {name} {str(value)[:100]!r} is not an XID in lower case (of at most "
+                         f"{MAX_KEY_CHARS} characters)")
+    try:
+        parsed = parse_xid(value, None)
+    except XRegistryError as err:
+        raise ValueError(f"the item's {name} {value!r} is not an XID: {err.detail}") from None
+    if parsed.level not in ("resource", "version"):
+        raise ValueError(f"the item's {name} {value!r} names a {parsed.level}, not a message")
+    return value
+
+
+def _rematerialisation(line: dict[str, Any]) -> Rematerialisation:
+    rev: Any = line.get("rev")
+    at: Any = line.get("at")
+    after: Any = line.get("after")
+    try:
+        when = float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) else math.nan
+    except OverflowError:
+        when = math.nan
+    if not _int(rev) or rev == 0 or not math.isfinite(when) or when < 0:
+        raise ValueError("a rematerialise record needs key (a message XID), rev (a revision), at (a time) and "
+                         "after (a message XID or null)")
+    key = _message_key(line.get("key"), "key")
+    return Rematerialisation(key, rev, when, None if after is None else _message_key(after, "after"))
+
+
 def _check_xid(xid: Any, kind: Any, ctype: Any) -> None:
     """The XID as a write parses it; the kind and collection type it implies."""
     try:
@@ -333,44 +386,76 @@ def _state(line: dict[str, Any]) -> StoredState:
     return StoredState(xid, kind, ctype, doc, rev_from, rev_to, tuple(links), (text[0], text[1]) if text else None)
 
 
-def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEntry | StoredState | RegistryEvent]:
-    """The header, then every commit, state and event of a backup, each checked; raises
-    :class:`BackupError` at the first defect (the end line is checked when reached)."""
+Record = BackupInfo | RevisionEntry | Rematerialisation | StoredState | RegistryEvent
+
+
+def _records(path: Path, limits: ReadLimits) -> Iterator[Record]:
+    """The header, then every commit, pending item, state and event of a backup, each checked;
+    raises :class:`BackupError` at the first defect (the end line, and that each item names a
+    state, are checked when the end is reached)."""
     lines = _lines(path, limits)
     first = next(lines, None)
     if first is None:
         raise BackupError(f"{path}: the file is empty")
     info = _header(path, *first)
+    version = first[1]["version"]
     yield info
-    counts = {"revision": 0, "state": 0, "event": 0}
-    last_rev = 0  # revisions come in order, all before the states
+    counts = {"revision": 0, "rematerialise": 0, "state": 0, "event": 0}
+    last_rev = 0  # revisions come in order, all before the items, the items before the states
     last_event: EventPosition | None = None  # events in position order, after the states
+    items: set[str] = set()
+    unnamed: dict[str, tuple[int, int]] = {}  # the items no state has named yet: (line, revision)
     for number, line in lines:
         kind = line["type"]
         if kind == "end":
-            if (line.get("revisions"), line.get("states"), line.get("events", 0)) != (
-                    counts["revision"], counts["state"], counts["event"]):
+            if (line.get("revisions"), line.get("states"), line.get("events", 0), line.get("rematerialise", 0)) != (
+                    counts["revision"], counts["state"], counts["event"], counts["rematerialise"]):
                 raise BackupError(f"{path}: the end line counts {line.get('revisions')!r} revisions, "
-                                  f"{line.get('states')!r} states and {line.get('events', 0)!r} events, the file "
-                                  f"holds {counts['revision']}, {counts['state']} and {counts['event']}")
+                                  f"{line.get('states')!r} states, {line.get('events', 0)!r} events and "
+                                  f"{line.get('rematerialise', 0)!r} pending items, the file holds "
+                                  f"{counts['revision']}, {counts['state']}, {counts['event']} and "
+                                  f"{counts['rematerialise']}")
             if next(lines, None) is not None:
                 raise BackupError(f"{path}: there are lines after the end line {number}")
+            # an item's message may be gone only with the history pruned (a deletion older than it)
+            missing = sorted((n, key) for key, (n, rev) in unnamed.items() if rev > info.oldest)
+            if missing:
+                n, key = missing[0]
+                raise BackupError(f"{path}: line {n}: the re-materialisation item names {key!r}, which is no "
+                                  "entity of the backup")
             return
         try:
             if kind == "revision":
                 entry = _revision(line)
-                if counts["state"]:
-                    raise ValueError("a revision follows the states")
+                if counts["rematerialise"] or counts["state"]:
+                    raise ValueError("a revision follows the pending items or the states")
                 if entry.rev <= last_rev or entry.rev > info.revision:
                     raise ValueError(f"revision {entry.rev} is out of order or after the header's {info.revision}")
                 last_rev = entry.rev
                 yield entry
+            elif kind == "rematerialise":
+                if version < 3:
+                    raise ValueError(f"a rematerialise record in a version {version} backup (they came with 3)")
+                if counts["state"] or counts["event"]:
+                    raise ValueError("a rematerialise record follows the states")
+                if counts["rematerialise"] >= limits.max_rematerialise:
+                    raise ValueError(f"more than {limits.max_rematerialise} pending re-materialisation items "
+                                     "(XREG_RESTORE_MAX_REMATERIALISE)")
+                item = _rematerialisation(line)
+                if item.revision > info.revision:
+                    raise ValueError(f"the item is of a revision after the header's {info.revision}")
+                if item.key in items:
+                    raise ValueError(f"a second item for {item.key!r}")
+                items.add(item.key)
+                unnamed[item.key] = (number, item.revision)
+                yield item
             elif kind == "state":
                 state = _state(line)
                 if counts["event"]:
                     raise ValueError("a state follows the events")
                 if state.rev_from > info.revision or (state.rev_to or 0) > info.revision:
                     raise ValueError(f"the state is of a revision after the header's {info.revision}")
+                unnamed.pop(state.key, None)
                 yield state
             elif kind == "event":
                 event = _event(line)
@@ -389,33 +474,43 @@ def _records(path: Path, limits: ReadLimits) -> Iterator[BackupInfo | RevisionEn
                       f"{counts['state']} states")
 
 
-def check_backup(path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
-    """Read a whole backup and check it (see :func:`restore`); returns what it holds."""
+def _check(path: Path, limits: ReadLimits) -> tuple[BackupInfo, list[Rematerialisation]]:
+    """What :func:`check_backup` returns, and the pending items (a bounded few)."""
     records = _records(path, limits)
     info = next(records)
     assert isinstance(info, BackupInfo)
     revisions = states = events = 0
+    items: list[Rematerialisation] = []
     for record in records:
         revisions += isinstance(record, RevisionEntry)
         states += isinstance(record, StoredState)
         events += isinstance(record, RegistryEvent)
+        if isinstance(record, Rematerialisation):
+            items.append(record)
     return BackupInfo(info.instance_id, info.revision, info.oldest, info.store, info.created_at, revisions, states,
-                      events, info.events_horizon)
+                      events, info.events_horizon, len(items)), items
+
+
+def check_backup(path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
+    """Read a whole backup and check it (see :func:`restore`); returns what it holds."""
+    return _check(path, limits)[0]
 
 
 async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -> BackupInfo:
     """Load the backup at ``path`` into the (open, empty) ``store``, keeping its instance id and
     revisions. The whole file is checked first (within ``limits``): a defective backup raises
     :class:`BackupError` and writes nothing, as does a store that is not empty."""
-    info = check_backup(path, limits)
+    info, items = _check(path, limits)
     records = _records(path, limits)
     next(records)  # the header, checked above
     pending: list[StoredState | RegistryEvent] = []
 
-    def revisions() -> Iterator[RevisionEntry]:  # the lines up to the first state
+    def revisions() -> Iterator[RevisionEntry]:  # the lines up to the first state (the items read above)
         for record in records:
             if isinstance(record, RevisionEntry):
                 yield record
+            elif isinstance(record, Rematerialisation):
+                continue
             elif isinstance(record, (StoredState, RegistryEvent)):
                 pending.append(record)
                 return
@@ -446,7 +541,7 @@ async def restore(store: Store, path: Path, limits: ReadLimits = ReadLimits()) -
     try:
         await store.load(instance_id=info.instance_id, revision=info.revision, oldest=info.oldest,
                          revisions=revisions(), states=states(), events=events(),
-                         events_horizon=info.events_horizon)
+                         events_horizon=info.events_horizon, rematerialise=items)
     except StoreNotEmpty as exc:
         raise BackupError(f"the target store is not empty ({exc}); restore into a fresh data directory or "
                           "database") from exc

@@ -296,19 +296,22 @@ class Store(abc.ABC):
     @abc.abstractmethod
     def dump(self) -> contextlib.AbstractAsyncContextManager[Dump]:
         """Everything the store holds, as of one revision: its commits (revision, time, note), every
-        state kept (history and tombstones included, with their links and search text) and its
-        instance id. Commits made meanwhile are not in it. Raises :class:`HistoryChanged` when
-        the history was pruned while it was read."""
+        state kept (history and tombstones included, with their links and search text), its
+        instance id and the re-materialisation items pending at that revision. Commits made
+        meanwhile are not in it. Raises :class:`HistoryChanged` when the history was pruned while
+        it was read."""
 
     @abc.abstractmethod
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[RevisionEntry],
                    states: Iterable[StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         """Fill an empty store with what :meth:`dump` read from another (of any backend): the
         commits, the states, the events (with their positions and ids), the history horizon
         ``oldest``, the last event position pruned, the revision counter (the next commit
-        gets ``revision + 1``) and the instance id; ``revisions`` is read to its end before
-        ``states`` is read, ``states`` before ``events``. Raises :class:`StoreNotEmpty` (and changes
+        gets ``revision + 1``), the instance id and the pending re-materialisation items
+        (``rematerialise``, their progress kept; the lease is left free); ``revisions`` is read
+        to its end before ``states`` is read, ``states`` before ``events``. Raises :class:`StoreNotEmpty` (and changes
         nothing) when the store holds any revision or state; when anything else fails, what was
         loaded is removed again."""
 

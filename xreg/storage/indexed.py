@@ -86,18 +86,26 @@ def _scalar(value: Any) -> bool:
     return isinstance(value, (str, bool, int, float))
 
 
-#: What a path holds in the index: 0 nothing, 1 its values, 2 its presence alone (:data:`PRESENCE`).
-_KINDS: dict[tuple[str, ...], int] = {}
+#: The shapes met so far, a tree by key: ``{key: (kind, path, path text, {child key: ...})}``,
+#: ``kind`` what the path holds in the index (0 nothing, 1 its values, 2 its presence alone,
+#: :data:`PRESENCE`). Documents share few shapes: a walk looks each key up once, building no path.
+_Shape = tuple[int, tuple[str, ...], str | None, dict[str, Any]]
+_ROOT: dict[str, _Shape] = {}
+_SHAPES = [0]
+_MAX_SHAPES = 65536  # a bound against odd documents (beyond it, shapes are built and not kept)
 
 
-def _kind(path: tuple[str, ...]) -> int:
+def _shape(children: dict[str, _Shape], prefix: tuple[str, ...], key: str) -> _Shape:
+    path = (*prefix, key)
     kind = 0 if not _indexed(path) else 2 if path[-1] in PRESENCE else 1
-    if len(_KINDS) < 65536:  # documents share few shapes; a bound against odd ones
-        _KINDS[path] = kind
-    return kind
+    shape: _Shape = (kind, path, path_text(path) if kind else None, {})
+    if _SHAPES[0] < _MAX_SHAPES:
+        children[key] = shape
+        _SHAPES[0] += 1
+    return shape
 
 
-def _values(path: tuple[str, ...], value: Any, out: list[tuple[tuple[str, ...], Any]]) -> None:
+def _values(path: Any, value: Any, out: list[tuple[Any, Any]]) -> None:
     """The entries of a value at an indexed path (the general case: lists, numbers, odd types)."""
     if isinstance(value, (dict, list)):
         out.append((path, PRESENT))
@@ -111,34 +119,44 @@ def _values(path: tuple[str, ...], value: Any, out: list[tuple[tuple[str, ...], 
                 out.append((path, folded))
 
 
-def entries(doc: dict[str, Any] | None) -> list[tuple[tuple[str, ...], Any]]:
-    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path.
-    (Built for every state a commit writes: the common cases — text, an object — are inline.)"""
-    out: list[tuple[tuple[str, ...], Any]] = []
+def _walk(doc: dict[str, Any] | None, name: int) -> list[tuple[Any, Any]]:
+    """The entries of a document, each path named by the item ``name`` of its shape (1: the
+    tuple, 2: its text). Built for every state a commit writes: the common cases — text, an
+    object — are inline."""
+    out: list[tuple[Any, Any]] = []
     if not doc:
         return out
-    kinds = _KINDS
-    stack: list[tuple[tuple[str, ...], dict[str, Any]]] = [((), doc)]
+    stack: list[tuple[dict[str, Any], tuple[str, ...], int, dict[str, Any]]] = [(_ROOT, (), 1, doc)]
     while stack:
-        prefix, node = stack.pop()
-        deeper = len(prefix) + 1 < MAX_DEPTH
+        children, prefix, depth, node = stack.pop()
+        deeper = depth < MAX_DEPTH
         for key, value in node.items():
-            path = (*prefix, key)
-            kind = kinds.get(path)
-            if kind is None:
-                kind = _kind(path)
+            shape = children.get(key)
+            if shape is None:
+                shape = _shape(children, prefix, key)
+            kind = shape[0]
             if kind and value is not None:
                 if kind == 2:
-                    out.append((path, PRESENT))
+                    out.append((shape[name], PRESENT))
                 elif type(value) is str:
-                    out.append((path, value.lower()))
+                    out.append((shape[name], value.lower()))
                 elif type(value) is dict:
-                    out.append((path, PRESENT))
+                    out.append((shape[name], PRESENT))
                 else:
-                    _values(path, value, out)
-            if deeper and (type(value) is dict or (type(value) is not str and isinstance(value, dict))):
-                stack.append((path, value))
+                    _values(shape[name], value, out)
+            if deeper and isinstance(value, dict):
+                stack.append((shape[3], shape[1], depth + 1, value))
     return out
+
+
+def entries(doc: dict[str, Any] | None) -> list[tuple[tuple[str, ...], Any]]:
+    """Every ``(path, folded value or PRESENT)`` of a document, without duplicates per path."""
+    return _walk(doc, 1)
+
+
+def entry_texts(doc: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """:func:`entries` with each path as its stored form (:func:`path_text`)."""
+    return _walk(doc, 2)
 
 
 @dataclass(frozen=True)

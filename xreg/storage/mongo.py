@@ -85,12 +85,13 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
 from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
 from xreg.storage import rematerialise as rework
 from xreg.storage.base import Store
-from xreg.storage.indexed import PRESENT, Lookup, entries, lookup, parent_key, path_text
+from xreg.storage.indexed import PRESENT, Lookup, entry_texts, lookup, parent_key, path_text
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
 from xreg.storage.rematerialise import Rematerialisation
@@ -129,6 +130,8 @@ ATTRS_KEYS = [("ix.p", ASCENDING), ("ix.v", ASCENDING), ("ctype", ASCENDING), ("
 ATTRS_PARTIAL = {"live": True}
 #: ``meta.read_index``: the layout of ``ix`` and ``counts`` this code keeps.
 READ_INDEX_VERSION = 2  # 2: ``meta.xref`` kept by its presence (``indexed.PRESENCE``)
+#: Parents' counters read and written together by a commit (:meth:`MongoStore._bump_counts`).
+COUNTS_BATCH = 1000
 
 EVENT_INDEXES = {
     "events_position": [("rev", ASCENDING), ("idx", ASCENDING)],
@@ -305,7 +308,7 @@ def _state_document(
 
 def index_entries(doc: dict[str, Any] | None) -> list[dict[str, Any]]:
     """The ``ix`` field of a live state: ``{p: path, v: value}`` per entry (presence: no ``v``)."""
-    return [{"p": path_text(path)} if v is PRESENT else {"p": path_text(path), "v": v} for path, v in entries(doc)]
+    return [{"p": path} if v is PRESENT else {"p": path, "v": v} for path, v in entry_texts(doc)]
 
 
 def index_clause(lk: Lookup) -> dict[str, Any]:
@@ -868,6 +871,32 @@ class MongoStore(Store):
                 return await self._current()
         return await self._write(lambda session: self._apply(writes, note, session, list(events), rematerialise))
 
+    async def _bump_counts(self, delta: dict[tuple[str, str], int], session: Any) -> None:
+        """Apply a commit's changes to ``counts`` in a few round trips, not one per parent: one read
+        of which parents have a counter, the others inserted together, the rest moved by one
+        ``update_many`` per collection type and change (a commit of 10,000 new messages in 100 new
+        groups: a find and an insert). In a transaction the revision counter, taken first,
+        keeps any other commit from interleaving; without one, the commit lock does."""
+        slots = list(delta)
+        for i in range(0, len(slots), COUNTS_BATCH):
+            chunk = slots[i:i + COUNTS_BATCH]
+            by_type: dict[str, builtins.list[str]] = {}
+            for ctype, parent in chunk:
+                by_type.setdefault(ctype, []).append(parent)
+            cursor = self.counts.find({"$or": [{"ctype": c, "parent": {"$in": ps}} for c, ps in by_type.items()]},
+                                      {"_id": 0, "ctype": 1, "parent": 1}, session=session)
+            found = {(d["ctype"], d["parent"]) for d in await cursor.to_list(length=None)}
+            missing = [{"ctype": c, "parent": p, "n": delta[(c, p)]} for c, p in chunk if (c, p) not in found]
+            if missing:
+                await self.counts.insert_many(missing, ordered=True, session=session)
+            moves: dict[tuple[str, int], builtins.list[str]] = {}
+            for c, p in chunk:
+                if (c, p) in found:
+                    moves.setdefault((c, delta[(c, p)]), []).append(p)
+            for (c, n), parents in moves.items():
+                await self.counts.update_many({"ctype": c, "parent": {"$in": parents}}, {"$inc": {"n": n}},
+                                              session=session)
+
     async def _next_revision(self, session: Any) -> int:
         doc = await self.counters.find_one_and_update(
             {"_id": "revision"}, {"$inc": {"value": 1}}, upsert=True,
@@ -903,9 +932,7 @@ class MongoStore(Store):
                                               {"$set": {"rev_to": rev, "live": False, "ix": []}}, session=session)
             if new:
                 await self.states.insert_many(new, ordered=True, session=session)
-            for (ctype, parent), n in delta.items():
-                await self.counts.update_one({"ctype": ctype, "parent": parent}, {"$inc": {"n": n}}, upsert=True,
-                                             session=session)
+            await self._bump_counts(delta, session)
             await self.revisions.insert_one({"_id": rev, "at": time.time(), "note": note}, session=session)
             await self._enqueue(rematerialise, rev, session)
         except BaseException:
@@ -962,7 +989,8 @@ class MongoStore(Store):
         read as current), under the commit lock where commits are not transactions."""
         self.stats.hit("dump")
         async with self._reading():
-            revision, oldest = await self._current(), await self._oldest()
+            revision, pending = await self._pending_at_revision()
+            oldest = await self._oldest()
             instance = self.instance_id
 
             async def revisions() -> AsyncIterator[records.RevisionEntry]:
@@ -987,13 +1015,32 @@ class MongoStore(Store):
                 async for d in cursor:
                     yield _event(d)
 
-            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon(),
+                               pending)
             if await self._oldest() != oldest:
                 raise errors.HistoryChanged("the history was pruned while it was read; run the dump again")
 
+    async def _pending_at_revision(self) -> tuple[int, builtins.list[Rematerialisation]]:
+        """The current revision and the re-materialisation items pending at it, read together: in
+        one snapshot transaction, or (commits not transactions) under the commit lock the caller
+        holds — the worker's progress, recorded after its page's commit, is then at most behind,
+        which only repeats a page."""
+
+        async def read(session: Any) -> tuple[int, builtins.list[Rematerialisation]]:
+            revision = await self._current(session)
+            docs = await self.rework.find({}, session=session).sort([("rev", ASCENDING), ("_id", ASCENDING)]) \
+                .to_list(length=None)
+            return revision, [i for i in map(rework.from_document, docs) if i.revision <= revision]
+
+        if not self.transactions:
+            return await read(None)
+        async with self._client.start_session() as session:
+            return await session.with_transaction(read, read_concern=ReadConcern("snapshot"))
+
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
                    states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         self.stats.hit("load")
         async with self._lock:
             if (await self._current() or await self.revisions.find_one({}, {"_id": 1})
@@ -1013,6 +1060,9 @@ class MongoStore(Store):
                 await self._set_counts(live)
                 for batch in algorithms.batches(events):
                     await self.events.insert_many([_event_document(e) for e in batch])
+                items = [rework.to_document(i) for i in rematerialise]
+                if items:
+                    await self.rework.insert_many(items)
                 if events_horizon is not None:
                     await self.meta.update_one({"_id": "events_horizon"}, {"$set": {"value": str(events_horizon)}},
                                                upsert=True)
@@ -1024,6 +1074,7 @@ class MongoStore(Store):
                 await self.counts.delete_many({})
                 await self.revisions.delete_many({})
                 await self.events.delete_many({})
+                await self.rework.delete_many({})
                 await self.meta.delete_one({"_id": "oldest"})
                 await self.meta.delete_one({"_id": "events_horizon"})
                 await self.meta.update_one({"_id": "instance"}, {"$set": {"value": self._instance}}, upsert=True)

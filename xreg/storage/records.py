@@ -17,6 +17,7 @@ from xreg.xid import Xid
 
 if TYPE_CHECKING:
     from xreg.events.record import EventPosition, RegistryEvent
+    from xreg.storage.rematerialise import Rematerialisation
 
 Kind = Literal["registry", "group", "resource", "version"]
 
@@ -174,7 +175,9 @@ class Dump:
     """A consistent read of everything a store holds (see :meth:`Store.dump`): its instance id,
     revision and history horizon, and the commits and states of that revision, each read as
     the caller iterates (``revisions()`` in revision order, ``states()`` in the order written,
-    ``events()`` in position order); ``events_horizon`` is the last event position pruned."""
+    ``events()`` in position order); ``events_horizon`` is the last event position pruned;
+    ``rematerialisations`` the deferred re-materialisation items pending at that revision (read
+    with it: a few per base written, never the dependents)."""
 
     instance_id: str
     revision: int
@@ -183,6 +186,7 @@ class Dump:
     states: Callable[[], AsyncIterator[StoredState]]
     events: Callable[[], AsyncIterator[RegistryEvent]] = field(default=lambda: _no_events())
     events_horizon: EventPosition | None = None
+    rematerialisations: list[Rematerialisation] = field(default_factory=list)
 
 
 async def _no_events() -> AsyncIterator[RegistryEvent]:

@@ -15,8 +15,8 @@ SQLite (in the store's file, the store's connection and transactions)::
     rematerialise_lease(id = 0, holder, until)
 
 MongoDB: collection ``rematerialise`` (``{_id: key, rev, at, after}``) and the lease as
-``meta`` document ``{_id: "rematerialise_lease", holder, until}``. Backups do not carry the
-items (see ``docs/scale.md``).
+``meta`` document ``{_id: "rematerialise_lease", holder, until}``. A backup carries the items
+pending at its revision, their progress included (``xreg.storage.backup``); never the lease.
 """
 
 from __future__ import annotations
@@ -63,8 +63,16 @@ def enqueue_rows(keys: Sequence[str], rev: int, at: float) -> list[tuple[str, in
     return [(k, rev, at) for k in dict.fromkeys(k.lower() for k in keys)]
 
 
+SQLITE_LOAD = "INSERT INTO rematerialise(key, rev, at, after) VALUES (?, ?, ?, ?)"
+
+
 def from_row(row: Sequence[Any]) -> Rematerialisation:
     return Rematerialisation(str(row[0]), int(row[1]), float(row[2]), row[3])
+
+
+def to_row(item: Rematerialisation) -> tuple[str, int, float, str | None]:
+    """The row of :data:`SQLITE_LOAD` (a restored item)."""
+    return (item.key, item.revision, item.at, item.after)
 
 
 # -- MongoDB ------------------------------------------------------------------------------------
@@ -75,3 +83,8 @@ MONGO_LEASE = "rematerialise_lease"
 
 def from_document(doc: dict[str, Any]) -> Rematerialisation:
     return Rematerialisation(str(doc["_id"]), int(doc["rev"]), float(doc["at"]), doc.get("after"))
+
+
+def to_document(item: Rematerialisation) -> dict[str, Any]:
+    """The document of a restored item."""
+    return {"_id": item.key, "rev": item.revision, "at": item.at, "after": item.after}

@@ -34,7 +34,8 @@ Schema::
         rowid the state's ``seq``: a search joins it and keeps the visibility rules, so as-of
         searches work; relevance is ``bm25`` with the title weighing 4 times the body, over at
         most :data:`RANKED_HITS` of the newest hits (the older matches follow, newest first, read
-        in rowid order). Pruning drops the rows of the states it drops.
+        in rowid order); when the words are in many rows the same formula is computed by
+        ``sqlite_rank`` from bounded statistics. Pruning drops the rows of the states it drops.
     attrs, counts
         the read indexes (below; their schema in ``sqlite_index``).
 
@@ -105,7 +106,7 @@ import aiosqlite
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.json_encoding import loads
-from xreg.storage import algorithms, errors, records, sqlite_index
+from xreg.storage import algorithms, errors, records, sqlite_index, sqlite_rank
 from xreg.storage import rematerialise as rework
 from xreg.storage.base import Store
 from xreg.storage.indexed import Lookup, lookup, parent_key
@@ -124,7 +125,7 @@ from xreg.storage.semantics import (
     wildcard_parts,
 )
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS revisions (
     rev INTEGER PRIMARY KEY AUTOINCREMENT, at REAL NOT NULL, note TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS states (
@@ -146,7 +147,7 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (rev, idx)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS events_type ON events(type, rev, idx);
 CREATE INDEX IF NOT EXISTS events_subject ON events(skey, rev, idx);
-CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(title, body, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE IF NOT EXISTS search USING fts5(title, body, tokenize = {sqlite_rank.TOKENIZE});
 """
 
 _COLUMNS = "xid, kind, ctype, doc, rev_from, deleted"
@@ -385,12 +386,27 @@ class _Drive:
 
 
 #: A search whose words are in more stored states than this (current or past, any collection) ranks
-#: only its matches among the most recently written of those (``bm25`` costs some 10 µs a hit):
-#: the other matches follow them, newest first. A page of any search then costs at most this
-#: many ranked hits, and the older matches it reads (docs/scale.md).
+#: only its matches among the most recently written of those (by ``bm25``, or by :mod:`sqlite_rank`
+#: when its words are in many rows): the other matches follow them, newest first. A page of any
+#: search then costs at most this many ranked hits, and the older matches it reads (docs/scale.md).
 RANKED_HITS = 1000
-#: The rank of an unranked match is this less its ``seq``: after every ``bm25`` rank (negative).
+#: The rank of an unranked match is this less its ``seq``: after every ranked one (at most 0).
 UNRANKED = 2**53
+
+
+#: The ``seq`` of the :data:`RANKED_HITS`-th newest state holding a search's words (FTS5 reads
+#: rowids newest first).
+_NEWEST = "SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?"
+
+
+@dataclass(frozen=True)
+class _Ranked:
+    """The ranked matches of a search (:meth:`SQLiteStore._tier`): those from ``seq`` ``tier``
+    up, with their scores (JSON ``[[seq, score], …]``, :func:`sqlite_rank.scores`; ``None``:
+    ranked by ``bm25``)."""
+
+    tier: int
+    scores: str | None
 
 
 def _unranked_seq(cursor: Cursor | None) -> int | None:
@@ -412,12 +428,19 @@ THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
 #: larger ones in the connection's thread.
 QUICK_KEYS = THREAD_DECODE_ROWS
+#: Referrers (the dependents of a message) decoded in a worker thread from this many on: their
+#: pages come in while requests are served (``xreg.registry.rematerialise``).
+THREAD_DECODE_REFERRERS = 16
 
 
 def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
     """The ``states`` rows of a commit's new states, from seq ``first`` on (their documents encoded)."""
     return [(first + i, n.key, n.xid, n.kind, n.ctype, None if n.doc is None else _dumps(n.doc), rev,
              int(n.deleted), int(not n.deleted)) for i, n in enumerate(plan.new.values())]
+
+
+def _records(rows: list[tuple]) -> list[EntityRecord]:
+    return [SQLiteStore._record(r) for r in rows]
 
 
 async def _off_loop(fn: Any, plan: algorithms.CommitPlan, *args: Any) -> Any:
@@ -445,6 +468,8 @@ class SQLiteStore(Store):
         self._all_readers: list[_Conn] = []
         #: The connection the current task uses (set by :meth:`_reading` and :meth:`_writing`).
         self._conn: ContextVar[_Conn | None] = ContextVar(f"xreg_sqlite_conn_{id(self)}", default=None)
+        #: FTS5's terms of tokens, for scoring broad searches (made by the first one).
+        self._terms: sqlite_rank.Terms | None = None
 
     async def _connect(self, *, reader: bool) -> _Conn:
         """A connection with the store's functions: the writer, or a reader (``query_only``)."""
@@ -510,6 +535,9 @@ class SQLiteStore(Store):
             db, self._db, self._raw = self._db, None, None
             await self._close_readers()
             await db.close()
+        if self._terms is not None:
+            terms, self._terms = self._terms, None
+            terms.close()
 
     async def check_ready(self) -> None:
         """The file is still the one opened (not removed or replaced), it and its directory are
@@ -701,15 +729,15 @@ class SQLiteStore(Store):
                 continue
             if lk is None or not _seekable(lk):
                 where.append(sql.condition(cond))
-            else:  # a seek of the primary key: (path, value, collection type, key)
-                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE {sqlite_index.match(sql, f'e{i}', lk)} "
-                             f"AND e{i}.actype = {sql.p(query.ctype)} AND e{i}.akey = {key})")
+            else:  # a seek of the primary key: (path in the collection type, value, key)
+                where.append(f"EXISTS (SELECT 1 FROM attrs e{i} WHERE "
+                             f"{sqlite_index.match(sql, f'e{i}', lk, query.ctype)} AND e{i}.akey = {key})")
         return where
 
     @staticmethod
     def _drive_where(sql: _SQL, query: Query, drive: _Drive) -> str:
         """The ``attrs`` rows ``d`` of the driving condition (its collection type and parent range)."""
-        where = f"{sqlite_index.match(sql, 'd', drive.lk)} AND d.actype = {sql.p(query.ctype)}"
+        where = sqlite_index.match(sql, 'd', drive.lk, query.ctype)
         pk = _parent_key(query)
         if pk is not None:
             where += f" AND d.akey > {sql.p(pk + '/')} AND d.akey < {sql.p(pk + '0')}"
@@ -729,43 +757,95 @@ class SQLiteStore(Store):
         sizes = []
         for i, lk in found:
             sql = _SQL()
-            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE {sqlite_index.match(sql, 'd', lk)} "
-                    f"AND d.actype = {sql.p(query.ctype)} LIMIT {ESTIMATE_ROWS})")
+            text = (f"SELECT count(*) FROM (SELECT 1 FROM attrs AS d WHERE "
+                    f"{sqlite_index.match(sql, 'd', lk, query.ctype)} LIMIT {ESTIMATE_ROWS})")
             sizes.append((await self._one(text, sql.params), i, lk))
         _, i, lk = min(sizes, key=lambda t: t[0])
         covered = len(found) == len(group) and all(_seekable(other) for j, other in found if j != i)
         return _Drive(i, lk, covered)
 
     @staticmethod
-    def _hits(sql: _SQL, query: Query, *, ranked: bool = True, tier: int | None = None,
+    def _hits(sql: _SQL, query: Query, *, ranked: bool = True, tier: _Ranked | None = None,
               tier_only: bool = False) -> str:
-        """The ``WITH`` clause of a search: its matches (``seq``) with their rank, the title weighing
-        4 times the body (not ``ranked``: a count, no rank computed). With ``tier`` (see
-        :meth:`_tier`) the matches from it up are ranked by ``bm25`` and the older ones by
+        """The ``WITH`` clause of a search: its matches (``seq``) with their rank, ``bm25`` with the
+        title weighing 4 times the body (not ``ranked``: a count, no rank computed). With ``tier``
+        (see :meth:`_tier`) the matches from it up have its scores and the older ones
         :data:`UNRANKED` less their ``seq`` (after every ranked one, newest first); ``tier_only``
         keeps the ranked ones alone."""
         if query.search is None:
             return ""
         rank, where = "bm25(search, 4.0, 1.0)" if ranked else "0", f"search MATCH {sql.p(_match(query.search))}"
-        if ranked and tier is not None:
-            t = sql.p(tier)
+        if not ranked or tier is None:
+            return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+        if tier.scores is None:
+            t = sql.p(tier.tier)
             if tier_only:
                 where += f" AND rowid >= {t}"
             else:
                 rank = f"CASE WHEN rowid >= {t} THEN {rank} ELSE {UNRANKED} - rowid END"
-        return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+            return f"WITH hits(seq, rank) AS (SELECT rowid, {rank} FROM search WHERE {where}) "
+        hits = f"SELECT value ->> 0, value ->> 1 FROM json_each({sql.p(tier.scores)})"
+        if not tier_only:
+            hits += (f" UNION ALL SELECT rowid, {UNRANKED} - rowid FROM search "
+                     f"WHERE {where} AND rowid < {sql.p(tier.tier)}")
+        return f"WITH hits(seq, rank) AS ({hits}) "
 
-    async def _tier(self, query: Query) -> int | None:
-        """The ``seq`` of the :data:`RANKED_HITS`-th newest stored state holding a search's words
-        (``None``: fewer hold them, every match is ranked): FTS5 reads rowids newest first."""
+    async def _tier(self, query: Query, *, scored: bool = True) -> _Ranked | None:
+        """The ranked matches of a search held by more than :data:`RANKED_HITS` stored states: the
+        newest that many (FTS5 reads rowids newest first); ``None`` when fewer hold it (all are
+        ranked). Their rank is ``bm25`` while the rows holding the words (each word's counted up to
+        ``DF_SAMPLE``, else estimated) total at most ``BM25_ROWS`` — ``bm25`` reads them all —,
+        else :func:`sqlite_rank.scores` from the candidates' text, the span of the table's rowids
+        and those counts (a narrower search too: all its matches). Not ``scored``: a broad
+        search's tier alone (no scores), for a page among its older matches."""
         if query.search is None:
             return None
-        return await self._one("SELECT rowid FROM search WHERE search MATCH ? ORDER BY rowid DESC LIMIT 1 OFFSET ?",
-                               (_match(query.search), RANKED_HITS - 1))
+        words = list(query.search)
+        if not scored:
+            tier = await self._one(_NEWEST, (_match(words), RANKED_HITS - 1))
+            if tier is not None:
+                return _Ranked(tier, None)
+        if self._terms is None:
+            self._terms = sqlite_rank.Terms(sqlite_rank.TOKENIZE)
+        # One hop: the statements and the scoring in a worker thread, on the read's connection
+        # (its own thread idle meanwhile, as for :meth:`_quick`). Cancelled, the read waits for
+        # the thread: the connection is handed back only once nothing uses it.
+        work = asyncio.ensure_future(asyncio.to_thread(self._rank, self._active()[1], self._terms, words))
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            while not work.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.wait([work])
+            if not work.cancelled():
+                work.exception()  # retrieved: the read is cancelled either way
+            raise
+
+    @staticmethod
+    def _rank(raw: sqlite3.Connection, terms: sqlite_rank.Terms, words: builtins.list[str]) -> _Ranked | None:
+        """:meth:`_tier`'s statistics, candidates and scores (blocking)."""
+        match = _match(words)
+        sample = "".join(
+            f" UNION ALL SELECT {i}, count(*), min(rowid) FROM (SELECT rowid FROM search WHERE search MATCH ? "
+            f"ORDER BY rowid DESC LIMIT {sqlite_rank.DF_SAMPLE})" for i in range(len(words)))
+        stats = {i: (n, low) for i, n, low in raw.execute(
+            f"SELECT -2, ({_NEWEST}), NULL UNION ALL SELECT -1, (SELECT rowid FROM search ORDER BY rowid LIMIT 1), "
+            f"(SELECT rowid FROM search ORDER BY rowid DESC LIMIT 1){sample}",
+            [match, RANKED_HITS - 1, *(_match((w,)) for w in words)])}
+        tier, (first, top) = stats[-2][0], stats[-1]
+        if first is None:  # no text at all
+            return None
+        rows = top - first + 1
+        held = [sqlite_rank.holding(*stats[i], top, rows) for i in range(len(words))]
+        if sum(held) <= sqlite_rank.BM25_ROWS:
+            return None if tier is None else _Ranked(tier, None)
+        candidates = raw.execute("SELECT rowid, title, body FROM search WHERE search MATCH ? AND rowid >= ?",
+                                 (match, tier or 0)).fetchall()
+        return _Ranked(tier or 0, json.dumps(sqlite_rank.scores(terms, words, candidates, rows, held)))
 
     def _page_sql(self, query: Query, *, reverse: bool, bound: tuple[str, Cursor] | None,
                   limit: int | None, exists: bool = False, drive: _Drive | None = None,
-                  tier: int | None = None, tier_only: bool = False) -> _SQL:
+                  tier: _Ranked | None = None, tier_only: bool = False) -> _SQL:
         """The statement for one direction of a page: rows past ``bound`` = (op, cursor), in
         query order (``reverse``: the opposite order). ``exists`` selects just ``1``."""
         sql = _SQL()
@@ -819,14 +899,14 @@ class SQLiteStore(Store):
         return sql
 
     def _main_sql(self, query: Query, limit: int | None, drive: _Drive | None = None,
-                  tier: int | None = None) -> tuple[_SQL, bool]:
+                  tier: _Ranked | None = None) -> tuple[_SQL, bool]:
         """The page statement of ``query`` and whether it reads backwards (``before`` given:
         the page is the ``limit`` rows just before it, read in reverse and turned around)."""
         backward = query.before is not None
         return self._page_sql(query, reverse=backward, bound=None, limit=limit, drive=drive, tier=tier), backward
 
     async def _page_rows(self, query: Query, drive: _Drive | None,
-                         tier: int | None) -> tuple[builtins.list[Any], bool, bool]:
+                         tier: _Ranked | None) -> tuple[builtins.list[Any], bool, bool]:
         """The rows of a page in query order, and whether there are more after and before it."""
         limit = query.limit
         sql, _ = self._main_sql(query, None if limit is None else limit + 1, drive, tier)
@@ -846,7 +926,7 @@ class SQLiteStore(Store):
             has_prev = bool(await self._all(probe.text, probe.params))
         return rows, more, has_prev
 
-    async def _tiered_page(self, query: Query, tier: int, limit: int) -> tuple[builtins.list[Any], bool, bool]:
+    async def _tiered_page(self, query: Query, tier: _Ranked, limit: int) -> tuple[builtins.list[Any], bool, bool]:
         """A forward page by relevance of a search with more hits than :data:`RANKED_HITS`: the
         ranked matches (``seq >= tier``, at most that many ranked), then the older matches read
         newest first from FTS5's rowid order, as far as the page needs."""
@@ -856,7 +936,7 @@ class SQLiteStore(Store):
             sql = self._page_sql(query, reverse=False, bound=None, limit=limit + 1, tier=tier, tier_only=True)
             rows = await self._all(sql.text, sql.params)
         if len(rows) <= limit:
-            rows += await self._all(*self._older_hits(query, tier if below is None else below, "<",
+            rows += await self._all(*self._older_hits(query, tier.tier if below is None else below, "<",
                                                       limit + 1 - len(rows)))
         has_prev = False
         if query.after is not None:
@@ -888,8 +968,9 @@ class SQLiteStore(Store):
         async with self._reading():
             await self._check(query.as_of)
             drive = await self._drive(query)
-            tier = await self._tier(query)
-            if tier is not None and query.sort == Sort(RANK) and query.before is None and limit is not None:
+            tiered = query.sort == Sort(RANK) and query.before is None and limit is not None
+            tier = await self._tier(query, scored=not tiered or _unranked_seq(query.after) is None)
+            if tier is not None and tiered and limit is not None:
                 rows, has_next, has_prev = await self._tiered_page(query, tier, limit)
             else:
                 rows, has_next, has_prev = await self._page_rows(query, drive, tier)
@@ -986,9 +1067,11 @@ class SQLiteStore(Store):
                     f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
                     f"{'' if ordered else bound}){page}",
                     [*chunk, *(() if after is None else (after.lower(),))])
-                for row in rows:
-                    rec = self._record(row)
-                    out[rec.key] = rec
+                if len(rows) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, rows)
+                else:
+                    found = [self._record(r) for r in rows]
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
 
     async def explain(self, query: Query) -> str:
@@ -1120,11 +1203,14 @@ class SQLiteStore(Store):
                     async for row in cur:
                         yield _event(row)
 
-            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon())
+            pending = [rework.from_row(r) for r in await self._all(rework.SQLITE_PENDING)]
+            yield records.Dump(instance, revision, oldest, revisions, states, events, await self._events_horizon(),
+                               pending)
 
     async def load(self, *, instance_id: str, revision: int, oldest: int, revisions: Iterable[records.RevisionEntry],
                    states: Iterable[records.StoredState], events: Iterable[RegistryEvent] = (),
-                   events_horizon: EventPosition | None = None) -> None:
+                   events_horizon: EventPosition | None = None,
+                   rematerialise: Iterable[Rematerialisation] = ()) -> None:
         self.stats.hit("load")
         async with self._transaction() as db:
             if await self._one("SELECT 1 FROM revisions LIMIT 1") or await self._one("SELECT 1 FROM states LIMIT 1"):
@@ -1153,6 +1239,7 @@ class SQLiteStore(Store):
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             for batch in algorithms.batches(events):
                 await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
+            await db.executemany(rework.SQLITE_LOAD, [rework.to_row(i) for i in rematerialise])
             if events_horizon is not None:
                 await db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('events_horizon', ?)",
                                  (str(events_horizon),))

@@ -1,0 +1,136 @@
+"""How many round trips a cold federated query waits for: its remote requests fall in *waves*,
+a wave being the requests sent before any answer of the previous one is needed
+(``bench/bench_federation.py`` counts the same from times). Here the remotes hold every request:
+a wave is what they hold once the gateway has sent all it can, and the test lets exactly those
+through (``release_held``) before it waits for the next — so the count depends on no timing.
+
+The data needs two dependency steps: the local page names the endpoint's remote message groups,
+the base messages and one message's own schema version (whose resource its XID names); the base
+messages name the data schemas the others inherit. Two waves, whether the endpoint and the
+messages are read from the registry's pages or across registries (their references read ahead,
+``resolvers/types/ahead.py``) or the endpoint is looked up (its references read with the level's
+other loads, nothing held for a remote's answer, ``adapters/batching.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tests.federation.test_federation import remote_entry
+from tests.federation.test_graphql_federation import EDGE_NODE, EMPLOYEE_SCHEMA, ERP_GROUP, start
+
+ERP_BASE = "/messagegroups/Contoso.ERP.EmployeeEvents/messages/Contoso.ERP.EmployeeAdded"
+TRANSIT_BASE = "/messagegroups/GeneralTransitFeedRealTime/messages/GeneralTransitFeedRealTime.Alert.Alert"
+TRANSIT_SCHEMA = "/schemagroups/GeneralTransitFeedRealTime.jstruct/schemas/GeneralTransitFeedRealTime.Alert.Alert"
+
+#: Per wave, the paths each remote is asked for (``$details``: a resource with its document).
+WAVES = [
+    {"erp": {ERP_GROUP, ERP_BASE, f"{EMPLOYEE_SCHEMA}/versions/1$details", f"{EMPLOYEE_SCHEMA}$details"},
+     "iot": {EDGE_NODE}, "transit": {TRANSIT_BASE}},
+    {"transit": {f"{TRANSIT_SCHEMA}$details"}},
+]
+
+MESSAGE = "xid basemessage { xid } dataschema { xid schema { xid } }"
+GROUPS = "messagegroups { nodes { messages { nodes { " + MESSAGE + " } } } }"
+#: The same data read three ways: the registry's pages, a lookup, the connections across registries.
+QUERIES = {
+    "page": "{ registry { endpoints(first: 1) { nodes { xid messagegroups { xid } } } " + GROUPS + " } }",
+    "lookup": '{ registry { lookup(xid: "/endpoints/everything") { ... on Endpoint { xid messagegroups { xid } } } '
+              + GROUPS + " } }",
+    "across": '{ endpoints(registries: ["test"], first: 1) { nodes { xid messagegroups { xid } } } '
+              'messages(registries: ["test"]) { nodes { ' + MESSAGE + " } } }",
+}
+
+
+def document(remotes) -> dict:
+    erp, iot, transit = (remotes[r].base_url for r in ("erp", "iot", "transit"))
+    return {
+        "messagegroups": {"fan": {"messages": {
+            "own": {"basemessageuri": erp + ERP_BASE, "dataschemaformat": "JsonSchema/draft-07",
+                    "dataschemauri": f"{erp}{EMPLOYEE_SCHEMA}/versions/1"},
+            "inherits": {"basemessageuri": transit + TRANSIT_BASE},
+        }}},
+        "endpoints": {"everything": {"usage": ["consumer"], "protocol": "HTTP",
+                                     "messagegroups": [erp + ERP_GROUP, iot + EDGE_NODE]}},
+    }
+
+
+async def held(remotes, wave: dict[str, set[str]]) -> None:
+    """Return once each remote holds the requests it is asked for in ``wave`` (the bound only
+    ends a wait that would otherwise never end: a wave that never comes)."""
+    try:
+        await asyncio.gather(*(remotes[r].wrapper.holding(len(paths), seconds=60) for r, paths in wave.items()))
+    except Exception as exc:
+        raise AssertionError(f"the wave never came: held {({r: s.wrapper.held for r, s in remotes.items()})}, "
+                             f"asked {({r: s.wrapper.log for r, s in remotes.items()})}") from exc
+
+
+@pytest.mark.parametrize("way", list(QUERIES))
+async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, remotes, way):
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    query = QUERIES[way]
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+            server.wrapper.hold()
+        running = asyncio.ensure_future(gw.data(query))
+        waves: list[dict[str, set[str]]] = []
+        seen = {rid: 0 for rid in remotes}
+        try:
+            for wave in WAVES:
+                await held(remotes, wave)
+                asked = {}
+                for rid, server in remotes.items():
+                    log = server.wrapper.log
+                    if log[seen[rid]:]:
+                        asked[rid] = {entry.split("?")[0].removeprefix("/registry") for entry in log[seen[rid]:]}
+                    seen[rid] = len(log)
+                    server.wrapper.release_held()
+                waves.append(asked)
+            data = await running
+        finally:
+            for server in remotes.values():
+                server.wrapper.release()
+            if not running.done():
+                running.cancel()
+        assert waves == WAVES
+        assert {rid: len(s.wrapper.log) for rid, s in remotes.items()} == seen  # nothing after the last wave
+        if way == "across":
+            endpoint, nodes = data["endpoints"]["nodes"][0], data["messages"]["nodes"]
+        else:
+            registry = data["registry"]
+            endpoint = registry["endpoints"]["nodes"][0] if way == "page" else registry["lookup"]
+            nodes = registry["messagegroups"]["nodes"][0]["messages"]["nodes"]
+        assert [g["xid"] for g in endpoint["messagegroups"]] == [ERP_GROUP, EDGE_NODE]
+        messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
+        assert messages["own"]["basemessage"]["xid"] == ERP_BASE
+        assert messages["own"]["dataschema"]["schema"]["xid"] == EMPLOYEE_SCHEMA
+        assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
+
+        for server in remotes.values():  # warm: the same query asks nothing
+            server.wrapper.clear()
+        assert await gw.data(query) == data
+        assert all(not s.wrapper.log for s in remotes.values())
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+@pytest.mark.parametrize("selection", ["dataschema { uri format }", "dataschema @skip(if: true) { xid }"])
+async def test_nothing_is_read_ahead_that_the_query_does_not_read(tmp_path, remotes, selection):
+    """Only what the selected fields will load is read ahead: a schema reference whose target
+    the query does not read (its ``uri``, a skipped field) asks the remotes for no schema."""
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+        await gw.data("{ registry { messagegroups { nodes { messages { nodes { xid " + selection + " } } } } } }")
+        asked = [entry for s in remotes.values() for entry in s.wrapper.log]
+        assert not [entry for entry in asked if entry.startswith("/registry/schemagroups")], asked
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
