@@ -27,7 +27,7 @@ one split, so the baseline always runs as one task.
 run each, no warm-up — every step; Spark's start-up dominates it.
 
 Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large | --skip-corpus]
-       [--workers 2] [--partitions 1,2,4] [--smoke]
+       [--workers 2] [--partitions 1,2,4] [--kinds snapshot,filtered,incremental] [--smoke]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
 PARTITIONS = (1, 2, 4)
+KINDS = ("snapshot", "filtered", "incremental")
 #: The exported document as Spark reads it: groups and their messages as maps, messages as JSON text.
 DOCUMENT_SCHEMA = ("messagegroups MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>, "
                    "endpoints MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>")
@@ -174,7 +175,7 @@ def timed(action: Callable[[], Any], repeat: int, gateway_pid: int | None = None
 
 def bench_dataset(
     session: Any, label: str, tmp: Path, documents: Callable[[], Any], repeat: int, workers: int,
-    partitions: tuple[int, ...] = PARTITIONS, warmup: bool = True,
+    partitions: tuple[int, ...] = PARTITIONS, warmup: bool = True, kinds: tuple[str, ...] = KINDS,
 ) -> list[dict]:
     from pyspark.sql import functions as F
 
@@ -206,7 +207,7 @@ def bench_dataset(
             "filtered": lambda n: source(n).load().filter(F.col("group").isin(chosen)),
             "incremental": lambda n: source(n).option("sinceRevision", since).load(),
         }
-        for kind, baseline in baselines.items():
+        for kind, baseline in ((k, b) for k, b in baselines.items() if k in kinds):
             rows = baseline.count()
             seconds, _ = timed(lambda b=baseline: b.write.format("noop").mode("overwrite").save(), repeat,
                                warmup=warmup)
@@ -247,6 +248,7 @@ def main() -> None:
     parser.add_argument("--skip-corpus", action="store_true", help="only the generated data set")
     parser.add_argument("--partitions", default=",".join(map(str, PARTITIONS)),
                         help="partition counts of the data source, comma-separated (default: 1,2,4)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the kinds of read, comma-separated (default: all)")
     parser.add_argument("--workers", "--gateway-workers", dest="gateway_workers", type=int, default=1,
                         help="uvicorn worker processes of the gateway")
     parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
@@ -270,14 +272,15 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         partitions = tuple(int(n) for n in args.partitions.split(","))
+        kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip() in KINDS)
         corpus = corpus_sample(Path(tmp) / "sample.json") if args.smoke else CORPUS
         if not args.skip_corpus:
             results += bench_dataset(session, "corpus-sample" if args.smoke else "117-feed-corpus", Path(tmp),
                                      lambda: [normalise(read_document(corpus))[0]], args.repeat,
-                                     args.gateway_workers, partitions, not args.smoke)
+                                     args.gateway_workers, partitions, not args.smoke, kinds)
         if not args.skip_large:
             results += bench_dataset(session, f"generated-{per_group * args.groups}", Path(tmp), generated_documents,
-                                     args.repeat, args.gateway_workers, partitions, not args.smoke)
+                                     args.repeat, args.gateway_workers, partitions, not args.smoke, kinds)
     session.stop()
     baselines = {(r["dataset"], r["kind"]): r for r in results if r["source"] != "xregistry data source"}
     print("summary: the data source's rows/s against spark.read.json's doing the same work: " + ", ".join(

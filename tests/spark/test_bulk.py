@@ -74,6 +74,8 @@ PUSHED: list[tuple[str, dict[str, frozenset[str]]]] = [
     ("messages", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes", "IO.AISstream.amqp"}),
                   "envelope": frozenset({"CloudEvents/1.0"})}),
     ("messages", {"id": frozenset({"IO.AISstream.ShipStaticData", "nothing"})}),
+    # more groups than a filter carries (MAX_FILTER_EXPRESSIONS): every group listed, the ranges of these read
+    ("messages", {"group": frozenset({"IO.AISstream", *(f"no.such.group.{i}" for i in range(80))})}),
     ("messagegroups", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes"})}),
     ("messagegroups", {"envelope": frozenset({"CloudEvents/1.0"})}),
     ("endpoints", {"protocol": frozenset({"KAFKA"})}),
@@ -290,3 +292,14 @@ def test_spark_reads_a_projection_in_bulk_and_other_schemas_through_graphql(read
     other = read("schemas", schema="xid STRING, revision STRING", asOfRevision=rev).collect()
     assert {r.xid: r.revision for r in other} == {x: str(rev_) for x, (rev_, _) in full.items()}
     assert gateway.log.bulk_rows() == 0 and gateway.log.returned("Resources", "/schemas/") == CORPUS_COUNTS["schemas"]
+
+
+def test_a_pushed_group_reads_the_ranges_of_its_groups_alone(gateway):
+    """More group ids than a filter expression carries: planning lists every group, the read
+    covers only the ranges of those pushed."""
+    opts = ReadOptions.parse({"url": gateway.url, "entity": "messages", "token": TOKEN,
+                              "asOfRevision": str(gateway.corpus_revision)})
+    reader = FilteringReader(opts, schema_for("messages"))
+    reader.pushed["group"] = frozenset({"IO.AISstream", *(f"no.such.group.{i}" for i in range(80))})
+    ranges = [r for p in reader.partitions() for r in p.ranges]
+    assert ranges and all(r.after and r.after.endswith("/io.aisstream/") for r in ranges)

@@ -437,8 +437,9 @@ class XRegistryReader(DataSourceReader):
         ranges = []
         for registry, groups in by_registry.items():
             pin, instance = pins[registry], states[registry].instance
-            if plan.rtype is not None and "group" in pushed:
-                ranges += group_ranges(registry, pin, instance, groups)
+            if plan.rtype is not None and "group" in pushed:  # (the groups listed may be all: too many to push)
+                ranges += group_ranges(registry, pin, instance,
+                                       [g for g in groups if g[0].rsplit("/", 1)[-1] in pushed["group"]])
             elif groups or not pushed:
                 ranges += key_ranges(registry, pin, instance, groups, rows)
         ranges = [replace(r, filters=tuple(expressions or ())) for r in ranges]
