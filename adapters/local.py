@@ -139,11 +139,9 @@ class StoredEntity(Entity):
             return slot.__get__(self, Entity)
         except AttributeError:
             rec, source = self._record, self._source
-            view = view_of(rec, self._model, source.base_url, include_meta=True)
-            meta = view.pop("meta", None) if rec.kind == "resource" else None
+            view = view_of(rec, self._model, source.base_url)
             materialised = source._materialisation(rec, view) if self._message else None
             _VIEW.__set__(self, view)
-            _META.__set__(self, meta)
             _MATERIALISED.__set__(self, materialised)
             return slot.__get__(self, Entity)
 
@@ -153,7 +151,13 @@ class StoredEntity(Entity):
 
     @property
     def meta(self) -> dict[str, Any] | None:
-        return self._built(_META)
+        try:
+            return _META.__get__(self, Entity)
+        except AttributeError:  # built apart from the view, which most reads want alone
+            rec = self._record
+            meta = meta_view(rec, self._source.base_url) if rec.kind == "resource" else None
+            _META.__set__(self, meta)
+            return meta
 
     @property
     def materialised(self) -> Materialisation | None:

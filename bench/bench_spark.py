@@ -1,5 +1,13 @@
-"""Spark data source benchmark: rows/s of a snapshot of all messages through the gateway with
-1, 2 and 4 partitions, against ``spark.read.json`` of the exported document, in the same run.
+"""Spark data source benchmark: rows/s of three kinds of read of messages through the gateway
+with 1, 2 and 4 partitions, each against ``spark.read.json`` of the exported document doing the
+same work, in the same run:
+
+``snapshot``     every message; the baseline explodes the document into one row per message
+``filtered``     the messages of a tenth of the groups (``group IN (…)``, pushed to the gateway);
+                 the baseline reads the whole document and filters it
+``incremental``  the messages written after a revision (``sinceRevision``: one message in each
+                 group rewritten after the load); the baseline reads the whole document and keeps
+                 the messages modified after that revision's time
 
 Two data sets: the 117-feed corpus (1,538 messages) and generated message groups (100,000
 messages by default). For each, the registry is loaded into a fresh SQLite store, exported as one
@@ -19,7 +27,7 @@ one split, so the baseline always runs as one task.
 run each, no warm-up — every step; Spark's start-up dominates it.
 
 Usage: python bench/bench_spark.py [--messages 100000] [--groups 1000] [--repeat 3] [--skip-large | --skip-corpus]
-       [--workers 2] [--partitions 1,2,4] [--smoke]
+       [--workers 2] [--partitions 1,2,4] [--kinds snapshot,filtered,incremental] [--smoke]
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +61,7 @@ from xreg.storage.sqlite import SQLiteStore  # noqa: E402
 CORPUS = REPO / "tests" / "data" / "xreg" / "rts__ALL-117-feeders-merged.xreg.json"
 REGISTRY_ID = "bench"
 PARTITIONS = (1, 2, 4)
+KINDS = ("snapshot", "filtered", "incremental")
 #: The exported document as Spark reads it: groups and their messages as maps, messages as JSON text.
 DOCUMENT_SCHEMA = ("messagegroups MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>, "
                    "endpoints MAP<STRING, STRUCT<messages: MAP<STRING, STRING>>>")
@@ -71,18 +81,40 @@ def generated(groups: range, per_group: int) -> dict[str, Any]:
         f"m{m:04d}": message(g, m) for m in range(per_group)}} for g in groups}}
 
 
-async def load(db: Path, export: Path, documents: Callable[[], Any]) -> int:
-    """Import the documents into a fresh store and export the registry; returns the messages."""
+#: What a message's view shows besides its declared attributes (the registry's to set).
+SERVED = frozenset({"self", "xid", "versionid", "isdefault", "ancestorid", "epoch", "createdat", "modifiedat",
+                    "metaurl", "meta", "versionsurl", "versionscount", "versions"})
+
+
+def rewritten(document: dict[str, Any]) -> dict[str, Any]:
+    """The first message of each message group of ``document`` with a new description."""
+    def changed(message: dict[str, Any]) -> dict[str, Any]:  # (its modifiedat and epoch are the registry's)
+        kept = {k: v for k, v in message.items() if k not in SERVED}
+        return kept | {"description": f"{message.get('description')}, rewritten"}
+
+    return {"messagegroups": {gid: {"messages": {mid: changed(message)
+                                                 for mid, message in list(group.get("messages", {}).items())[:1]}}
+                              for gid, group in document.get("messagegroups", {}).items()}}
+
+
+async def load(db: Path, export: Path, documents: Callable[[], Any]) -> tuple[int, int, str, list[str]]:
+    """Import the documents into a fresh store, rewrite one message per group and export the
+    registry; returns the messages, the revision before the rewrite and its time, and the groups."""
     registry = LocalRegistry(SQLiteStore(db), registry_id=REGISTRY_ID)
     await registry.open()
     try:
         for doc in documents():
             await registry.apply_document(doc)
+        since = await registry.store.current_revision()
+        written = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        await registry.apply_document(rewritten(await registry.export_document()))
         document = await registry.export_document()
     finally:
         await registry.close()
     export.write_text(json.dumps(document))
-    return sum(len(g.get("messages", {})) for t in ("messagegroups", "endpoints") for g in document.get(t, {}).values())
+    messages = sum(len(g.get("messages", {})) for t in ("messagegroups", "endpoints")
+                   for g in document.get(t, {}).values())
+    return messages, since, written, sorted(document.get("messagegroups", {}))
 
 
 def free_port() -> int:
@@ -143,37 +175,55 @@ def timed(action: Callable[[], Any], repeat: int, gateway_pid: int | None = None
 
 def bench_dataset(
     session: Any, label: str, tmp: Path, documents: Callable[[], Any], repeat: int, workers: int,
-    partitions: tuple[int, ...] = PARTITIONS, warmup: bool = True,
+    partitions: tuple[int, ...] = PARTITIONS, warmup: bool = True, kinds: tuple[str, ...] = KINDS,
 ) -> list[dict]:
     from pyspark.sql import functions as F
 
     data_dir, export = tmp / label, tmp / f"{label}.xreg.json"
     data_dir.mkdir()
     t0 = time.perf_counter()
-    messages = asyncio.run(load(data_dir / "registry.db", export, documents))
+    messages, since, written, groups = asyncio.run(load(data_dir / "registry.db", export, documents))
     print(f"\n{label}: {messages} messages loaded and exported in {time.perf_counter() - t0:.1f}s "
           f"({export.stat().st_size / 1e6:.1f} MB document)", flush=True)
+    chosen = groups[:: 10]  # a tenth of the groups
     proc, url = start_gateway(data_dir, workers)
     results = []
     try:
         doc = session.read.schema(DOCUMENT_SCHEMA).option("multiLine", True).json(str(export))
-        baseline = (doc.select(F.explode("messagegroups").alias("group", "g")).unionByName(
+        exploded = (doc.select(F.explode("messagegroups").alias("group", "g")).unionByName(
             doc.select(F.explode("endpoints").alias("group", "g")))
             .select("group", F.explode("g.messages").alias("id", "message")))
-        assert baseline.count() == messages
-        seconds, _ = timed(lambda: baseline.write.format("noop").mode("overwrite").save(), repeat, warmup=warmup)
-        results.append({"dataset": label, "source": "spark.read.json (exported document)", "partitions": 1,
-                        "rows": messages, "seconds": seconds, "gateway_cpu": 0.0})
-        report(results[0], results[0])
-        for n in partitions:
-            df = (session.read.format("xregistry").option("url", url).option("entity", "messages")
-                  .option("numPartitions", n).load())
-            assert df.count() == messages
-            seconds, cpu = timed(lambda df=df: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid,
-                                 warmup)
-            results.append({"dataset": label, "source": "xregistry data source", "partitions": n,
-                            "rows": messages, "seconds": seconds, "gateway_cpu": cpu})
-            report(results[-1], results[0])
+        baselines = {
+            "snapshot": exploded,
+            "filtered": exploded.filter(F.col("group").isin(chosen)),
+            "incremental": exploded.filter(F.get_json_object("message", "$.modifiedat") > F.lit(written)),
+        }
+        def source(n: int) -> Any:  # (a DataFrameReader keeps the options it is given: one per read)
+            return session.read.format("xregistry").option("url", url).option("entity", "messages").option(
+                "numPartitions", n)
+
+        reads = {
+            "snapshot": lambda n: source(n).load(),
+            "filtered": lambda n: source(n).load().filter(F.col("group").isin(chosen)),
+            "incremental": lambda n: source(n).option("sinceRevision", since).load(),
+        }
+        for kind, baseline in ((k, b) for k, b in baselines.items() if k in kinds):
+            rows = baseline.count()
+            seconds, _ = timed(lambda b=baseline: b.write.format("noop").mode("overwrite").save(), repeat,
+                               warmup=warmup)
+            base = {"dataset": label, "kind": kind, "source": "spark.read.json (exported document)", "partitions": 1,
+                    "rows": rows, "seconds": seconds, "gateway_cpu": 0.0}
+            results.append(base)
+            report(base, base)
+            for n in partitions if kind != "incremental" else partitions[:1]:  # (a feed is one partition)
+                df = reads[kind](n)
+                read = df.count()  # (a feed also holds the messages re-materialised with a rewritten base)
+                assert read == rows or kind == "incremental", (kind, read, rows)
+                seconds, cpu = timed(lambda df=df: df.write.format("noop").mode("overwrite").save(), repeat, proc.pid,
+                                     warmup)
+                results.append({"dataset": label, "kind": kind, "source": "xregistry data source", "partitions": n,
+                                "rows": read, "seconds": seconds, "gateway_cpu": cpu})
+                report(results[-1], base)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -182,9 +232,10 @@ def bench_dataset(
 
 def report(r: dict, baseline: dict) -> None:
     """Print one figure as soon as it is measured, with its ratio to the baseline of the same run."""
-    r["rows_per_s"] = r["rows"] / r["seconds"]
-    print(f"  {r['source']:38} {r['partitions']:>2} partitions  {r['rows']:>7} rows  {r['seconds']:7.2f}s  "
-          f"{r['rows_per_s']:>9.0f} rows/s  {r['rows_per_s'] / (baseline['rows'] / baseline['seconds']):5.2f}x "
+    r["rows_per_s"] = max(r["rows"], 1) / r["seconds"]  # (an empty read: as one row)
+    print(f"  {r['kind']:11} {r['source']:38} {r['partitions']:>2} partitions  {r['rows']:>7} rows  "
+          f"{r['seconds']:7.2f}s  "
+          f"{r['rows_per_s']:>9.0f} rows/s  {r['rows_per_s'] / baseline['rows_per_s']:5.2f}x "
           f"baseline  gateway CPU {r['gateway_cpu']:6.2f}s", flush=True)
 
 
@@ -197,6 +248,7 @@ def main() -> None:
     parser.add_argument("--skip-corpus", action="store_true", help="only the generated data set")
     parser.add_argument("--partitions", default=",".join(map(str, PARTITIONS)),
                         help="partition counts of the data source, comma-separated (default: 1,2,4)")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the kinds of read, comma-separated (default: all)")
     parser.add_argument("--workers", "--gateway-workers", dest="gateway_workers", type=int, default=1,
                         help="uvicorn worker processes of the gateway")
     parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
@@ -220,18 +272,20 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         partitions = tuple(int(n) for n in args.partitions.split(","))
+        kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip() in KINDS)
         corpus = corpus_sample(Path(tmp) / "sample.json") if args.smoke else CORPUS
         if not args.skip_corpus:
             results += bench_dataset(session, "corpus-sample" if args.smoke else "117-feed-corpus", Path(tmp),
                                      lambda: [normalise(read_document(corpus))[0]], args.repeat,
-                                     args.gateway_workers, partitions, not args.smoke)
+                                     args.gateway_workers, partitions, not args.smoke, kinds)
         if not args.skip_large:
             results += bench_dataset(session, f"generated-{per_group * args.groups}", Path(tmp), generated_documents,
-                                     args.repeat, args.gateway_workers, partitions, not args.smoke)
+                                     args.repeat, args.gateway_workers, partitions, not args.smoke, kinds)
     session.stop()
-    baselines = {r["dataset"]: r for r in results if r["source"] != "xregistry data source"}
-    print("summary: the data source's rows/s against spark.read.json's: " + ", ".join(
-        f"{r['dataset']} {r['partitions']} partitions {r['rows_per_s'] / baselines[r['dataset']]['rows_per_s']:.2f}×"
+    baselines = {(r["dataset"], r["kind"]): r for r in results if r["source"] != "xregistry data source"}
+    print("summary: the data source's rows/s against spark.read.json's doing the same work: " + ", ".join(
+        f"{r['dataset']} {r['kind']} {r['partitions']} partitions "
+        f"{r['rows_per_s'] / baselines[r['dataset'], r['kind']]['rows_per_s']:.2f}×"
         for r in results if r["source"] == "xregistry data source"))
 
 

@@ -20,7 +20,14 @@ Parameters (query string):
 ``asOf`` (required)      the pinned revision (a remote registry: a live snapshot number)
 ``instanceId``           refused with ``instance_mismatch`` (409) unless the registry is that instance
 ``after``, ``before``    bounds (exclusive) on the rows' lower-cased XIDs: a key range
+``filter``               xRegistry filter expressions (repeatable, OR'd; core/http.md), on the rows'
+                         attributes as the GraphQL path's ``filter: {raw: …}`` reads them (a
+                         message's materialised ones): the rows of the range that match
 ``limit``                rows per response (default :data:`DEFAULT_LIMIT`, at most :data:`MAX_LIMIT`)
+``since``                a change feed instead: the entities written after revision ``since`` up to
+                         ``asOf`` (``change`` column in front: ``upserted``, or ``deleted`` with
+                         only the row's ids and revision), the first ``limit`` after ``after`` in
+                         XID order; a full page names the next ``after`` in ``X-Registry-Bulk-After``
 
 The answer (``application/vnd.apache.arrow.stream``) holds the *last* ``limit`` rows of the
 range, in XID order; when it is full it carries ``X-Registry-Bulk-Before``, the ``before`` of the
@@ -46,10 +53,12 @@ from adapters.caller import Caller
 from adapters.request import Materialiser, RequestSources, Served
 from gateway.admission import BULK_PREFIX
 from gateway.auth import Authenticator, AuthError, principal_of
-from gateway.bulk_columns import column, dumps
+from gateway.bulk_columns import column, dumps, json_texts
 from gateway.http_api.responses import json_response, problem_response
 from gateway.request_context import current_request_id, new_request_id
 from xreg.errors import XRegistryError
+from xreg.registry.filters import parse_filters
+from xreg.registry.reads import collection_tree
 from xreg.storage.semantics import Cursor
 
 #: The path of the bulk read.
@@ -60,6 +69,8 @@ ARROW_STREAM = "application/vnd.apache.arrow.stream"
 #: the ``xRegistry-`` namespace, which core/http.md keeps for entity attributes (the style of
 #: ``X-Registry-Instance``).
 NEXT_HEADER = "X-Registry-Bulk-Before"
+#: The response header of a change feed naming the ``after`` of its next page.
+NEXT_AFTER_HEADER = "X-Registry-Bulk-After"
 #: The header naming the revision the rows were read at.
 REVISION_HEADER = "X-Registry-Bulk-Revision"
 DEFAULT_LIMIT = 5000
@@ -105,9 +116,13 @@ DOMAIN: dict[str, list[pa.Field]] = {
 }
 
 
-def arrow_schema(entity: str) -> pa.Schema:
-    """The Arrow schema of the rows of ``entity``."""
-    return pa.schema([*HEAD, *DOMAIN[entity], pa.field("entity", STR)])
+#: The column a change feed adds in front.
+CHANGE = pa.field("change", STR, False)
+
+
+def arrow_schema(entity: str, *, changes: bool = False) -> pa.Schema:
+    """The Arrow schema of the rows of ``entity`` (of its change feed: ``changes``)."""
+    return pa.schema([*([CHANGE] if changes else []), *HEAD, *DOMAIN[entity], pa.field("entity", STR)])
 
 
 # -- values, converted as the connector's GraphQL path converts them ----------------------------
@@ -224,7 +239,7 @@ class RowBuilder:
         columns: dict[str, Any] = {
             "registry": [entity.registry for entity in entities], "xid": xids,
             "group": [p[1] for p in parts], "id": [p[-1] for p in parts],
-            "revision": [row[2] for row in rows], "entity": list(map(dumps, views))}
+            "revision": [row[2] for row in rows]}
         if self.entity == "messages":
             columns["grouptype"] = [p[0] for p in parts]
         elif self.entity == "schemaversions":
@@ -245,9 +260,29 @@ class RowBuilder:
             else:
                 values = [s.get(name) for s in shown]
             arrays[name] = column(values, self.schema.field(name).type, convert)
+        arrays["entity"] = json_texts(views)
         return pa.RecordBatch.from_arrays(
             [arrays[f.name] if f.name in arrays else pa.array(columns[f.name], type=f.type) for f in self.schema],
             schema=self.schema)
+
+
+    def changes(self, rows: Sequence[tuple[Entity, dict[str, Any], int]],
+                deleted: Sequence[tuple[str, str, int]]) -> pa.RecordBatch:
+        """A change feed's batch: the ``rows`` upserted (as :meth:`batch`), then the entities
+        ``deleted`` (registry, XID, revision) with their ids alone."""
+        live = self.batch(rows)
+        parts = [xid.strip("/").split("/") for _, xid, _ in deleted]
+        keys: dict[str, list[Any]] = {
+            "registry": [d[0] for d in deleted], "xid": [d[1] for d in deleted], "group": [p[1] for p in parts],
+            "id": [p[-1] for p in parts], "revision": [d[2] for d in deleted], "grouptype": [p[0] for p in parts],
+            "schemaid": [p[3] if len(p) >= 4 else None for p in parts]}
+        gone = pa.RecordBatch.from_arrays(
+            [pa.array(keys[f.name], type=f.type) if f.name in keys else pa.nulls(len(deleted), f.type)
+             for f in self.schema], schema=self.schema)
+        both = pa.Table.from_batches([live, gone]).combine_chunks()
+        change = pa.array(["upserted"] * live.num_rows + ["deleted"] * len(deleted), type=STR)
+        return both.add_column(0, CHANGE, change).to_batches()[0] if both.num_rows else \
+            pa.RecordBatch.from_pylist([], schema=arrow_schema(self.entity, changes=True))
 
 
 def ipc_stream(batch: pa.RecordBatch) -> bytes:
@@ -301,23 +336,50 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
     await source.check_revision(as_of)
     ctypes = tuple(c for c in ENTITIES[entity] if _in_model(source, c))
     after, before = params.get("after"), params.get("before")
+    raw = params.getlist("filter")
+    filters = parse_filters(raw, subject=ROWS_PATH, collections=collection_tree(source.model, ctypes[0])) \
+        if raw and ctypes else None
     # the last rows of the range (keyset pages read backwards: a source's page between two cursors)
-    listing = Listing(ctypes, limit=limit, as_of=as_of, backward=True,
+    listing = Listing(ctypes, filters=filters, limit=limit, as_of=as_of, backward=True,
                       after=Cursor(after.lower()).encode() if after else None,
                       before=Cursor(before.lower()).encode() if before else None)
     builder = RowBuilder(entity)
     headers = {REVISION_HEADER: str(as_of)}
+    since = _int(params, "since", None)
+    if since is not None:
+        body, next_after = await _changes(reads, source, builder, ctypes, since, as_of, limit, after)
+        return body, headers | ({NEXT_AFTER_HEADER: next_after} if next_after else {})
     if not ctypes:
         return ipc_stream(builder.batch([])), headers
     page = await source.list(listing)
-    items = await Materialiser(EntityBatcher(sources), lambda: reads.references).settle(page.items)
+    rows = await _rows(reads, source, page.items, as_of)
+    body = await asyncio.to_thread(lambda: ipc_stream(builder.batch(rows)))
+    if len(rows) >= limit:  # a full page: rows of the range may precede it
+        headers[NEXT_HEADER] = rows[0][0].xid.lower()
+    return body, headers
+
+
+async def _rows(reads: RequestSources, source: RegistrySource, entities: list[Entity],
+                as_of: int) -> list[tuple[Entity, dict[str, Any], int]]:
+    """Per entity: itself (its messages materialised across registries), its full view and its
+    revision (the pinned one where the registry has none)."""
+    items = await Materialiser(EntityBatcher(reads.sources), lambda: reads.references).settle(entities)
     partial = [e for e in items if e.partial]
     full = dict(zip((id(e) for e in partial), await source.complete(partial), strict=True)) if partial else {}
-    rows = [(e, full.get(id(e), e.view), as_of if e.revision is None else e.revision) for e in items]
-    body = await asyncio.to_thread(lambda: ipc_stream(builder.batch(rows)))
-    if len(items) >= limit:  # a full page: rows of the range may precede it
-        headers[NEXT_HEADER] = items[0].xid.lower()
-    return body, headers
+    return [(e, full.get(id(e), e.view), as_of if e.revision is None else e.revision) for e in items]
+
+
+async def _changes(reads: RequestSources, source: RegistrySource, builder: RowBuilder, ctypes: tuple[str, ...],
+                   since: int, as_of: int, limit: int, after: str | None) -> tuple[bytes, str | None]:
+    """One page of the change feed (see the module documentation) and the next page's ``after``."""
+    if not ctypes:
+        return ipc_stream(builder.changes([], [])), None
+    items, more = await source.changes(since, until=as_of, ctypes=ctypes, limit=limit,
+                                       after=Cursor(after.lower()).encode() if after else None)
+    rows = await _rows(reads, source, [i.entity for i in items if i.entity is not None], as_of)
+    deleted = [(source.id, i.xid, i.revision) for i in items if i.entity is None]
+    body = await asyncio.to_thread(lambda: ipc_stream(builder.changes(rows, deleted)))
+    return body, items[-1].xid.lower() if more and items else None
 
 
 def _in_model(source: RegistrySource, ctype: str) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from itertools import chain
 from typing import Any
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,6 +29,33 @@ CANONICAL_TIMESTAMP = (r"^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d
 #: One JSON text per value, compact and unescaped (``json.dumps`` with these options builds an
 #: encoder per call).
 dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+#: bytes -> ``0`` for a digit, ``e`` for ``e`` / ``E``, ``.`` for itself, a space otherwise: the
+#: shape of a JSON text's numbers, searched with ``in``.
+_NUMBER_SHAPE = bytes(48 if 48 <= i <= 57 else 101 if i in (69, 101) else 46 if i == 46 else 32 for i in range(256))
+
+
+def _float_shapes(text: bytes) -> bool:
+    """Whether orjson's ``text`` may write a float otherwise than :data:`dumps`: with an exponent
+    (``1e-7`` against ``1e-07``, ``1e16`` against ``1e+16``) or a small one without
+    (``0.00001`` against ``1e-05``). Other numbers, strings and the rest are written alike."""
+    shape = b" " + text.translate(_NUMBER_SHAPE)
+    return b"0e" in shape or b" 0.0000" in shape  # (not in a time's seconds: 13.000012 is 00.000000)
+
+
+def json_texts(values: list[Any]) -> pa.Array:
+    """The JSON text of each value, exactly as :data:`dumps` writes it, as a string array: encoded
+    by orjson (several times faster), by :data:`dumps` where orjson refuses a value (an integer
+    beyond 64 bits) or may write a float differently (:func:`_float_shapes`)."""
+    texts: list[bytes] = []
+    for value in values:
+        try:
+            texts.append(orjson.dumps(value))
+        except orjson.JSONEncodeError:
+            texts.append(dumps(value).encode("utf-8"))
+    if _float_shapes(b"\n".join(texts)):  # (one pass over all of them; rarely more)
+        texts = [dumps(v).encode("utf-8") if _float_shapes(t) else t for v, t in zip(values, texts, strict=True)]
+    return pa.array(texts, type=pa.string())
 
 
 def _types(values: Any) -> set[type]:

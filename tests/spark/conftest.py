@@ -84,11 +84,12 @@ class RequestLog:
                 status[0] = message["status"]
             elif message["type"] == "http.response.body":
                 body.extend(message.get("body", b""))
+                if status[0] == 200 and not message.get("more_body"):  # recorded before the client has it
+                    self.bulk.append((scope["query_string"].decode(),
+                                      pa.ipc.open_stream(bytes(body)).read_all().num_rows))
             await send(message)
 
         await self.app(scope, receive, snd)
-        if status[0] == 200:
-            self.bulk.append((scope["query_string"].decode(), pa.ipc.open_stream(bytes(body)).read_all().num_rows))
 
     def bulk_rows(self) -> int:
         """Rows the bulk read returned since the log was cleared."""

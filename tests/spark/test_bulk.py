@@ -20,25 +20,41 @@ from gateway.bulk import NEXT_HEADER, REVISION_HEADER, ROWS_PATH, arrow_schema
 from pyspark_xregistry.bulk import LEGACY_NEXT_HEADER, BulkClient, KeyRange, key_ranges
 from pyspark_xregistry.client import CheckpointMismatch, ClientConfig, GatewayClient, GatewayError
 from pyspark_xregistry.schemas import ENTITIES, schema_for
-from pyspark_xregistry.source import BulkPartition, ReadOptions, SnapshotPartition, XRegistryReader
+from pyspark_xregistry.source import (
+    BulkPartition,
+    ChangesPartition,
+    FilteringReader,
+    ReadOptions,
+    SnapshotPartition,
+    XRegistryReader,
+)
 from tests.spark.conftest import CORPUS_COUNTS, REGISTRY_ID, TOKEN, serve
 from tests.spark.test_remote_and_revisions import federating  # noqa: F401 - the fixture
 
 
 class GraphQLReader(XRegistryReader):
-    """The data source's reader kept on its GraphQL path (what pushed filters and change feeds use)."""
+    """The data source's reader kept on its GraphQL path (what user schemas of other types use)."""
+
+    bulk = False  # type: ignore[assignment]
+
+
+class FilteringGraphQLReader(FilteringReader):
+    """The filtering reader kept on its GraphQL path."""
 
     bulk = False  # type: ignore[assignment]
 
 
 def _rows(reader_type: type[XRegistryReader], url: str, entity: str, token: str | None = TOKEN,
-          **options: Any) -> list[dict[str, Any]]:
-    """Every row a reader yields (planned and read here, as Spark would), sorted by XID."""
+          pushed: dict[str, frozenset[str]] | None = None, **options: Any) -> list[dict[str, Any]]:
+    """Every row a reader yields (planned and read here, as Spark would, with filters ``pushed``),
+    sorted by XID."""
     given = {"url": url, "entity": entity, **({"token": token} if token else {})}
     opts = ReadOptions.parse(given | {k: str(v) for k, v in options.items()})
-    reader = reader_type(opts, schema_for(entity))
+    reader = reader_type(opts, schema_for(entity, changes="sinceRevision" in options))
+    reader.pushed.update(pushed or {})
+    assert reader.bulk == (reader_type not in (GraphQLReader, FilteringGraphQLReader))
     partitions = reader.partitions()
-    kind = BulkPartition if reader.bulk else SnapshotPartition
+    kind = ChangesPartition if "sinceRevision" in options else BulkPartition if reader.bulk else SnapshotPartition
     assert all(isinstance(p, kind) for p in partitions)
     rows = [row for p in partitions for batch in reader.read(p) for row in batch.to_pylist()]
     return sorted(rows, key=lambda r: (r["registry"], r["xid"]))
@@ -50,6 +66,64 @@ def test_bulk_rows_equal_the_graphql_paths(gateway, entity):
     graphql = _rows(GraphQLReader, gateway.url, entity, asOfRevision=gateway.corpus_revision)
     assert len(bulk) == CORPUS_COUNTS[entity]
     assert bulk == graphql
+
+
+PUSHED: list[tuple[str, dict[str, frozenset[str]]]] = [
+    ("messages", {"protocol": frozenset({"KAFKA"})}),
+    ("messages", {"protocol": frozenset({"kafka"})}),  # the gateway matches it, the exact check drops it
+    ("messages", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes", "IO.AISstream.amqp"}),
+                  "envelope": frozenset({"CloudEvents/1.0"})}),
+    ("messages", {"id": frozenset({"IO.AISstream.ShipStaticData", "nothing"})}),
+    # more groups than a filter carries (MAX_FILTER_EXPRESSIONS): every group listed, the ranges of these read
+    ("messages", {"group": frozenset({"IO.AISstream", *(f"no.such.group.{i}" for i in range(80))})}),
+    ("messagegroups", {"group": frozenset({"IO.AISstream", "at.geosphere.tawes"})}),
+    ("messagegroups", {"envelope": frozenset({"CloudEvents/1.0"})}),
+    ("endpoints", {"protocol": frozenset({"KAFKA"})}),
+    ("schemaversions", {"format": frozenset({"Avro/1.11.3"})}),
+    ("schemas", {"group": frozenset({"IO.AISstream.jstruct", "DE.Autobahn.jstruct"})}),
+]
+
+
+@pytest.mark.parametrize(("entity", "pushed"), PUSHED)
+def test_filtered_bulk_rows_equal_the_graphql_paths(gateway, entity, pushed):
+    """Pushed filters narrow the bulk read (the gateway filters, the connector checks exactly)."""
+    bulk = _rows(FilteringReader, gateway.url, entity, pushed=pushed, asOfRevision=gateway.corpus_revision,
+                 numPartitions=2)  # (read in bulk: _rows checks the partitions)
+    graphql = _rows(FilteringGraphQLReader, gateway.url, entity, pushed=pushed,
+                    asOfRevision=gateway.corpus_revision)
+    assert bulk == graphql
+    assert bulk or pushed == {"protocol": frozenset({"kafka"})}
+    assert all(row[column] in values for row in bulk for column, values in pushed.items())
+
+
+def test_change_feed_rows_equal_the_graphql_paths(gateway):
+    """A change feed (``sinceRevision``) reads in bulk too: upserted rows as a snapshot's, deleted
+    ones with their ids alone, each with the revision of its change."""
+    before = gateway.revision()
+    gateway.import_document({"messagegroups": {"bulk.changes": {"messages": {"a": {"name": "a"}, "b": {}}}},
+                             "schemagroups": {"bulk.changes": {"schemas": {"s": {"versions": {"1": {
+                                 "format": "JsonSchema/draft-07", "schema": {"type": "object"}}}}}}}})
+    gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
+                    x="/messagegroups/bulk.changes/messages/b")
+    gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
+                    x="/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData")
+    after = gateway.revision()
+    for entity in ("messages", "messagegroups", "schemaversions"):
+        bulk = _rows(XRegistryReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
+        graphql = _rows(GraphQLReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
+        assert bulk == graphql and bulk, entity
+    changes = {r["xid"]: r["change"] for r in bulk_messages(gateway, before, after)}
+    assert changes["/messagegroups/bulk.changes/messages/b"] == "deleted"
+    assert changes["/messagegroups/bulk.changes/messages/a"] == "upserted"
+    assert changes["/messagegroups/IO.AISstream/messages/IO.AISstream.ShipStaticData"] == "deleted"
+    # in pages of 2 rows (a deleted entity among them), the same feed
+    with BulkClient(ClientConfig(url=gateway.url, token=TOKEN), "messages", page_rows=2) as paged:
+        pages = list(paged.changes(REGISTRY_ID, after, before, None))
+    assert len(pages) > 1 and sorted(x for b in pages for x in b.column("xid").to_pylist()) == sorted(changes)
+
+
+def bulk_messages(gateway, before: int, after: int) -> list[dict[str, Any]]:
+    return _rows(XRegistryReader, gateway.url, "messages", sinceRevision=before, asOfRevision=after)
 
 
 @pytest.mark.parametrize("entity", list(ENTITIES))
@@ -218,3 +292,14 @@ def test_spark_reads_a_projection_in_bulk_and_other_schemas_through_graphql(read
     other = read("schemas", schema="xid STRING, revision STRING", asOfRevision=rev).collect()
     assert {r.xid: r.revision for r in other} == {x: str(rev_) for x, (rev_, _) in full.items()}
     assert gateway.log.bulk_rows() == 0 and gateway.log.returned("Resources", "/schemas/") == CORPUS_COUNTS["schemas"]
+
+
+def test_a_pushed_group_reads_the_ranges_of_its_groups_alone(gateway):
+    """More group ids than a filter expression carries: planning lists every group, the read
+    covers only the ranges of those pushed."""
+    opts = ReadOptions.parse({"url": gateway.url, "entity": "messages", "token": TOKEN,
+                              "asOfRevision": str(gateway.corpus_revision)})
+    reader = FilteringReader(opts, schema_for("messages"))
+    reader.pushed["group"] = frozenset({"IO.AISstream", *(f"no.such.group.{i}" for i in range(80))})
+    ranges = [r for p in reader.partitions() for r in p.ranges]
+    assert ranges and all(r.after and r.after.endswith("/io.aisstream/") for r in ranges)

@@ -26,6 +26,15 @@ def url_for(base_url: str, xid: str) -> str:
     return base_url.rstrip("/") + (xid if xid != "/" else "/")
 
 
+def _below_resource(xid: str, *segments: str) -> str:
+    """The XID of the ``meta`` (``"meta"``) or a version (``"versions", <VID>``) of resource
+    ``xid``: appended to a stored resource's XID (four segments), else through :class:`Xid`."""
+    if xid.count("/") == 4 and xid[:1] == "/" and not xid.endswith("/") and "//" not in xid:
+        return "/".join((xid, *segments))
+    parsed = Xid.parse(xid)
+    return str(parsed.meta_of() if segments == ("meta",) else parsed.version(segments[-1]))
+
+
 def registry_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: dict[str, int]) -> dict[str, Any]:
     """The registry entity with one ``<GROUPS>url`` / ``<GROUPS>count`` per group type."""
     doc = dict(rec.doc)
@@ -58,7 +67,7 @@ def group_view(rec: EntityRecord, model: RegistryModel, base_url: str, counts: d
 def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
     """The ``meta`` entity of a resource record."""
     meta = dict(rec.doc.get("meta") or {})
-    xid = meta.pop("xid") if "xid" in meta else str(Xid.parse(rec.xid).meta_of())
+    xid = meta.pop("xid") if "xid" in meta else _below_resource(rec.xid, "meta")
     id_attr = next((k for k in meta if k.endswith("id") and k not in ("defaultversionid",)), None)
     out: dict[str, Any] = {}
     if id_attr:
@@ -68,7 +77,7 @@ def meta_view(rec: EntityRecord, base_url: str) -> dict[str, Any]:
     out.update(meta)
     out.setdefault("readonly", False)
     if dv is not None:
-        out["defaultversionurl"] = url_for(base_url, str(Xid.parse(rec.xid).version(str(dv))))
+        out["defaultversionurl"] = url_for(base_url, _below_resource(rec.xid, "versions", str(dv)))
     return out
 
 
@@ -80,7 +89,7 @@ def version_view(rec: EntityRecord, default_id: str | None, base_url: str) -> di
     out: dict[str, Any] = {}
     if id_attr:
         out[id_attr] = doc.pop(id_attr)
-    out["versionid"] = doc.pop("versionid", rec.id)
+    out["versionid"] = doc.pop("versionid") if "versionid" in doc else rec.id
     out["self"] = url_for(base_url, rec.xid)
     out["xid"] = doc.pop("xid", rec.xid)
     out.update(doc)
@@ -137,7 +146,7 @@ def resource_view(
     default = dict(rec.doc.get("default") or {})
     default.pop(DERIVED, None)
     id_attr = resource_id_attribute(rec)
-    out: dict[str, Any] = {id_attr: meta.get(id_attr, rec.id)}
+    out: dict[str, Any] = {id_attr: meta[id_attr] if id_attr in meta else rec.id}
     if default:
         out["versionid"] = default_versionid(rec)
         default.pop("versionid", None)
@@ -149,7 +158,7 @@ def resource_view(
     _served_link(out, id_attr[:-2])
     if default or "versionid" in out:
         out["isdefault"] = True
-    out["metaurl"] = url_for(base_url, str(Xid.parse(rec.xid).meta_of()))
+    out["metaurl"] = url_for(base_url, _below_resource(rec.xid, "meta"))
     if include_meta:
         out["meta"] = meta_view(rec, base_url)
     out["versionsurl"] = url_for(base_url, f"{rec.xid}/versions")

@@ -105,6 +105,7 @@ from typing import Any
 import aiosqlite
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
+from xreg.json_encoding import loads
 from xreg.storage import algorithms, errors, records, sqlite_index, sqlite_rank
 from xreg.storage import rematerialise as rework
 from xreg.storage.base import Store
@@ -655,7 +656,7 @@ class SQLiteStore(Store):
     @staticmethod
     def _record(row: tuple) -> EntityRecord:
         xid, kind, ctype, doc, rev, deleted = row[:6]
-        return EntityRecord(xid=xid, kind=kind, ctype=ctype, doc=json.loads(doc) if doc else {},
+        return EntityRecord(xid=xid, kind=kind, ctype=ctype, doc=loads(doc) if doc else {},
                             revision=rev, deleted=bool(deleted), rank=row[6] if len(row) > 6 else None)
 
     async def get_many(self, xids: Sequence[str], as_of: int | None = None) -> dict[str, EntityRecord]:

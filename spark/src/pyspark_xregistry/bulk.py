@@ -26,6 +26,8 @@ from pyspark_xregistry.client import RETRY_STATUSES, CheckpointMismatch, ClientC
 #: The bulk read's path, relative to the GraphQL endpoint's folder.
 ROWS_PATH = "bulk/rows"
 NEXT_HEADER = "X-Registry-Bulk-Before"
+#: The header naming the ``after`` of a change feed's next page.
+NEXT_AFTER_HEADER = "X-Registry-Bulk-After"
 #: The header's name on gateways of earlier releases.
 LEGACY_NEXT_HEADER = "xRegistry-bulk-before"
 #: Rows per request.
@@ -53,6 +55,8 @@ class KeyRange:
     after: str | None
     before: str | None
     weight: int
+    #: xRegistry filter expressions (OR'd) the gateway narrows the rows with (``()``: every row).
+    filters: tuple[str, ...] = ()
 
 
 def key_ranges(
@@ -75,6 +79,15 @@ def key_ranges(
             after, weight = boundary, 0
     out.append(KeyRange(registry, revision, instance, after, None, weight))
     return out
+
+
+def group_ranges(
+    registry: str, revision: int, instance: str | None, groups: Iterable[tuple[str, int]],
+) -> list[KeyRange]:
+    """One range per group of ``groups`` (``(XID, rows below it)``), holding its rows alone: the
+    rows of some groups, not of those between them."""
+    return [KeyRange(registry, revision, instance, xid.lower() + "/", xid.lower() + "/" + END, weight)
+            for xid, weight in sorted(groups, key=lambda g: g[0].lower())]
 
 
 def rows_url(graphql_url: str) -> str:
@@ -114,10 +127,11 @@ class BulkClient:
         out: list[pa.RecordBatch] = []
         before = r.before
         while True:
-            params = {"registry": r.registry, "entity": self.entity, "asOf": str(r.revision),
-                      "limit": str(self.page_rows)}
-            params.update({k: v for k, v in (("instanceId", r.instance), ("after", r.after), ("before", before))
-                           if v is not None})
+            params = [("registry", r.registry), ("entity", self.entity), ("asOf", str(r.revision)),
+                      ("limit", str(self.page_rows))]
+            params += [(k, v) for k, v in (("instanceId", r.instance), ("after", r.after), ("before", before))
+                       if v is not None]
+            params += [("filter", f) for f in r.filters]
             resp = self._get(params)
             with pa.ipc.open_stream(resp.content) as reader:
                 out[:0] = [b for b in reader if b.num_rows]
@@ -125,11 +139,26 @@ class BulkClient:
             if before is None:
                 return out
 
-    def _get(self, params: dict[str, str]) -> httpx.Response:
+    def changes(self, registry: str, revision: int, since: int, instance: str | None) -> Iterator[pa.RecordBatch]:
+        """The change feed of ``registry`` after revision ``since`` up to ``revision``, page by page
+        (``change`` first; refused unless the registry is ``instance``, when given)."""
+        after: str | None = None
+        while True:
+            params = [("registry", registry), ("entity", self.entity), ("asOf", str(revision)),
+                      ("since", str(since)), ("limit", str(self.page_rows))]
+            params += [(k, v) for k, v in (("instanceId", instance), ("after", after)) if v is not None]
+            resp = self._get(params)
+            with pa.ipc.open_stream(resp.content) as reader:
+                yield from (b for b in reader if b.num_rows)
+            after = resp.headers.get(NEXT_AFTER_HEADER)
+            if after is None:
+                return
+
+    def _get(self, params: list[tuple[str, str]]) -> httpx.Response:
         attempt = 0
         while True:
             try:
-                resp = self._http.get(self.url, params=params)
+                resp = self._http.get(self.url, params=tuple(params))
             except httpx.TransportError as exc:
                 if attempt >= self.config.retries:
                     raise GatewayError(f"gateway unreachable at {self.url}: {exc}") from exc

@@ -21,21 +21,23 @@ Without ``entity``, ``spark.readStream`` reads the registry's events (:mod:`pysp
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
 import queue
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar, cast, overload
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql.datasource import DataSource, DataSourceReader, EqualTo, Filter, In, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pyspark_xregistry.bulk import ROWS_PER_REQUEST, BulkClient, KeyRange, key_ranges, ordered_parallel
+from pyspark_xregistry.bulk import ROWS_PER_REQUEST, BulkClient, KeyRange, group_ranges, key_ranges, ordered_parallel
 from pyspark_xregistry.client import (
     CheckpointMismatch,
     ClientConfig,
@@ -378,7 +380,7 @@ class XRegistryReader(DataSourceReader):
         """Pin each registry's revision and cut the read into partitions (see the module doc)."""
         opts = self.options
         if any(not values for values in self.pushed.values()):  # e.g. group = 'a' AND group = 'b'
-            return [SnapshotPartition([])]
+            return [BulkPartition([]) if self.bulk else SnapshotPartition([])]
         with GatewayClient(opts.client_config()) as gw:
             states = gw.registry_states()
             current = {r: state.revision for r, state in states.items()}
@@ -411,22 +413,36 @@ class XRegistryReader(DataSourceReader):
 
     @property
     def bulk(self) -> bool:
-        """Whether the read goes through the gateway's bulk read: a snapshot without pushed
-        filters, whose schema is the fixed one or some of its columns (see the module doc)."""
-        fixed = {f.name: f.dataType for f in schema_for(self.options.entity).fields}
-        return (self.options.since is None and not self.pushed
-                and all(fixed.get(f.name) == f.dataType for f in self.schema.fields))
+        """Whether the read goes through the gateway's bulk read: a snapshot or a change feed,
+        pushed filters or not, whose schema is the fixed one or some of its columns (see the
+        module doc)."""
+        schema = schema_for(self.options.entity, changes=self.options.since is not None)
+        fixed = {f.name: f.dataType for f in schema.fields}
+        return all(fixed.get(f.name) == f.dataType for f in self.schema.fields)
 
     def _bulk_partitions(self, listed: Sequence[tuple[str, str, Sequence[GroupRef]]], pins: Mapping[str, int],
                          states: Mapping[str, RegistryState], total: int, n: int) -> list[InputPartition]:
         """Key ranges of about a request's rows, at least two per partition (read two at a
-        time), cut into ``n`` contiguous partitions of about equal weight."""
+        time), cut into ``n`` contiguous partitions of about equal weight. With pushed filters
+        the gateway narrows the rows: resources and versions by the filter expressions, and to
+        the groups listed (a range per group) when ``group`` is pushed; groups by the
+        expressions that listed them."""
         rows = max(1, min(ROWS_PER_REQUEST, math.ceil(total / (2 * n))))
+        plan, pushed = self.plan, self.pushed
         by_registry: dict[str, list[tuple[str, int]]] = {}
         for registry, gtype, refs in listed:
             by_registry.setdefault(registry, []).extend((f"/{gtype}/{ref.id}", ref.children) for ref in refs)
-        ranges = [r for registry, groups in by_registry.items()
-                  for r in key_ranges(registry, pins[registry], states[registry].instance, groups, rows)]
+        expressions = (plan.group_filter(pushed, plan.gtypes[0]) if plan.rtype is None
+                       else plan.entity_filter(pushed, plan.gtypes[0])) if pushed else None
+        ranges = []
+        for registry, groups in by_registry.items():
+            pin, instance = pins[registry], states[registry].instance
+            if plan.rtype is not None and "group" in pushed:  # (the groups listed may be all: too many to push)
+                ranges += group_ranges(registry, pin, instance,
+                                       [g for g in groups if g[0].rsplit("/", 1)[-1] in pushed["group"]])
+            elif groups or not pushed:
+                ranges += key_ranges(registry, pin, instance, groups, rows)
+        ranges = [replace(r, filters=tuple(expressions or ())) for r in ranges]
         if not ranges:
             return [BulkPartition([])]
         return [BulkPartition(run) for run in split_contiguous(ranges, n)]
@@ -440,7 +456,7 @@ class XRegistryReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The partition's rows, as Arrow record batches of the requested schema."""
         pa_schema = to_arrow_schema(self.schema, timezone="UTC")
-        if isinstance(partition, BulkPartition):
+        if isinstance(partition, BulkPartition) or (isinstance(partition, ChangesPartition) and self.bulk):
             yield from self._bulk(partition, pa_schema)
             return
         converters = [(f.name, converter(f.dataType)) for f in self.schema.fields]
@@ -456,10 +472,17 @@ class XRegistryReader(DataSourceReader):
         if rows:
             yield _batch(rows, converters, pa_schema)
 
-    def _bulk(self, partition: BulkPartition, pa_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def _bulk(self, partition: BulkPartition | ChangesPartition, pa_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
         names = pa_schema.names
+        # the gateway matches pushed filters case-insensitively: its rows are checked again, exactly
+        wanted = [(column, pa.array(sorted(values), type=pa.string())) for column, values in self.pushed.items()]
         with BulkClient(self.options.client_config(), self.options.entity) as bulk:
-            for batch in ordered_parallel(partition.ranges, bulk.read):
+            batches = (bulk.changes(partition.registry, partition.revision, partition.since, partition.instance)
+                       if isinstance(partition, ChangesPartition) else ordered_parallel(partition.ranges, bulk.read))
+            for batch in batches:
+                if wanted:
+                    batch = batch.filter(functools.reduce(pc.and_kleene, [
+                        pc.is_in(batch.column(column), value_set=values) for column, values in wanted]))
                 yield pa.RecordBatch.from_arrays([batch.column(name) for name in names], schema=pa_schema)
 
     def _matches(self, row: Mapping[str, Any]) -> bool:
