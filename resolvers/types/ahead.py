@@ -69,15 +69,17 @@ def _forms(cls: type) -> dict[str, Form]:
     return found
 
 
-def _fields_under(nodes: Sequence[FieldNode], fragments: dict[str, Any]) -> dict[str, list[FieldNode]]:
+def fields_under(nodes: Sequence[FieldNode], fragments: dict[str, Any], *,
+                 conditional: bool = False) -> dict[str, list[FieldNode]]:
     """The fields selected directly under ``nodes`` (through fragments), by name; a field or
-    fragment with a directive (``@skip``, ``@include``) is left out: it may not be read."""
+    fragment with a directive (``@skip``, ``@include``) is left out — it may not be read — unless
+    ``conditional``."""
     out: dict[str, list[FieldNode]] = {}
     spread: set[str] = set()
     pending = [n.selection_set for n in nodes if n.selection_set is not None]
     while pending:
         for selection in pending.pop().selections:
-            if selection.directives:
+            if selection.directives and not conditional:
                 continue
             if isinstance(selection, FieldNode):
                 out.setdefault(selection.name.value, []).append(selection)
@@ -93,12 +95,12 @@ def _fields_under(nodes: Sequence[FieldNode], fragments: dict[str, Any]) -> dict
 
 def _node_fields(connection: Sequence[FieldNode], fragments: dict[str, Any]) -> dict[str, list[FieldNode]]:
     """The fields a connection's query selects on its nodes (``nodes``, ``edges { node }``)."""
-    under = _fields_under(connection, fragments)
+    under = fields_under(connection, fragments)
     nodes = list(under.get("nodes", ()))
     edges = under.get("edges")
     if edges:
-        nodes += _fields_under(edges, fragments).get("node", [])
-    return _fields_under(nodes, fragments) if nodes else {}
+        nodes += fields_under(edges, fragments).get("node", [])
+    return fields_under(nodes, fragments) if nodes else {}
 
 
 def page_ahead(info: Info) -> Callable[[Sequence[SourceEntity]], None] | None:

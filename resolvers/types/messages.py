@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 import strawberry
-from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
+from graphql import FieldNode
 from strawberry import Private
 from strawberry.scalars import JSON
 from strawberry.types import Info
@@ -23,7 +23,7 @@ from resolvers.connections import Connection, Paging, paged_field
 from resolvers.filters import Filter, MessageFilter, SortBy
 from resolvers.gathering import gather
 from resolvers.references import ahead_keys, only, resolve, resolve_each
-from resolvers.types.ahead import Key, ahead
+from resolvers.types.ahead import Key, ahead, fields_under
 from resolvers.types.entities import (
     Group,
     Label,
@@ -242,22 +242,9 @@ def _asked(info: Info, memo: dict[int, frozenset[str]]) -> frozenset[str]:
 
 
 def _selected(nodes: Sequence[FieldNode], fragments: dict[str, Any]) -> set[str]:
-    """The names of the fields selected directly under ``nodes``, fragments included."""
-    names: set[str] = set()
-    spread: set[str] = set()
-    pending = [n.selection_set for n in nodes if n.selection_set is not None]
-    while pending:
-        for selection in pending.pop().selections:
-            if isinstance(selection, FieldNode):
-                names.add(selection.name.value)
-            elif isinstance(selection, InlineFragmentNode):
-                pending.append(selection.selection_set)
-            elif isinstance(selection, FragmentSpreadNode) and selection.name.value not in spread:
-                spread.add(selection.name.value)
-                fragment = fragments.get(selection.name.value)
-                if fragment is not None:
-                    pending.append(fragment.selection_set)
-    return names
+    """The names of the fields selected directly under ``nodes``, fragments and fields under
+    ``@skip``/``@include`` included."""
+    return set(fields_under(nodes, fragments, conditional=True))
 
 
 def _writer_of(message: SourceEntity, attribute: str) -> SourceEntity:
