@@ -69,3 +69,30 @@ async def test_the_apps_worker_catches_up_after_a_write_over_http(tmp_path):
             rec = await registry.store.get(f"{G}d{i}")
             assert rec is not None and rec.doc["default"]["@materialised"]["attributes"]["description"] == "v2"
         assert await registry.store.rematerialisations() == []
+
+
+async def test_an_item_noted_while_the_store_is_read_is_not_forgotten(tmp_path):
+    """A commit deferring work lands after the worker read the store's items but before it took
+    them up: the item stays known (the answers stay flagged, the worker is not idle)."""
+    registry = open_registry(tmp_path / "registry.db")
+    registry.rematerialise_inline = 1
+    async with registry:
+        await registry.apply_document(document("v1"))
+        read = registry.store.rematerialisations
+        deferred: list[str] = []
+
+        async def read_then_commit() -> list:
+            items = await read()
+            if not deferred:  # the write lands once, right after the read
+                deferred.extend((await registry.apply_document(document("v2"))).deferred)
+            return items
+
+        registry.store.rematerialisations = read_then_commit  # type: ignore[method-assign]
+        assert await registry.refresh_rematerialising() == []  # what the store held when read
+        assert deferred and set(registry.rematerialising) == set(deferred)
+        registry.store.rematerialisations = read  # type: ignore[method-assign]
+        worker = Rematerialiser(registry, holder="test")
+        assert await worker.run_until_idle() > 0
+        assert registry.rematerialising == {}
+        rec = await registry.store.get(f"{G}d0")
+        assert rec is not None and rec.doc["default"]["@materialised"]["attributes"]["description"] == "v2"

@@ -102,8 +102,7 @@ class Rematerialiser:
         with upkeep():
             try:
                 while True:
-                    items = await self.registry.store.rematerialisations()
-                    await self.registry.refresh_rematerialising(items)
+                    items = await self.registry.refresh_rematerialising()
                     if not items or not await self._lease():
                         return done
                     for item in items:

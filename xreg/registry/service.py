@@ -151,12 +151,19 @@ class LocalRegistry:
                 await self.write(materialise_all, subject="/", note="materialise messages", touch=False)
         await self.refresh_rematerialising()
 
-    async def refresh_rematerialising(self, items: list[Rematerialisation] | None = None) -> None:
-        """Take up the store's pending re-materialisation items (``items``: as just read)."""
-        if items is None:
-            with upkeep():
-                items = await self.store.rematerialisations()
-        self.rematerialising = {i.key: i for i in items}
+    async def refresh_rematerialising(self) -> list[Rematerialisation]:
+        """Take up the store's pending re-materialisation items and return them. An item a commit
+        of this process noted while the store was read is kept (the read may predate it)."""
+        before = dict(self.rematerialising)
+        with upkeep():
+            items = await self.store.rematerialisations()
+        fresh = {i.key: i for i in items}
+        for key, noted in self.rematerialising.items():
+            known = fresh.get(key)
+            if before.get(key) is not noted and (known is None or known.revision < noted.revision):
+                fresh[key] = noted
+        self.rematerialising = fresh
+        return items
 
     def model_at(self, root: EntityRecord | None) -> RegistryModel:
         """The model a registry entity's state defines (its stored ``modelsource``)."""
