@@ -240,6 +240,8 @@ def test_the_explorer_builds_a_query_by_clicking_fields(gateway: LiveGateway, tm
             "document.querySelector('.graphiql-query-editor .CodeMirror').CodeMirror.getValue())", timeout=20_000)
         built = editor_text(page, "query")
         result = run_and_wait(page)
+        # the address bar follows the editor once GraphiQL reports the edit (a guard, not a measure)
+        page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("query") == [built], timeout=20_000)
         shared_url = page.url
     assert re.search(r"registry\s*{\s*revision\s+kind\s*}", built), built
     assert result == graphql(gateway, built)
