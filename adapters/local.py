@@ -470,21 +470,24 @@ class LocalSource(RegistrySource):
 
     async def complete(self, entities: Sequence[Entity]) -> builtins.list[dict[str, Any]]:
         """Full views: one ``count_children`` per child collection type and revision."""
+        children = [self._children_of(e) if e.partial else [] for e in entities]
         wanted: dict[tuple[str, int | None], list[Entity]] = {}
-        for e in entities:
-            if e.partial:
-                for child in self._children_of(e):
-                    wanted.setdefault((child, e.as_of), []).append(e)
+        for e, below in zip(entities, children, strict=True):
+            for child in below:
+                wanted.setdefault((child, e.as_of), []).append(e)
         counts: dict[tuple[str, str, int | None], int] = {}
         for (child, as_of), owners in wanted.items():
             found = await self.store.count_children([e.xid for e in owners], child, as_of)
             for e in owners:
-                counts[(e.xid.lower(), child, as_of)] = found.get(e.xid.lower(), 0)
+                key = e.xid.lower()
+                counts[(key, child, as_of)] = found.get(key, 0)
         out = []
-        for e in entities:
+        for e, below in zip(entities, children, strict=True):
             view = dict(e.view)
-            for child in self._children_of(e) if e.partial else ():
-                view[child.rsplit("/", 1)[-1] + "count"] = counts[(e.xid.lower(), child, e.as_of)]
+            if below:
+                key = e.xid.lower()
+                for child in below:
+                    view[child.rsplit("/", 1)[-1] + "count"] = counts[(key, child, e.as_of)]
             out.append(view)
         return out
 

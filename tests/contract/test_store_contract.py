@@ -449,9 +449,15 @@ async def test_count_and_count_children(store):
     assert await store.count_children(parents, MESSAGES) == {
         "/messagegroups/a": 3, "/messagegroups/b": 5, "/messagegroups/c": 0, "/messagegroups/zzz": 0}
     assert await store.count_children(["/"], GROUPS) == {"/": 3}
-    await store.commit([gone("/messagegroups/a/messages/m0"), message("c", "new")])
+    r2 = await store.commit([gone("/messagegroups/a/messages/m0"), message("c", "new")])
     assert await store.count_children(parents[:3], MESSAGES) == {
         "/messagegroups/a": 2, "/messagegroups/b": 5, "/messagegroups/c": 1}
+    # pinned to the current revision (or past it), and a collection type below the children's
+    assert await store.count_children(parents[:3], MESSAGES, as_of=r2) == await store.count_children(
+        parents[:3], MESSAGES, as_of=r2 + 1) == {"/messagegroups/a": 2, "/messagegroups/b": 5, "/messagegroups/c": 1}
+    assert await store.count_children(["/"], MESSAGES) == {"/": 8}
+    assert await store.count_children(["/", "/messagegroups/b"], MESSAGES, as_of=r2) == {
+        "/": 8, "/messagegroups/b": 5}
     assert await store.count_children(parents[:3], MESSAGES, as_of=r1) == {
         "/messagegroups/a": 3, "/messagegroups/b": 5, "/messagegroups/c": 0}
     assert await store.count(Query(MESSAGES, as_of=r1)) == 8

@@ -147,9 +147,8 @@ def resource_view(
     default.pop(DERIVED, None)
     id_attr = resource_id_attribute(rec)
     out: dict[str, Any] = {id_attr: meta[id_attr] if id_attr in meta else rec.id}
-    if default:
-        out["versionid"] = default_versionid(rec)
-        default.pop("versionid", None)
+    if default:  # (attributes besides the derived ones: :func:`default_versionid`, without a second look)
+        out["versionid"] = default.pop("versionid", meta.get("defaultversionid"))
     default.pop(id_attr, None)
     default.pop("xid", None)
     out["self"] = url_for(base_url, rec.xid)

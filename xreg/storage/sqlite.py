@@ -1008,11 +1008,21 @@ class SQLiteStore(Store):
                                    f"WHERE {' AND '.join(where)}", sql.params)
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
+        """Direct children counted at the current revision (``as_of`` none or the current one)
+        are read from ``counts``, one lookup per parent; others by a range of states per parent."""
         self.stats.hit("count_children")
         keys = list(dict.fromkeys(p.lower() for p in parents))
         out = {k: 0 for k in keys}
         async with self._reading():
             await self._check(as_of)
+            direct = all(ctype.count("/") == k.count("/") // 2 for k in keys)
+            if direct and (as_of is None or as_of >= await self._current()):  # the live counts hold
+                text = ("SELECT parent, n FROM counts WHERE ctype = ? "
+                        "AND parent IN (SELECT value FROM json_each(?))")
+                parents_of = {("" if k == "/" else k): k for k in keys}
+                for parent, n in await self._all(text, (ctype, json.dumps(list(parents_of)))):
+                    out[parents_of[parent]] = n
+                return out
             for i in range(0, len(keys), _CHUNK):
                 chunk = keys[i:i + _CHUNK]
                 sql = _SQL()
