@@ -51,9 +51,11 @@ def _serve(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Popen, st
 
 
 def _refused(url: str) -> bool:
+    """No new request is served: the connection is refused, or (a connection the kernel queued
+    just as the listener closed) reset or closed before any answer."""
     try:
         httpx.get(url + "/healthz", timeout=1, trust_env=False)
-    except httpx.ConnectError:
+    except (httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError):
         return True
     return False
 
