@@ -402,10 +402,10 @@ async def test_subscribers_running_one_operation_alike_share_each_events_executi
             await ws_subscribe(live, one, types=["io.xregistry.group.created"])
             await ws_subscribe(live, two, types=["io.xregistry.group.created"])
             executions = results.executions
-            await write_group(live, "shared")
+            await write_group(live, "alike")
             events = await ws_events(one, 1) + await ws_events(two, 1)
             ran = results.executions - executions
-    assert events[0] == events[1] and events[0]["subject"] == "/schemagroups/shared"
+    assert events[0] == events[1] and events[0]["subject"] == "/schemagroups/alike"
     assert ran == 1
 
 
