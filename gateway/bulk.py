@@ -28,6 +28,7 @@ Parameters (query string):
                          ``asOf`` (``change`` column in front: ``upserted``, or ``deleted`` with
                          only the row's ids and revision), the first ``limit`` after ``after`` in
                          XID order; a full page names the next ``after`` in ``X-Registry-Bulk-After``
+                         (``filter`` and ``before`` are refused with it)
 
 The answer (``application/vnd.apache.arrow.stream``) holds the *last* ``limit`` rows of the
 range, in XID order; when it is full it carries ``X-Registry-Bulk-Before``, the ``before`` of the
@@ -347,6 +348,8 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
     headers = {REVISION_HEADER: str(as_of)}
     since = _int(params, "since", None)
     if since is not None:
+        if raw or before:
+            raise _bad("filter and before do not apply to a change feed (since): it pages by after alone")
         body, next_after = await _changes(reads, source, builder, ctypes, since, as_of, limit, after)
         return body, headers | ({NEXT_AFTER_HEADER: next_after} if next_after else {})
     if not ctypes:

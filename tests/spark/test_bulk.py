@@ -211,6 +211,9 @@ def test_bad_requests_and_pins_are_refused_with_a_reason(gateway):
     assert status == 404 and "nowhere" in body["detail"]
     status, body = _problem(gateway, registry=REGISTRY_ID, entity="messages", asOf=rev, limit=0)
     assert status == 400 and "limit" in body["detail"]
+    for extra in ({"filter": "messageid=x"}, {"before": "/messagegroups/x"}):  # not silently ignored
+        status, body = _problem(gateway, registry=REGISTRY_ID, entity="messages", asOf=rev, since=0, **extra)
+        assert status == 400 and "do not apply to a change feed" in body["detail"]
 
     # the data source's client reports them as errors, a checkpoint of another instance as such
     config = ClientConfig(url=gateway.url, token=TOKEN, retries=0)
