@@ -65,9 +65,12 @@ class BatchLoader(Generic[K, V]):
         #: the batch that takes the next load (``None``, or dispatched: a new one is started)
         self.batch: _Batch | None = None
 
+    def _cache_key(self, key: K) -> Hashable:
+        return key if self._key_of is None else self._key_of(key)
+
     def load(self, key: K) -> asyncio.Future[V]:
         """The future of ``key``'s value: the one cached, or a new load joining the open batch."""
-        cache_key = key if self._key_of is None else self._key_of(key)
+        cache_key = self._cache_key(key)
         cached = self._futures.get(cache_key)
         if cached is not None and not cached.cancelled():
             return cached
@@ -90,7 +93,7 @@ class BatchLoader(Generic[K, V]):
         loop = asyncio.get_running_loop()
         batch = _Batch()
         for key in keys:
-            cache_key = key if self._key_of is None else self._key_of(key)
+            cache_key = self._cache_key(key)
             cached = self._futures.get(cache_key)
             if cached is not None and not cached.cancelled():
                 continue
@@ -103,11 +106,11 @@ class BatchLoader(Generic[K, V]):
 
     def cached(self, key: K) -> asyncio.Future[V] | None:
         """The future of ``key``'s load when it was loaded (or is being loaded) or remembered."""
-        return self._futures.get(key if self._key_of is None else self._key_of(key))
+        return self._futures.get(self._cache_key(key))
 
     def remember(self, key: K, future: asyncio.Future[V]) -> None:
         """Take ``future`` as ``key``'s load (a value read otherwise, or why it failed)."""
-        self._futures[key if self._key_of is None else self._key_of(key)] = future
+        self._futures[self._cache_key(key)] = future
 
     def clear(self) -> None:
         """Forget every load (the request is over)."""

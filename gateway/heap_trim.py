@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import ctypes.util
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -21,12 +20,8 @@ log = logging.getLogger(__name__)
 
 def glibc_trim() -> Callable[[], object] | None:
     """``malloc_trim(0)`` of the process's C library, or ``None`` where it is not glibc."""
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        libc = ctypes.CDLL(name)
-        trim = libc.malloc_trim
+    try:  # the C library the process has loaded (no ``find_library``: it runs ``ldconfig``)
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
     trim.argtypes = [ctypes.c_size_t]
