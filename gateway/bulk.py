@@ -338,12 +338,6 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
     ctypes = tuple(c for c in ENTITIES[entity] if _in_model(source, c))
     after, before = params.get("after"), params.get("before")
     raw = params.getlist("filter")
-    filters = parse_filters(raw, subject=ROWS_PATH, collections=collection_tree(source.model, ctypes[0])) \
-        if raw and ctypes else None
-    # the last rows of the range (keyset pages read backwards: a source's page between two cursors)
-    listing = Listing(ctypes, filters=filters, limit=limit, as_of=as_of, backward=True,
-                      after=Cursor(after.lower()).encode() if after else None,
-                      before=Cursor(before.lower()).encode() if before else None)
     builder = RowBuilder(entity)
     headers = {REVISION_HEADER: str(as_of)}
     since = _int(params, "since", None)
@@ -352,6 +346,12 @@ async def read_rows(request: Request, served: Served) -> tuple[bytes, dict[str, 
             raise _bad("filter and before do not apply to a change feed (since): it pages by after alone")
         body, next_after = await _changes(reads, source, builder, ctypes, since, as_of, limit, after)
         return body, headers | ({NEXT_AFTER_HEADER: next_after} if next_after else {})
+    filters = parse_filters(raw, subject=ROWS_PATH, collections=collection_tree(source.model, ctypes[0])) \
+        if raw and ctypes else None
+    # the last rows of the range (keyset pages read backwards: a source's page between two cursors)
+    listing = Listing(ctypes, filters=filters, limit=limit, as_of=as_of, backward=True,
+                      after=Cursor(after.lower()).encode() if after else None,
+                      before=Cursor(before.lower()).encode() if before else None)
     if not ctypes:
         return ipc_stream(builder.batch([])), headers
     page = await source.list(listing)

@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
+from xreg.json_encoding import loads
 from xreg.storage.indexed import PRESENT, Lookup, entry_texts, parent_key, path_text
 
 #: 2: ``meta.xref`` kept by its presence (:data:`~xreg.storage.indexed.PRESENCE`); no ``attrs_seq``.
@@ -111,7 +112,7 @@ def _groups(states: Sequence[tuple[int, str, str, dict[str, Any] | str | None]])
     for seq, key, ctype, doc in sorted(states, key=_STATE_ORDER):
         if not doc:
             continue
-        found: dict[str, Any] = json.loads(doc) if isinstance(doc, str) else doc
+        found: dict[str, Any] = loads(doc) if isinstance(doc, str) else doc
         paths = out.get(ctype)
         if paths is None:
             paths = out[ctype] = {}
