@@ -191,6 +191,15 @@ def test_the_connector_pages_by_the_bulk_header(header):
     assert [x for b in batches for x in b.column("xid").to_pylist()] == ["a", "b", "c", "d", "e"]
 
 
+def test_a_change_feed_from_a_gateway_without_one_is_refused_with_a_reason():
+    """A gateway of an earlier release ignores ``since`` and answers a snapshot page: the
+    connector says so instead of reading rows without their ``change``."""
+    with serve(_rows_app(NEXT_HEADER)) as url:
+        with BulkClient(ClientConfig(url=url + "/graphql"), "messagegroups", page_rows=2) as client:
+            with pytest.raises(GatewayError, match="no change feed"):
+                list(client.changes("r", 5, 1, None))
+
+
 def _problem(gateway, **params: Any) -> tuple[int, dict[str, Any]]:
     resp = httpx.get(_base(gateway) + ROWS_PATH, params=params, timeout=30,
                      headers={"authorization": f"Bearer {TOKEN}"})

@@ -149,6 +149,9 @@ class BulkClient:
             params += [(k, v) for k, v in (("instanceId", instance), ("after", after)) if v is not None]
             resp = self._get(params)
             with pa.ipc.open_stream(resp.content) as reader:
+                if "change" not in reader.schema.names:  # a release before the bulk change feed: a snapshot
+                    raise GatewayError(f"the gateway at {self.url} has no change feed on its bulk read "
+                                       "(an earlier release); upgrade it to read sinceRevision")
                 yield from (b for b in reader if b.num_rows)
             after = resp.headers.get(NEXT_AFTER_HEADER)
             if after is None:
