@@ -80,9 +80,10 @@ transaction on it. Reads run on :data:`READERS` reader connections of their own 
 never waits for the writer, nor the writer for readers), each read in one read transaction, so
 all of its statements see one snapshot; a store in memory has no readers and reads on the
 writer's connection under its lock. Statements run in the connection's thread (``aiosqlite``),
-except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index, the revision
-counter, a meta value — which run on the event loop: a hop to the thread and back costs several
-times such a read. Holding the connection keeps its thread idle while they run.
+except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index (entities, or the
+live counts of as many parents), the revision counter, a meta value — which run on the event
+loop: a hop to the thread and back costs several times such a read. Holding the connection
+keeps its thread idle while they run.
 """
 
 from __future__ import annotations
@@ -577,6 +578,7 @@ class SQLiteStore(Store):
 
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows of a statement run by the connection's thread (the event loop stays free)."""
+        self.stats.statement(thread=True)
         return list(await self._active()[0].execute_fetchall(sql, params))
 
     def _quick(self, sql: str, params: Any = ()) -> list[Any]:
@@ -586,6 +588,7 @@ class SQLiteStore(Store):
         connection it runs under the store's lock, so the connection's thread is idle meanwhile:
         the connection is never used by two threads at once (``check_same_thread=False`` lets
         either thread use it)."""
+        self.stats.statement(thread=False)
         return self._active()[1].execute(sql, params).fetchall()
 
     async def _one(self, sql: str, params: Any = ()) -> Any:
@@ -1009,7 +1012,8 @@ class SQLiteStore(Store):
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         """Direct children counted at the current revision (``as_of`` none or the current one)
-        are read from ``counts``, one lookup per parent; others by a range of states per parent."""
+        are read from ``counts``, one lookup per parent (on the event loop for fewer than
+        :data:`QUICK_KEYS` parents, as point reads); others by a range of states per parent."""
         self.stats.hit("count_children")
         keys = list(dict.fromkeys(p.lower() for p in parents))
         out = {k: 0 for k in keys}
@@ -1020,7 +1024,9 @@ class SQLiteStore(Store):
                 text = ("SELECT parent, n FROM counts WHERE ctype = ? "
                         "AND parent IN (SELECT value FROM json_each(?))")
                 parents_of = {("" if k == "/" else k): k for k in keys}
-                for parent, n in await self._all(text, (ctype, json.dumps(list(parents_of)))):
+                params = (ctype, json.dumps(list(parents_of)))  # a primary-key lookup per parent: quick when few
+                rows = self._quick(text, params) if len(keys) < QUICK_KEYS else await self._all(text, params)
+                for parent, n in rows:
                     out[parents_of[parent]] = n
                 return out
             for i in range(0, len(keys), _CHUNK):
