@@ -469,6 +469,8 @@ class SQLiteStore(Store):
         self._all_readers: list[_Conn] = []
         #: The connection the current task uses (set by :meth:`_reading` and :meth:`_writing`).
         self._conn: ContextVar[_Conn | None] = ContextVar(f"xreg_sqlite_conn_{id(self)}", default=None)
+        #: Set while the current task's read reads a few states (:meth:`_small_read`).
+        self._small: ContextVar[bool] = ContextVar(f"xreg_sqlite_small_{id(self)}", default=False)
         #: FTS5's terms of tokens, for scoring broad searches (made by the first one).
         self._terms: sqlite_rank.Terms | None = None
 
@@ -577,7 +579,10 @@ class SQLiteStore(Store):
         return self._db, self._raw
 
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
-        """The rows of a statement run by the connection's thread (the event loop stays free)."""
+        """The rows of a statement run by the connection's thread (the event loop stays free); in
+        a read of a few states (:meth:`_small_read`), at once on the event loop."""
+        if self._small.get():
+            return self._quick(sql, params)
         self.stats.statement(thread=True)
         return list(await self._active()[0].execute_fetchall(sql, params))
 
@@ -594,6 +599,29 @@ class SQLiteStore(Store):
     async def _one(self, sql: str, params: Any = ()) -> Any:
         rows = await self._all(sql, params)
         return rows[0][0] if rows else None
+
+    def _few(self, query: Query) -> bool:
+        """Whether ``query`` reads fewer than :data:`QUICK_KEYS` states: a current-state query of
+        the direct children of one parent (the registry for groups) that has fewer live ones
+        (its ``counts`` entry, one primary-key lookup). Its statements then read at most those
+        states by index, as a quick point read does."""
+        if query.as_of is not None or query.search is not None or query.keys is not None or query.parents is not None:
+            return False
+        parent = _parent_key(query) or ""
+        if query.ctype.count("/") != parent.count("/") // 2:  # not the parent's own children
+            return False
+        rows = self._quick("SELECT n FROM counts WHERE ctype = ? AND parent = ?", (query.ctype, parent))
+        return not rows or rows[0][0] < QUICK_KEYS
+
+    @contextlib.asynccontextmanager
+    async def _small_read(self, query: Query) -> AsyncIterator[None]:
+        """Within a read: its statements run on the event loop when ``query`` reads a few states
+        (:meth:`_few`): handing each to the connection's thread and back would cost more."""
+        token = self._small.set(self._few(query))
+        try:
+            yield
+        finally:
+            self._small.reset(token)
 
     # -- revisions ----------------------------------------------------------------------------
     async def _current(self) -> int:
@@ -968,7 +996,7 @@ class SQLiteStore(Store):
         self.stats.hit("list")
         query = _normal(query)
         limit = query.limit
-        async with self._reading():
+        async with self._reading(), self._small_read(query):
             await self._check(query.as_of)
             drive = await self._drive(query)
             tiered = query.sort == Sort(RANK) and query.before is None and limit is not None
@@ -989,7 +1017,7 @@ class SQLiteStore(Store):
         else with the rest checked on each of their states. Otherwise every live state of the
         collection (in range) is checked."""
         self.stats.hit("count")
-        async with self._reading():
+        async with self._reading(), self._small_read(query):
             await self._check(query.as_of)
             sql = _SQL()
             if (query.as_of is None and not query.any_of and query.search is None and query.keys is None
