@@ -24,6 +24,8 @@ GROUP = "Contoso.ERP.ReservationEvents"
 MESSAGES = ["Contoso.ERP.ReservationPlaced", "Contoso.ERP.ReservationCancelled", "Contoso.ERP.ReservationRefunded"]
 GROUPS = [GROUP, "Contoso.ERP.PaymentEvents", "Contoso.ERP.ShippingEvents", "Contoso.ERP.InventoryEvents",
           "Contoso.ERP.ProductEvents", "Contoso.ERP.EmployeeEvents", "Contoso.ERP.PurchasingEvents", "Contoso.ERP.None"]
+SCHEMAS = [f"Contoso.ERP.{s}Data" for s in ("Order", "Payment", "Shipment", "Employee", "Inventory", "Product",
+                                              "Refund", "Return")]
 
 #: The reads of a federating gateway (adapters/remote.py), with the store calls each costs.
 #: Every read also takes the revision for its ETag (``current_revision``).
@@ -37,13 +39,19 @@ READS = {
     # groups by id: the page, the messages counts; no count per group
     "groups by id": ("/registry/messagegroups?" + "&".join(f"filter=messagegroupid={g}" for g in GROUPS)
                      + "&limit=500", {"current_revision": 1, "list": 1, "count_children": 1}, 7),
+    # schemas by id with their meta and documents (the second wave of a federated query)
+    "schemas by id": ("/registry/schemagroups/Contoso.ERP/schemas?" + "&".join(f"filter=schemaid={s}" for s in SCHEMAS)
+                      + "&inline=meta&inline=schema&limit=500",
+                      {"current_revision": 1, "get_many": 1, "list": 2, "count_children": 1}, 8),
+    "message with meta": ("/registry/messagegroups/Contoso.ERP.PaymentEvents/messages/Contoso.ERP.PaymentsReceived"
+                          "?inline=meta", {"current_revision": 1, "get_many": 1, "count_children": 1}, None),
     "schema details": ("/registry/schemagroups/Contoso.ERP/schemas/Contoso.ERP.EmployeeData$details"
                        "?inline=meta&inline=schema", {"current_revision": 1, "get_many": 1, "count_children": 1}, None),
     "registry": ("/registry", {"current_revision": 1, "get_many": 1, "count_children": 3}, None),
 }
 
 
-async def _registry(store: str, tmp_path: Path) -> LocalRegistry | None:
+def _registry(store: str) -> LocalRegistry | None:
     if store == "sqlite":
         return None
     return LocalRegistry(MongoStore(client=AsyncMongoMockClient(), database=f"costs_{uuid.uuid4().hex[:12]}"),
@@ -54,7 +62,7 @@ async def _registry(store: str, tmp_path: Path) -> LocalRegistry | None:
 async def erp(request, tmp_path: Path):
     """A client of a gateway serving the contoso ERP document, and its store."""
     settings = make_settings(tmp_path, registry_id="erp", config_watch_seconds=0)
-    app = create_app(settings, registry=await _registry(request.param, tmp_path))
+    app = create_app(settings, registry=_registry(request.param))
     async with app.router.lifespan_context(app), asgi_client(app) as client:
         registry = app.state.registry
         document = normalise(read_document(XREG_DATA / "contoso-erp-jsons07.xreg.json"), strict=False)[0]
