@@ -148,7 +148,7 @@ class Renderer:
                 f = sub[rec.key]
                 if f is None:
                     continue
-                if sub_inline is None and (f.branches or xrefs.is_source(rec)):
+                if sub_inline is None and (f.branches or f.reachable_over or xrefs.is_source(rec)):
                     # (unfiltered, the count :func:`render` made is the one: no cross-reference
                     # counts its target's there, so a source's own members are counted here)
                     view[f"{name}count"] = 0 if f.exclude_all else await count(
