@@ -58,14 +58,20 @@ def any_page(targets: int, after: bool, limit: int | None) -> str:
             f"(SELECT DISTINCT seq FROM links WHERE target IN ({marks}){since}{bound})")
 
 
+async def _upgraded(db: Executor) -> bool:
+    return "xkey" in [r[1] for r in await db.execute_fetchall("PRAGMA table_info(links)")]
+
+
 async def migrate(db: Executor) -> bool:
     """Rebuild a ``links`` table of layout 1 (no ``xkey``) from the live states, in one
     transaction; ``True`` if it did. The caller runs it before any other statement of the store."""
-    columns = [r[1] for r in await db.execute_fetchall("PRAGMA table_info(links)")]
-    if "xkey" in columns:
+    if await _upgraded(db):
         return False
     await begin_immediate(db)
     try:
+        if await _upgraded(db):  # another process opening the file upgraded it meanwhile
+            await db.execute("COMMIT")
+            return False
         await db.execute("CREATE TABLE links_layout2 (target TEXT NOT NULL, xkey TEXT NOT NULL, "
                          "seq INTEGER NOT NULL, PRIMARY KEY (target, xkey, seq)) WITHOUT ROWID")
         await db.execute("INSERT INTO links_layout2(target, xkey, seq) SELECT l.target, s.xkey, s.seq "
