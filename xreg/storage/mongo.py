@@ -31,8 +31,9 @@ Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is nul
 state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
 ``states_live`` (live, ctype, xkey) for pages of current entities (a parent is a key range),
 ``states_asof`` (ctype, xkey, rev_from) for as-of pages, ``states_history`` (xkey, rev_from) for
-point reads, ``states_rev`` (rev_from) for changes and pruning, ``states_links`` (links, a
-multikey index) for :meth:`MongoStore.referrers` and ``states_search``, a text index on
+point reads, ``states_rev`` (rev_from) for changes and pruning, ``states_referrers`` (links, xkey;
+multikey, partial on ``live: true``) for :meth:`MongoStore.referrers` (see
+:meth:`MongoStore.referrers_plan`) and ``states_search``, a text index on
 ``text.title`` (weight 4) and ``text.body`` (weight 1) for searches: ``$text`` with every word
 quoted (all must appear), relevance its ``textScore``. A backend without ``$text`` (mongomock)
 matches the folded ``words`` instead, a word matching its stem (``earthquakes``: ``earthquake``),
@@ -121,8 +122,16 @@ INDEXES = {
     "states_asof": [("ctype", ASCENDING), ("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_history": [("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_rev": [("rev_from", ASCENDING)],
-    "states_links": [("links", ASCENDING)],
 }
+#: The reverse index of links (:meth:`MongoStore.referrers`): a page of the live states linking to
+#: some keys, in key order after a key, is an index range per key, merged by the server.
+REFERRERS_INDEX = "states_referrers"
+REFERRERS_KEYS = [("links", ASCENDING), ("xkey", ASCENDING)]
+#: Targets per find() of an ordered page: below the server's bound on the ranges it merges for a
+#: sort (``internalQueryMaxScansToExplode``, 200), beyond which it would read and sort them all.
+REFERRERS_CHUNK = 64
+#: The index of ``links`` alone of earlier versions (dropped when a store opens).
+_OLD_LINKS_INDEX = "states_links"
 #: The typed-attribute index (``xreg.storage.indexed``): the entries of live states, by path,
 #: value, collection type and key, so an equality is one index range in key order.
 ATTRS_INDEX = "states_attrs"
@@ -389,10 +398,13 @@ class MongoStore(Store):
                                            name="states_current", unique=True)
         for name, keys in INDEXES.items():
             await self.states.create_index(keys, name=name)
-        try:
-            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX, partialFilterExpression=ATTRS_PARTIAL)
-        except (OperationFailure, NotImplementedError, TypeError):
-            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX)
+        for name, keys in ((ATTRS_INDEX, ATTRS_KEYS), (REFERRERS_INDEX, REFERRERS_KEYS)):
+            try:
+                await self.states.create_index(keys, name=name, partialFilterExpression=ATTRS_PARTIAL)
+            except (OperationFailure, NotImplementedError, TypeError):
+                await self.states.create_index(keys, name=name)
+        if _OLD_LINKS_INDEX in await self.states.index_information():
+            await self.states.drop_index(_OLD_LINKS_INDEX)
         await self.counts.create_index([("ctype", ASCENDING), ("parent", ASCENDING)], name="counts_parent",
                                        unique=True)
         await self.states.create_index([("text.title", "text"), ("text.body", "text")], name="states_search",
@@ -841,16 +853,31 @@ class MongoStore(Store):
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        page: dict[str, Any] = {} if after is None else {"xkey": {"$gt": after.lower()}}
+        if limit is not None and limit <= 0:  # MongoDB would read limit(0) as "no limit"
+            return []
+        size = REFERRERS_CHUNK if ordered else _CHUNK
         async with self._reading():
-            for i in range(0, len(targets), _CHUNK):
-                cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True, **page},
-                                    [("xkey", ASCENDING)] if ordered else None,
-                                    None if limit is None else max(0, limit))
+            for i in range(0, len(targets), size):
+                plan = self.referrers_plan(targets[i:i + size], after=after, limit=limit, ordered=ordered)
+                cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
                 for d in await cursor.to_list(length=None):
                     rec = self._record(d)
                     out[rec.key] = rec
         return [out[k] for k in sorted(out)][:limit]
+
+    @staticmethod
+    def referrers_plan(targets: Sequence[str], *, after: str | None, limit: int | None,
+                       ordered: bool) -> dict[str, Any]:
+        """The find() of :meth:`referrers` for some lower-cased target keys: filter, sort, limit and
+        hint. With the index ``(links, xkey)`` (partial on ``live``) each target is one range of
+        it from ``after`` on, in key order: the server merges them (a state linking to two of
+        them found once) and stops at the limit, so a page costs its size plus a seek per target
+        (at most :data:`REFERRERS_CHUNK` of them), not every referrer read and sorted."""
+        flt: dict[str, Any] = {"links": {"$in": list(targets)}, "live": True}
+        if after is not None:
+            flt["xkey"] = {"$gt": after.lower()}
+        return {"filter": flt, "sort": [("xkey", ASCENDING)] if ordered else None,
+                "limit": None if limit is None else max(0, limit), "hint": REFERRERS_INDEX}
 
     async def explain(self, query: Query) -> str:
         """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;
