@@ -7,6 +7,7 @@ is written again, and leaves the items alone while another process holds the lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import Counter
 
@@ -105,6 +106,80 @@ async def test_a_deferred_write_ends_where_an_inline_write_does(pair):
     assert await deferring.store.rematerialisations() == [] and deferring.rematerialising == {}
     assert await stale(deferring) == []
     assert await worker.run_until_idle() == 0  # idle: nothing left
+
+
+def count_reads(monkeypatch, registry: LocalRegistry) -> Counter[str]:
+    """Counts the reads of the store's work items (``reads["items"]``)."""
+    reads: Counter[str] = Counter()
+    read = registry.store.rematerialisations
+
+    async def counted():
+        reads["items"] += 1
+        return await read()
+
+    monkeypatch.setattr(registry.store, "rematerialisations", counted)
+    return reads
+
+
+async def test_a_round_that_drains_everything_known_reads_the_items_once(pair, monkeypatch):
+    """No read of the store to learn that nothing is left: the round that worked off every item
+    known ends the run; an item committed during it is worked off in the same run (one read more)."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+        await reg.apply_document(edit("v2"))
+    reads = count_reads(monkeypatch, deferring)
+    assert await Rematerialiser(deferring, batch=3).run_until_idle() > 0
+    assert reads["items"] == 1 and deferring.rematerialising == {}
+    assert await materialisations(deferring) == await materialisations(inline)
+
+    # a write of the base lands after the first page of the next round: its items are not missed
+    recorded = deferring.store.rematerialised
+    landed: list[str] = []
+
+    async def write_after_the_first_page(*args, **kwargs):
+        ok = await recorded(*args, **kwargs)
+        if not landed:
+            landed.extend((await deferring.apply_document(edit("v4"))).deferred)
+        return ok
+
+    for reg in pair:
+        await reg.apply_document(edit("v3"))
+    await inline.apply_document(edit("v4"))
+    monkeypatch.setattr(deferring.store, "rematerialised", write_after_the_first_page)
+    reads.clear()
+    assert await Rematerialiser(deferring, batch=3).run_until_idle() > 0
+    assert landed and reads["items"] == 2  # the round's own, and one for the item that came meanwhile
+    assert await materialisations(deferring) == await materialisations(inline)
+    assert await deferring.store.rematerialisations() == [] and await stale(deferring) == []
+
+
+async def test_the_running_worker_sleeps_right_after_the_round_that_drained_its_work(pair, monkeypatch):
+    """The worker's own page commits do not wake it again: after a deferring write it reads the
+    items once, works them off and waits (for the next deferring write, or the poll)."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+    reads = count_reads(monkeypatch, deferring)
+    worker = Rematerialiser(deferring, batch=3)
+    task = asyncio.ensure_future(worker.run(3600.0))
+    try:
+        await worker.idle.wait()  # the first round: nothing pending
+        assert reads["items"] == 1
+        for reg in pair:
+            await reg.apply_document(edit("v2"))
+        assert deferring.rematerialising
+        while deferring.rematerialising:  # no await between the check and the clear
+            worker.idle.clear()
+            await worker.idle.wait()
+        for _ in range(20):  # counted loop turns: a woken worker would have read the items by now
+            await asyncio.sleep(0)
+        assert reads["items"] == 2  # one read for the write's round, none after it
+        assert await materialisations(deferring) == await materialisations(inline)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def test_the_worker_reports_each_dependent_updated_in_its_own_interactions(pair):

@@ -84,7 +84,9 @@ class Rematerialiser:
         registry.commit_listeners.append(self._committed)
 
     def _committed(self, revision: int) -> None:
-        if self.registry.rematerialising:
+        """Wake for a commit that deferred work: its items are the ones noted at its revision (the
+        worker's own pages, which defer nothing, leave it asleep once they are done)."""
+        if any(item.revision == revision for item in self.registry.rematerialising.values()):
             self._wake.set()
 
     def wake(self) -> None:
@@ -97,7 +99,12 @@ class Rematerialiser:
 
     async def run_until_idle(self) -> int:
         """Work off every item there is (items recorded meanwhile too); stop early when another
-        process holds the lease. Returns how many dependents were re-materialised."""
+        process holds the lease. Returns how many dependents were re-materialised.
+
+        The store is read again only while work is known after a round (an item this process
+        recorded meanwhile, or one replaced under it): a round that drained everything known ends
+        here, and an item committed later wakes :meth:`run` (this process's) or is found at its
+        next poll (another process's)."""
         done = 0
         with upkeep():
             try:
@@ -110,6 +117,8 @@ class Rematerialiser:
                         if count is None:
                             return done
                         done += count
+                    if not self.registry.rematerialising:  # drained: no read of the store to learn it
+                        return done
             finally:  # give the lease back; failing that, it expires by itself (never hide why we stop)
                 now = self.clock()
                 try:
