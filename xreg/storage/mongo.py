@@ -970,12 +970,21 @@ class MongoStore(Store):
 
     # -- deferred re-materialisation ---------------------------------------------------------
     async def _enqueue(self, keys: Sequence[str], rev: int, session: Any) -> None:
+        """Record a commit's work items in at most three round trips whatever their number (in
+        the commit's session): one read of which keys have an item, the others inserted
+        together, the rest replaced by one ``update_many`` (``$min`` keeps the earliest ``at``)."""
+        wanted = list(dict.fromkeys(k.lower() for k in keys))
+        if not wanted:
+            return
         now = time.time()
-        for key in dict.fromkeys(k.lower() for k in keys):
-            old = await self.rework.find_one({"_id": key}, session=session)
-            at = min(float(old["at"]), now) if old else now
-            await self.rework.replace_one({"_id": key}, {"rev": rev, "at": at, "after": None}, upsert=True,
-                                          session=session)
+        cursor = self.rework.find({"_id": {"$in": wanted}}, {"_id": 1}, session=session)
+        found = {d["_id"] for d in await cursor.to_list(length=None)}
+        if found:
+            await self.rework.update_many({"_id": {"$in": [k for k in wanted if k in found]}},
+                                          {"$set": {"rev": rev, "after": None}, "$min": {"at": now}}, session=session)
+        missing = [{"_id": k, "rev": rev, "at": now, "after": None} for k in wanted if k not in found]
+        if missing:
+            await self.rework.insert_many(missing, ordered=True, session=session)
 
     async def rematerialisations(self) -> builtins.list[Rematerialisation]:
         self.stats.hit("rematerialisations")
