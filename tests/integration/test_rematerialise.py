@@ -326,9 +326,10 @@ async def test_a_backup_taken_while_work_is_pending_is_restored_to_finish_it(pai
 
 async def test_a_page_hands_the_event_loop_back_every_slice(pair, monkeypatch):
     """What the worker does per dependent on the event loop (take it up, derive it, build its
-    write and its event; on SQLite, decode it) comes in slices of at most ``SLICE`` between two
+    write and its event; decode it) comes in slices of at most ``SLICE`` between two
     turns of the loop, counted by a task that counts its turns: a page of 70 dependents (140
-    records, two pages) never holds the loop for all of them (health probes run between)."""
+    records, two pages) never holds the loop for all of them (health probes run between); a page
+    of records is decoded off the loop on either backend."""
     deferring, _ = pair
     many = 70
     messages = {f"m{i:02d}": {"basemessageuri": G + "base"} for i in range(many)}
@@ -352,8 +353,8 @@ async def test_a_page_hands_the_event_loop_back_every_slice(pair, monkeypatch):
     monkeypatch.setattr(Unit, "set_derived", counted("derive", Unit.set_derived))
     monkeypatch.setattr(changeset, "_write", counted("build the write", changeset._write))
     monkeypatch.setattr(derive, "_updated", counted("derive the event", derive._updated))
-    if isinstance(deferring.store, SQLiteStore):
-        monkeypatch.setattr(SQLiteStore, "_record", staticmethod(counted("decode", SQLiteStore._record)))
+    store_type = type(deferring.store)
+    monkeypatch.setattr(store_type, "_record", staticmethod(counted("decode", store_type._record)))
 
     async def count_turns() -> None:
         nonlocal turns

@@ -91,7 +91,7 @@ from pymongo.read_concern import ReadConcern
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Store
+from xreg.storage.base import THREAD_DECODE_REFERRERS, Store
 from xreg.storage.indexed import PRESENT, Lookup, entry_texts, lookup, parent_key, path_text
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
@@ -860,9 +860,12 @@ class MongoStore(Store):
             for i in range(0, len(targets), size):
                 plan = self.referrers_plan(targets[i:i + size], after=after, limit=limit, ordered=ordered)
                 cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
-                for d in await cursor.to_list(length=None):
-                    rec = self._record(d)
-                    out[rec.key] = rec
+                docs = await cursor.to_list(length=None)
+                if len(docs) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, docs)
+                else:
+                    found = _records(docs)
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
 
     @staticmethod
@@ -1147,6 +1150,12 @@ class MongoStore(Store):
             return dropped
 
         return await self._write(run)
+
+
+def _records(docs: builtins.list[dict]) -> builtins.list[EntityRecord]:
+    """The records of some ``states`` documents (:meth:`MongoStore.referrers`: a large page is
+    decoded in a worker thread)."""
+    return [MongoStore._record(d) for d in docs]
 
 
 __all__ = ["MongoStore", "compile_any_of", "compile_condition"]
