@@ -79,18 +79,20 @@ class Rematerialiser:
         self.clock = clock
         self.holder = holder or f"rematerialiser-{uuid.uuid4()}"
         self._wake = asyncio.Event()
+        self._asked = False  # :meth:`wake` was called since the round began
         #: Set by :meth:`run` whenever a round leaves no work known to this process.
         self.idle = asyncio.Event()
         registry.commit_listeners.append(self._committed)
 
     def _committed(self, revision: int) -> None:
-        """Wake for a commit that deferred work: its items are the ones noted at its revision (the
-        worker's own pages, which defer nothing, leave it asleep once they are done)."""
+        """Wake for a commit of this process that deferred work (its items are the ones noted at
+        its revision): other commits, the worker's own pages among them, leave it asleep."""
         if any(item.revision == revision for item in self.registry.rematerialising.values()):
             self._wake.set()
 
     def wake(self) -> None:
         """Look for work now (rather than at the next poll)."""
+        self._asked = True
         self._wake.set()
 
     async def _lease(self) -> bool:
@@ -168,6 +170,7 @@ class Rematerialiser:
         another replica's writes, an expired lease)."""
         while True:
             self._wake.clear()
+            self._asked = False
             try:
                 await self.run_until_idle()
             except Exception:  # keep the worker alive; the items stay for the next round
@@ -177,6 +180,10 @@ class Rematerialiser:
                 log.exception("re-materialisation failed; retrying at the next poll")
             if not self.registry.rematerialising:
                 self.idle.set()
+                # every item this process noted is worked off (one committed since would be known):
+                # a wake by those commits is spent, and only an explicit one calls for a round
+                if not self._asked:
+                    self._wake.clear()
             try:
                 async with asyncio.timeout(poll_seconds):
                     await self._wake.wait()
