@@ -4,9 +4,12 @@ the one of its revision, the one lease, and pages of the reverse index."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.contract.test_store_contract import gone, message
+from xreg.storage.base import THREAD_DECODE_REFERRERS
 from xreg.storage.errors import Conflict
 
 BASE = "/messagegroups/g/messages/base"
@@ -121,3 +124,25 @@ async def test_referrers_page_across_more_targets_than_one_read_takes(store):
     pages = await _drain(store, targets, 40)
     assert [k for p in pages for k in p] == want
     assert [r.key for r in await store.referrers(targets[::-1], after=want[99], limit=4)] == want[100:104]
+
+
+async def test_a_large_page_of_referrers_is_decoded_off_the_event_loop(store, monkeypatch):
+    """A page of more than ``THREAD_DECODE_REFERRERS`` dependents is decoded into records in a
+    worker thread (the worker reads such pages while requests are served); a smaller one on the
+    event loop. The records are the same either way."""
+    names = [f"m{i:02d}" for i in range(THREAD_DECODE_REFERRERS + 4)]
+    await store.commit([message("g", n, links=(BASE,)) for n in names] + [message("g", "x")])
+    decode = type(store)._record
+    on_loop: list[bool] = []
+
+    def spy(row):
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        return decode(row)
+
+    monkeypatch.setattr(type(store), "_record", staticmethod(spy))
+    small = await store.referrers([BASE], limit=THREAD_DECODE_REFERRERS)
+    assert len(on_loop) == THREAD_DECODE_REFERRERS and all(on_loop)
+    on_loop.clear()
+    large = await store.referrers([BASE], limit=THREAD_DECODE_REFERRERS + 1)
+    assert len(on_loop) == THREAD_DECODE_REFERRERS + 1 and not any(on_loop)
+    assert [r.id for r in large] == names[:THREAD_DECODE_REFERRERS + 1] and large[:-1] == small

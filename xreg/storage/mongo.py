@@ -91,7 +91,7 @@ from pymongo.read_concern import ReadConcern
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Store
+from xreg.storage.base import THREAD_DECODE_REFERRERS, Store
 from xreg.storage.indexed import PRESENT, Lookup, entry_texts, lookup, parent_key, path_text
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
@@ -860,9 +860,12 @@ class MongoStore(Store):
             for i in range(0, len(targets), size):
                 plan = self.referrers_plan(targets[i:i + size], after=after, limit=limit, ordered=ordered)
                 cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
-                for d in await cursor.to_list(length=None):
-                    rec = self._record(d)
-                    out[rec.key] = rec
+                docs = await cursor.to_list(length=None)
+                if len(docs) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, docs)
+                else:
+                    found = _records(docs)
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
 
     @staticmethod
@@ -970,12 +973,21 @@ class MongoStore(Store):
 
     # -- deferred re-materialisation ---------------------------------------------------------
     async def _enqueue(self, keys: Sequence[str], rev: int, session: Any) -> None:
+        """Record a commit's work items in at most three round trips whatever their number (in
+        the commit's session): one read of which keys have an item, the others inserted
+        together, the rest replaced by one ``update_many`` (``$min`` keeps the earliest ``at``)."""
+        wanted = list(dict.fromkeys(k.lower() for k in keys))
+        if not wanted:
+            return
         now = time.time()
-        for key in dict.fromkeys(k.lower() for k in keys):
-            old = await self.rework.find_one({"_id": key}, session=session)
-            at = min(float(old["at"]), now) if old else now
-            await self.rework.replace_one({"_id": key}, {"rev": rev, "at": at, "after": None}, upsert=True,
-                                          session=session)
+        cursor = self.rework.find({"_id": {"$in": wanted}}, {"_id": 1}, session=session)
+        found = {d["_id"] for d in await cursor.to_list(length=None)}
+        if found:
+            await self.rework.update_many({"_id": {"$in": [k for k in wanted if k in found]}},
+                                          {"$set": {"rev": rev, "after": None}, "$min": {"at": now}}, session=session)
+        missing = [{"_id": k, "rev": rev, "at": now, "after": None} for k in wanted if k not in found]
+        if missing:
+            await self.rework.insert_many(missing, ordered=True, session=session)
 
     async def rematerialisations(self) -> builtins.list[Rematerialisation]:
         self.stats.hit("rematerialisations")
@@ -1138,6 +1150,12 @@ class MongoStore(Store):
             return dropped
 
         return await self._write(run)
+
+
+def _records(docs: builtins.list[dict]) -> builtins.list[EntityRecord]:
+    """The records of some ``states`` documents (:meth:`MongoStore.referrers`: a large page is
+    decoded in a worker thread)."""
+    return [MongoStore._record(d) for d in docs]
 
 
 __all__ = ["MongoStore", "compile_any_of", "compile_condition"]

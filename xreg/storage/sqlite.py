@@ -108,7 +108,7 @@ from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject
 from xreg.json_encoding import loads
 from xreg.storage import algorithms, errors, records, sqlite_index, sqlite_links, sqlite_rank
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Store
+from xreg.storage.base import THREAD_DECODE_REFERRERS, Store
 from xreg.storage.indexed import Lookup, lookup, parent_key
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
@@ -425,9 +425,6 @@ THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
 #: larger ones in the connection's thread.
 QUICK_KEYS = THREAD_DECODE_ROWS
-#: Referrers (the dependents of a message) decoded in a worker thread from this many on: their
-#: pages come in while requests are served (``xreg.registry.rematerialise``).
-THREAD_DECODE_REFERRERS = 16
 
 
 def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
