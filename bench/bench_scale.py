@@ -29,7 +29,9 @@ For each size, in one run (figures of a shared machine: compare the ratios, not 
   event loop was held meanwhile: the CPU time of its longest callback (a figure the machine's load
   does not stretch, unlike the probes' wall times), and the CPU time the whole process had
   during the worst probe (far below its wall time: the process was waiting for a core, not
-  holding the loop). The dependents are checked current afterwards. The registry runs with the
+  holding the loop). The dependents are checked current afterwards; for the record, the wall time
+  the worker took to drain them (probes running), and the time to read them alone as it does
+  (``Store.referrers`` in pages of its batch, each after the last key of the one before). The registry runs with the
   garbage collector as ``serve`` sets it after start-up (``gateway.gc_tuning``,
   ``XREG_GC_FREEZE`` / ``XREG_GC_GEN0_THRESHOLD``): without it, a full collection walks
   everything the bench loaded, which no served ``/healthz`` waits for.
@@ -63,6 +65,7 @@ sys.path.insert(0, str(REPO))
 
 from gateway import gc_tuning  # noqa: E402
 from xreg.config import Settings  # noqa: E402
+from xreg.registry.rematerialise import BATCH as BATCH_OF_WORKER  # noqa: E402
 from xreg.registry.rematerialise import Rematerialiser, stale_since  # noqa: E402
 from xreg.registry.service import LocalRegistry  # noqa: E402
 from xreg.storage.records import Query, Write  # noqa: E402
@@ -288,9 +291,11 @@ async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[f
             idle = await probes(reg, None)
         cpu: list[float] = []
         with loop_holds(held_busy):
+            started = time.perf_counter()
             worker = asyncio.create_task(Rematerialiser(reg).run_until_idle())
             busy = await probes(reg, worker, cpu=cpu)
             done = await worker
+            drained = (time.perf_counter() - started) * 1000
         out["/healthz during it, median"] = (statistics.median(busy), statistics.median(idle))
         out["/healthz during it, 99th percentile"] = (percentile(busy, 99), percentile(idle, 99))
         out["/healthz during it, worst"] = (max(busy), max(idle))
@@ -298,10 +303,26 @@ async def base_edit(path: Path, dependents: int, reps: int) -> dict[str, tuple[f
         out["(the process's CPU during the worst probe, ms)"] = (cpu[busy.index(max(busy))], 1.0)
         out["(probes during the re-materialisation)"] = (float(len(busy)), 1.0)
         out["(messages and versions re-materialised by the worker)"] = (float(done), 1.0)
+        out[f"(the worker draining {dependents:,} dependents, ms)"] = (drained, 1.0)
+        out[f"(its pages of referrers alone, {dependents:,} dependents, ms)"] = (await referrer_pages(reg), 1.0)
         stale = [r.key async for r in reg.iter_ctype("messagegroups/messages")
                  if stale_since(r, reg.rematerialising) is not None]
         assert not stale and not await reg.store.rematerialisations(), f"{len(stale)} dependents left stale"
     return out
+
+
+async def referrer_pages(reg: LocalRegistry) -> float:
+    """Milliseconds to read every dependent of the base as the worker does: ``Store.referrers``
+    pages of the worker's batch in key order, each after the last key of the one before."""
+    started, after, seen = time.perf_counter(), None, 0
+    while True:
+        page = await reg.store.referrers([BASE], after=after, limit=BATCH_OF_WORKER)
+        seen += len(page)
+        if len(page) < BATCH_OF_WORKER:
+            break
+        after = page[-1].key
+    assert seen >= 1
+    return (time.perf_counter() - started) * 1000
 
 
 def percentile(values: list[float], p: float) -> float:

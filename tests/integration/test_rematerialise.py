@@ -7,6 +7,7 @@ is written again, and leaves the items alone while another process holds the lea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import Counter
 
@@ -105,6 +106,173 @@ async def test_a_deferred_write_ends_where_an_inline_write_does(pair):
     assert await deferring.store.rematerialisations() == [] and deferring.rematerialising == {}
     assert await stale(deferring) == []
     assert await worker.run_until_idle() == 0  # idle: nothing left
+
+
+def count_reads(monkeypatch, registry: LocalRegistry) -> Counter[str]:
+    """Counts the reads of the store's work items (``reads["items"]``)."""
+    reads: Counter[str] = Counter()
+    read = registry.store.rematerialisations
+
+    async def counted():
+        reads["items"] += 1
+        return await read()
+
+    monkeypatch.setattr(registry.store, "rematerialisations", counted)
+    return reads
+
+
+async def test_a_round_that_drains_everything_known_reads_the_items_once(pair, monkeypatch):
+    """No read of the store to learn that nothing is left: the round that worked off every item
+    known ends the run; an item committed during it is worked off in the same run (one read more)."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+        await reg.apply_document(edit("v2"))
+    reads = count_reads(monkeypatch, deferring)
+    assert await Rematerialiser(deferring, batch=3).run_until_idle() > 0
+    assert reads["items"] == 1 and deferring.rematerialising == {}
+    assert await materialisations(deferring) == await materialisations(inline)
+
+    # a write of the base lands after the first page of the next round: its items are not missed
+    recorded = deferring.store.rematerialised
+    landed: list[str] = []
+
+    async def write_after_the_first_page(*args, **kwargs):
+        ok = await recorded(*args, **kwargs)
+        if not landed:
+            landed.extend((await deferring.apply_document(edit("v4"))).deferred)
+        return ok
+
+    for reg in pair:
+        await reg.apply_document(edit("v3"))
+    await inline.apply_document(edit("v4"))
+    monkeypatch.setattr(deferring.store, "rematerialised", write_after_the_first_page)
+    reads.clear()
+    assert await Rematerialiser(deferring, batch=3).run_until_idle() > 0
+    assert landed and reads["items"] == 2  # the round's own, and one for the item that came meanwhile
+    assert await materialisations(deferring) == await materialisations(inline)
+    assert await deferring.store.rematerialisations() == [] and await stale(deferring) == []
+
+
+async def test_the_running_worker_sleeps_right_after_the_round_that_drained_its_work(pair, monkeypatch):
+    """The worker's own page commits do not wake it again: after a deferring write it reads the
+    items once, works them off and waits (for the next deferring write, or the poll); a deferring
+    write during the round is worked off in it and does not wake it once more."""
+    deferring, inline = pair
+    for reg in pair:
+        await reg.apply_document(document())
+    reads = count_reads(monkeypatch, deferring)
+    worker = Rematerialiser(deferring, batch=3)
+    task = asyncio.ensure_future(worker.run(3600.0))
+    try:
+        await worker.idle.wait()  # the first round: nothing pending
+        assert reads["items"] == 1
+        for reg in pair:
+            await reg.apply_document(edit("v2"))
+        assert deferring.rematerialising
+        while deferring.rematerialising:  # no await between the check and the clear
+            worker.idle.clear()
+            await worker.idle.wait()
+        for _ in range(20):  # counted loop turns: a woken worker would have read the items by now
+            await asyncio.sleep(0)
+        assert reads["items"] == 2  # one read for the write's round, none after it
+        assert await materialisations(deferring) == await materialisations(inline)
+
+        # a deferring write lands after the first page of the next round: the round takes it up
+        # (one read more), and its wake is spent once that is done
+        recorded = deferring.store.rematerialised
+        landed: list[str] = []
+
+        async def write_after_the_first_page(*args, **kwargs):
+            ok = await recorded(*args, **kwargs)
+            if not landed:
+                landed.extend((await deferring.apply_document(edit("v4"))).deferred)
+            return ok
+
+        monkeypatch.setattr(deferring.store, "rematerialised", write_after_the_first_page)
+        await inline.apply_document(edit("v4"))
+        reads.clear()
+        await deferring.apply_document(edit("v3"))
+        while deferring.rematerialising:
+            worker.idle.clear()
+            await worker.idle.wait()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert landed and reads["items"] == 2
+        assert await materialisations(deferring) == await materialisations(inline)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_a_wake_asked_for_during_a_round_brings_one_more(pair, monkeypatch):
+    """``wake()`` (look for other processes' work now) during a round that drains everything known
+    is not spent by it: one more round reads the store."""
+    deferring, _ = pair
+    await deferring.apply_document(document())
+    reads = count_reads(monkeypatch, deferring)
+    worker = Rematerialiser(deferring, batch=3)
+    recorded = deferring.store.rematerialised
+
+    async def wake_meanwhile(*args, **kwargs):
+        worker.wake()
+        return await recorded(*args, **kwargs)
+
+    monkeypatch.setattr(deferring.store, "rematerialised", wake_meanwhile)
+    task = asyncio.ensure_future(worker.run(3600.0))
+    try:
+        await worker.idle.wait()
+        await deferring.apply_document(edit("v2"))
+        while deferring.rematerialising:
+            worker.idle.clear()
+            await worker.idle.wait()
+        for _ in range(20):  # counted loop turns: the round asked for reads the items at once
+            await asyncio.sleep(0)
+        assert reads["items"] == 3  # the first round, the write's, the one asked for
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_only_a_commit_that_defers_work_wakes_the_worker(pair, monkeypatch):
+    """While another process holds the lease the items stay pending here; a commit of this process
+    that defers nothing does not send the worker for them again (a read and a refused lease each
+    time), one that defers work does."""
+    deferring, _ = pair
+    await deferring.apply_document(document())
+    await deferring.apply_document(edit("v2"))
+    clock = Clock()
+    assert await deferring.store.rematerialise_lease("elsewhere", clock.now, clock.now + 30)
+    reads = count_reads(monkeypatch, deferring)
+    released = asyncio.Event()  # the worker gave its (refused) lease back: the round is over
+    lease = deferring.store.rematerialise_lease
+
+    async def spied(holder: str, now: float, until: float) -> bool:
+        taken = await lease(holder, now, until)
+        if until <= now:
+            released.set()
+        return taken
+
+    monkeypatch.setattr(deferring.store, "rematerialise_lease", spied)
+    worker = Rematerialiser(deferring, clock=clock, holder="here")
+    task = asyncio.ensure_future(worker.run(3600.0))
+    try:
+        await released.wait()
+        released.clear()
+        assert reads["items"] == 1
+        await deferring.apply_document({"messagegroups": {"g": {"messages": {"alone": {"description": "b"}}}}})
+        for _ in range(20):  # counted loop turns: a woken worker would have read the items by now
+            await asyncio.sleep(0)
+        assert reads["items"] == 1 and not released.is_set()
+        assert (await deferring.apply_document(edit("v3"))).deferred
+        await released.wait()
+        assert reads["items"] == 2
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def test_the_worker_reports_each_dependent_updated_in_its_own_interactions(pair):
@@ -251,9 +419,10 @@ async def test_a_backup_taken_while_work_is_pending_is_restored_to_finish_it(pai
 
 async def test_a_page_hands_the_event_loop_back_every_slice(pair, monkeypatch):
     """What the worker does per dependent on the event loop (take it up, derive it, build its
-    write and its event; on SQLite, decode it) comes in slices of at most ``SLICE`` between two
+    write and its event; decode it) comes in slices of at most ``SLICE`` between two
     turns of the loop, counted by a task that counts its turns: a page of 70 dependents (140
-    records, two pages) never holds the loop for all of them (health probes run between)."""
+    records, two pages) never holds the loop for all of them (health probes run between); a page
+    of records is decoded off the loop on either backend."""
     deferring, _ = pair
     many = 70
     messages = {f"m{i:02d}": {"basemessageuri": G + "base"} for i in range(many)}
@@ -277,8 +446,8 @@ async def test_a_page_hands_the_event_loop_back_every_slice(pair, monkeypatch):
     monkeypatch.setattr(Unit, "set_derived", counted("derive", Unit.set_derived))
     monkeypatch.setattr(changeset, "_write", counted("build the write", changeset._write))
     monkeypatch.setattr(derive, "_updated", counted("derive the event", derive._updated))
-    if isinstance(deferring.store, SQLiteStore):
-        monkeypatch.setattr(SQLiteStore, "_record", staticmethod(counted("decode", SQLiteStore._record)))
+    store_type = type(deferring.store)
+    monkeypatch.setattr(store_type, "_record", staticmethod(counted("decode", store_type._record)))
 
     async def count_turns() -> None:
         nonlocal turns

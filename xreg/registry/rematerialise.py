@@ -79,16 +79,20 @@ class Rematerialiser:
         self.clock = clock
         self.holder = holder or f"rematerialiser-{uuid.uuid4()}"
         self._wake = asyncio.Event()
+        self._asked = False  # :meth:`wake` was called since the round began
         #: Set by :meth:`run` whenever a round leaves no work known to this process.
         self.idle = asyncio.Event()
         registry.commit_listeners.append(self._committed)
 
     def _committed(self, revision: int) -> None:
-        if self.registry.rematerialising:
+        """Wake for a commit of this process that deferred work (its items are the ones noted at
+        its revision): other commits, the worker's own pages among them, leave it asleep."""
+        if any(item.revision == revision for item in self.registry.rematerialising.values()):
             self._wake.set()
 
     def wake(self) -> None:
         """Look for work now (rather than at the next poll)."""
+        self._asked = True
         self._wake.set()
 
     async def _lease(self) -> bool:
@@ -97,7 +101,12 @@ class Rematerialiser:
 
     async def run_until_idle(self) -> int:
         """Work off every item there is (items recorded meanwhile too); stop early when another
-        process holds the lease. Returns how many dependents were re-materialised."""
+        process holds the lease. Returns how many dependents were re-materialised.
+
+        The store is read again only while work is known after a round (an item this process
+        recorded meanwhile, or one replaced under it): a round that drained everything known ends
+        here, and an item committed later wakes :meth:`run` (this process's) or is found at its
+        next poll (another process's)."""
         done = 0
         with upkeep():
             try:
@@ -110,6 +119,8 @@ class Rematerialiser:
                         if count is None:
                             return done
                         done += count
+                    if not self.registry.rematerialising:  # drained: no read of the store to learn it
+                        return done
             finally:  # give the lease back; failing that, it expires by itself (never hide why we stop)
                 now = self.clock()
                 try:
@@ -159,6 +170,7 @@ class Rematerialiser:
         another replica's writes, an expired lease)."""
         while True:
             self._wake.clear()
+            self._asked = False
             try:
                 await self.run_until_idle()
             except Exception:  # keep the worker alive; the items stay for the next round
@@ -168,6 +180,10 @@ class Rematerialiser:
                 log.exception("re-materialisation failed; retrying at the next poll")
             if not self.registry.rematerialising:
                 self.idle.set()
+                # every item this process noted is worked off (one committed since would be known):
+                # a wake by those commits is spent, and only an explicit one calls for a round
+                if not self._asked:
+                    self._wake.clear()
             try:
                 async with asyncio.timeout(poll_seconds):
                     await self._wake.wait()

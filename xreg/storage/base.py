@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 PROBE_WAIT_SECONDS = 0.01
 #: How old that last revision may be; when older, the probe waits for the store.
 PROBE_STALE_SECONDS = 10.0
+#: A page of more than this many referrers (the dependents of a message, :meth:`Store.referrers`)
+#: is decoded into records in a worker thread, on every backend: such pages come in while requests
+#: are served (``xreg.registry.rematerialise``).
+THREAD_DECODE_REFERRERS = 16
 
 
 def _consume_error(read: asyncio.Future[int]) -> None:

@@ -31,8 +31,9 @@ Indexes on ``states``: ``states_current`` unique on xkey where ``rev_to`` is nul
 state per entity; a unique ``(xkey, rev_to)`` index where partial indexes are refused),
 ``states_live`` (live, ctype, xkey) for pages of current entities (a parent is a key range),
 ``states_asof`` (ctype, xkey, rev_from) for as-of pages, ``states_history`` (xkey, rev_from) for
-point reads, ``states_rev`` (rev_from) for changes and pruning, ``states_links`` (links, a
-multikey index) for :meth:`MongoStore.referrers` and ``states_search``, a text index on
+point reads, ``states_rev`` (rev_from) for changes and pruning, ``states_referrers`` (links, xkey;
+multikey, partial on ``live: true``) for :meth:`MongoStore.referrers` (see
+:meth:`MongoStore.referrers_plan`) and ``states_search``, a text index on
 ``text.title`` (weight 4) and ``text.body`` (weight 1) for searches: ``$text`` with every word
 quoted (all must appear), relevance its ``textScore``. A backend without ``$text`` (mongomock)
 matches the folded ``words`` instead, a word matching its stem (``earthquakes``: ``earthquake``),
@@ -90,7 +91,7 @@ from pymongo.read_concern import ReadConcern
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.storage import algorithms, errors, records
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Store
+from xreg.storage.base import THREAD_DECODE_REFERRERS, Store
 from xreg.storage.indexed import PRESENT, Lookup, entry_texts, lookup, parent_key, path_text
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
@@ -121,8 +122,16 @@ INDEXES = {
     "states_asof": [("ctype", ASCENDING), ("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_history": [("xkey", ASCENDING), ("rev_from", ASCENDING)],
     "states_rev": [("rev_from", ASCENDING)],
-    "states_links": [("links", ASCENDING)],
 }
+#: The reverse index of links (:meth:`MongoStore.referrers`): a page of the live states linking to
+#: some keys, in key order after a key, is an index range per key, merged by the server.
+REFERRERS_INDEX = "states_referrers"
+REFERRERS_KEYS = [("links", ASCENDING), ("xkey", ASCENDING)]
+#: Targets per find() of an ordered page: below the server's bound on the ranges it merges for a
+#: sort (``internalQueryMaxScansToExplode``, 200), beyond which it would read and sort them all.
+REFERRERS_CHUNK = 64
+#: The index of ``links`` alone of earlier versions (dropped when a store opens).
+_OLD_LINKS_INDEX = "states_links"
 #: The typed-attribute index (``xreg.storage.indexed``): the entries of live states, by path,
 #: value, collection type and key, so an equality is one index range in key order.
 ATTRS_INDEX = "states_attrs"
@@ -389,10 +398,13 @@ class MongoStore(Store):
                                            name="states_current", unique=True)
         for name, keys in INDEXES.items():
             await self.states.create_index(keys, name=name)
-        try:
-            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX, partialFilterExpression=ATTRS_PARTIAL)
-        except (OperationFailure, NotImplementedError, TypeError):
-            await self.states.create_index(ATTRS_KEYS, name=ATTRS_INDEX)
+        for name, keys in ((ATTRS_INDEX, ATTRS_KEYS), (REFERRERS_INDEX, REFERRERS_KEYS)):
+            try:
+                await self.states.create_index(keys, name=name, partialFilterExpression=ATTRS_PARTIAL)
+            except (OperationFailure, NotImplementedError, TypeError):
+                await self.states.create_index(keys, name=name)
+        if _OLD_LINKS_INDEX in await self.states.index_information():
+            await self.states.drop_index(_OLD_LINKS_INDEX)
         await self.counts.create_index([("ctype", ASCENDING), ("parent", ASCENDING)], name="counts_parent",
                                        unique=True)
         await self.states.create_index([("text.title", "text"), ("text.body", "text")], name="states_search",
@@ -841,16 +853,34 @@ class MongoStore(Store):
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        page: dict[str, Any] = {} if after is None else {"xkey": {"$gt": after.lower()}}
+        if limit is not None and limit <= 0:  # MongoDB would read limit(0) as "no limit"
+            return []
+        size = REFERRERS_CHUNK if ordered else _CHUNK
         async with self._reading():
-            for i in range(0, len(targets), _CHUNK):
-                cursor = self._find({"links": {"$in": targets[i:i + _CHUNK]}, "live": True, **page},
-                                    [("xkey", ASCENDING)] if ordered else None,
-                                    None if limit is None else max(0, limit))
-                for d in await cursor.to_list(length=None):
-                    rec = self._record(d)
-                    out[rec.key] = rec
+            for i in range(0, len(targets), size):
+                plan = self.referrers_plan(targets[i:i + size], after=after, limit=limit, ordered=ordered)
+                cursor = self._find(plan["filter"], plan["sort"], plan["limit"], plan["hint"])
+                docs = await cursor.to_list(length=None)
+                if len(docs) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
+                    found = await asyncio.to_thread(_records, docs)
+                else:
+                    found = _records(docs)
+                out.update((rec.key, rec) for rec in found)
         return [out[k] for k in sorted(out)][:limit]
+
+    @staticmethod
+    def referrers_plan(targets: Sequence[str], *, after: str | None, limit: int | None,
+                       ordered: bool) -> dict[str, Any]:
+        """The find() of :meth:`referrers` for some lower-cased target keys: filter, sort, limit and
+        hint. With the index ``(links, xkey)`` (partial on ``live``) each target is one range of
+        it from ``after`` on, in key order: the server merges them (a state linking to two of
+        them found once) and stops at the limit, so a page costs its size plus a seek per target
+        (at most :data:`REFERRERS_CHUNK` of them), not every referrer read and sorted."""
+        flt: dict[str, Any] = {"links": {"$in": list(targets)}, "live": True}
+        if after is not None:
+            flt["xkey"] = {"$gt": after.lower()}
+        return {"filter": flt, "sort": [("xkey", ASCENDING)] if ordered else None,
+                "limit": None if limit is None else max(0, limit), "hint": REFERRERS_INDEX}
 
     async def explain(self, query: Query) -> str:
         """The main find() of a page read: filter, sort, limit (page size + 1) and index hint;
@@ -943,12 +973,21 @@ class MongoStore(Store):
 
     # -- deferred re-materialisation ---------------------------------------------------------
     async def _enqueue(self, keys: Sequence[str], rev: int, session: Any) -> None:
+        """Record a commit's work items in at most three round trips whatever their number (in
+        the commit's session): one read of which keys have an item, the others inserted
+        together, the rest replaced by one ``update_many`` (``$min`` keeps the earliest ``at``)."""
+        wanted = list(dict.fromkeys(k.lower() for k in keys))
+        if not wanted:
+            return
         now = time.time()
-        for key in dict.fromkeys(k.lower() for k in keys):
-            old = await self.rework.find_one({"_id": key}, session=session)
-            at = min(float(old["at"]), now) if old else now
-            await self.rework.replace_one({"_id": key}, {"rev": rev, "at": at, "after": None}, upsert=True,
-                                          session=session)
+        cursor = self.rework.find({"_id": {"$in": wanted}}, {"_id": 1}, session=session)
+        found = {d["_id"] for d in await cursor.to_list(length=None)}
+        if found:
+            await self.rework.update_many({"_id": {"$in": [k for k in wanted if k in found]}},
+                                          {"$set": {"rev": rev, "after": None}, "$min": {"at": now}}, session=session)
+        missing = [{"_id": k, "rev": rev, "at": now, "after": None} for k in wanted if k not in found]
+        if missing:
+            await self.rework.insert_many(missing, ordered=True, session=session)
 
     async def rematerialisations(self) -> builtins.list[Rematerialisation]:
         self.stats.hit("rematerialisations")
@@ -1111,6 +1150,12 @@ class MongoStore(Store):
             return dropped
 
         return await self._write(run)
+
+
+def _records(docs: builtins.list[dict]) -> builtins.list[EntityRecord]:
+    """The records of some ``states`` documents (:meth:`MongoStore.referrers`: a large page is
+    decoded in a worker thread)."""
+    return [MongoStore._record(d) for d in docs]
 
 
 __all__ = ["MongoStore", "compile_any_of", "compile_condition"]

@@ -17,10 +17,10 @@ Schema::
     meta(key TEXT PRIMARY KEY, value)
         ``oldest``: the history horizon (oldest revision as-of reads can reconstruct);
         ``instance``: the store's instance id (a UUID, set when the store is first opened).
-    links(seq, target)
+    links(target, xkey, seq)
         the links of the *current* states (``Write.links``): one row per state and linked key,
-        indexed by ``target`` for :meth:`SQLiteStore.referrers`; a commit drops the rows of
-        the states it closes.
+        in ``(target, xkey)`` order for :meth:`SQLiteStore.referrers` (a page is an index range;
+        see :mod:`xreg.storage.sqlite_links`); a commit drops the rows of the states it closes.
     rematerialise, rematerialise_lease
         the work items of deferred re-materialisation and their lease (``rematerialise``).
     events(rev, idx, id, type, subject, skey, time, correlation, changed)
@@ -107,9 +107,9 @@ import aiosqlite
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
 from xreg.json_encoding import loads
-from xreg.storage import algorithms, errors, records, sqlite_index, sqlite_rank
+from xreg.storage import algorithms, errors, records, sqlite_index, sqlite_links, sqlite_rank
 from xreg.storage import rematerialise as rework
-from xreg.storage.base import Store
+from xreg.storage.base import THREAD_DECODE_REFERRERS, Store
 from xreg.storage.indexed import Lookup, lookup, parent_key
 from xreg.storage.observe import StoreStats
 from xreg.storage.records import Change, EntityRecord, Page, Query, Write
@@ -139,9 +139,6 @@ CREATE INDEX IF NOT EXISTS states_asof ON states(ctype, xkey);
 CREATE INDEX IF NOT EXISTS states_live ON states(ctype, xkey) WHERE live = 1;
 CREATE INDEX IF NOT EXISTS states_rev ON states(rev_from);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value);
-CREATE TABLE IF NOT EXISTS links (seq INTEGER NOT NULL, target TEXT NOT NULL, PRIMARY KEY (target, seq))
-    WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS links_seq ON links(seq);
 CREATE TABLE IF NOT EXISTS events (
     rev INTEGER NOT NULL, idx INTEGER NOT NULL, id TEXT NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL,
     skey TEXT NOT NULL, time TEXT NOT NULL, correlation TEXT NOT NULL, changed TEXT,
@@ -429,9 +426,6 @@ THREAD_DECODE_ROWS = 64
 #: Point reads of fewer keys than this run on the event loop (:meth:`SQLiteStore._quick`);
 #: larger ones in the connection's thread.
 QUICK_KEYS = THREAD_DECODE_ROWS
-#: Referrers (the dependents of a message) decoded in a worker thread from this many on: their
-#: pages come in while requests are served (``xreg.registry.rematerialise``).
-THREAD_DECODE_REFERRERS = 16
 
 
 def _state_rows(plan: algorithms.CommitPlan, rev: int, first: int) -> list[tuple]:
@@ -508,6 +502,8 @@ class SQLiteStore(Store):
         db, raw = await self._connect(reader=False)
         try:
             await db.executescript(_SCHEMA)
+            await db.executescript(sqlite_links.SCHEMA)
+            await sqlite_links.migrate(db)
             await db.executescript(rework.SQLITE_SCHEMA)
             await db.executescript(sqlite_index.SCHEMA)
             await sqlite_index.migrate(db)
@@ -1100,17 +1096,14 @@ class SQLiteStore(Store):
         self.stats.hit("referrers")
         targets = sorted({k.lower() for k in keys})
         out: dict[str, EntityRecord] = {}
-        bound = "" if limit is None else f" LIMIT {max(0, int(limit))}"
-        page = ("" if after is None else " AND xkey > ?") + (" ORDER BY xkey" + bound if ordered else "")
+        # ordered: each chunk's page is an index range per target, merged (``sqlite_links``);
+        # unordered: the first link rows found will do (links hold current live states only)
+        size, statement = (sqlite_links.ARMS, sqlite_links.ordered_page) if ordered else (_CHUNK, sqlite_links.any_page)
         async with self._reading():
-            for i in range(0, len(targets), _CHUNK):
-                chunk = targets[i:i + _CHUNK]
-                # unordered: the first link rows found will do (links hold current states only)
-                rows = await self._all(
-                    f"SELECT {_COLUMNS} FROM states WHERE live = 1 AND seq IN "
-                    f"(SELECT DISTINCT seq FROM links WHERE target IN ({','.join('?' * len(chunk))})"
-                    f"{'' if ordered else bound}){page}",
-                    [*chunk, *(() if after is None else (after.lower(),))])
+            for i in range(0, len(targets), size):
+                chunk = targets[i:i + size]
+                rows = await self._all(statement(len(chunk), after is not None, limit),
+                                       [*chunk, *(() if after is None else (after.lower(),))])
                 if len(rows) > THREAD_DECODE_REFERRERS:  # a page of dependents: decoded off the event loop
                     found = await asyncio.to_thread(_records, rows)
                 else:
@@ -1162,9 +1155,9 @@ class SQLiteStore(Store):
                 "INSERT INTO states(seq, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, live) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?)", await _off_loop(_state_rows, plan, rev, first))
             await self._index_commit(db, plan, current, seqs)
-            linked = [(seqs[n.key], t) for n in plan.new.values() for t in n.links]
+            linked = [(t, n.key, seqs[n.key]) for n in plan.new.values() for t in n.links]
             if linked:
-                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", linked)
+                await db.executemany(sqlite_links.INSERT, linked)
             texts = [(seqs[n.key], *n.text) for n in plan.new.values() if n.text]
             if texts:
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
@@ -1274,12 +1267,12 @@ class SQLiteStore(Store):
                     rows.append((seq, st.key, st.xid, st.kind, st.ctype, None if st.doc is None else _dumps(st.doc),
                                  st.rev_from, st.rev_to, int(st.deleted), int(st.live)))
                     if st.live:
-                        links += [(seq, t.lower()) for t in st.links]
+                        links += [(t.lower(), st.key, seq) for t in st.links]
                     if st.text is not None:
                         texts.append((seq, *st.text))
                 await db.executemany("INSERT INTO states(seq, xkey, xid, kind, ctype, doc, rev_from, rev_to, deleted, "
                                      "live) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-                await db.executemany("INSERT OR IGNORE INTO links(seq, target) VALUES (?, ?)", links)
+                await db.executemany(sqlite_links.INSERT, links)
                 await db.executemany("INSERT INTO search(rowid, title, body) VALUES (?, ?, ?)", texts)
             for batch in algorithms.batches(events):
                 await db.executemany(_INSERT_EVENT, [_event_row(e) for e in batch])
