@@ -35,7 +35,7 @@ from xreg.registry.service import LocalRegistry
 from xreg.registry.views import resource_id_attribute
 from xreg.registry.write_steps.documents import is_json_media_type
 from xreg.storage.records import EntityRecord, Query
-from xreg.storage.semantics import matches_condition
+from xreg.storage.semantics import Condition, matches_condition
 from xreg.xid import Xid
 
 DETAILS = "$details"
@@ -86,6 +86,8 @@ class Renderer:
         self.base = registry.base_url
         self.flags = flags
         self._keys: dict[tuple[str, str], set[str]] = {}
+        #: Per collection type and branch, its own conditions as stored (computed once a response).
+        self._conditions: dict[tuple[str, FilterExpression], tuple[Condition, ...]] = {}
 
     # -- filters ------------------------------------------------------------------------------
     async def narrow(self, rec: EntityRecord, filters: Filters | None) -> Filters | None:
@@ -102,7 +104,11 @@ class Renderer:
 
     async def _satisfies(self, rec: EntityRecord, branch: FilterExpression) -> bool:
         ctype = rec.ctype
-        if not all(matches_condition(rec.doc, store_condition(ctype, c)) for c in branch.conditions):
+        conditions = self._conditions.get((ctype, branch))
+        if conditions is None:
+            conditions = self._conditions[(ctype, branch)] = tuple(store_condition(ctype, c)
+                                                                   for c in branch.conditions)
+        if not all(matches_condition(rec.doc, c) for c in conditions):
             return False
         if not branch.nested:
             return True
@@ -142,7 +148,9 @@ class Renderer:
                 f = sub[rec.key]
                 if f is None:
                     continue
-                if sub_inline is None:
+                if sub_inline is None and (f.branches or f.reachable_over or xrefs.is_source(rec)):
+                    # (unfiltered, the count :func:`render` made is the one: no cross-reference
+                    # counts its target's there, so a source's own members are counted here)
                     view[f"{name}count"] = 0 if f.exclude_all else await count(
                         self.store, Selection(ctype=child_ctype, parent=rec.xid, filters=f))
                 counted = view[f"{name}count"]

@@ -27,6 +27,11 @@ def _xref(rec: EntityRecord) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def is_source(rec: EntityRecord) -> bool:
+    """Whether ``rec`` is a cross-reference Resource (its ``meta.xref`` names a target)."""
+    return _xref(rec) is not None
+
+
 def as_source(source: EntityRecord, target: EntityRecord) -> EntityRecord:
     """The record of ``source`` showing ``target``'s meta attributes and default Version."""
     id_attr = resource_id_attribute(source)

@@ -1,8 +1,8 @@
 """Observation of store calls, whatever the backend: each call of the interface
 (:data:`OBSERVED_CALLS`) is timed (``xreg_store_call_duration_seconds`` by call; a span per call
 when tracing is on) by :func:`observe_calls`, which :class:`~xreg.storage.base.Store` applies to
-every backend class; :class:`StoreStats` counts calls for tests and benchmarks (:func:`upkeep`
-calls excluded)."""
+every backend class; :class:`StoreStats` counts calls (and a backend's statements) for tests and
+benchmarks (:func:`upkeep` calls excluded)."""
 
 from __future__ import annotations
 
@@ -38,10 +38,19 @@ class StoreStats:
     calls excluded)."""
 
     calls: dict[str, int] = field(default_factory=dict)
+    #: Database statements the calls ran (backends that count them: SQLite), and how many of
+    #: those were handed to the connection's thread (each a round trip through the event loop).
+    statements: int = 0
+    thread_hops: int = 0
 
     def hit(self, name: str) -> None:
         if not _UPKEEP.get():
             self.calls[name] = self.calls.get(name, 0) + 1
+
+    def statement(self, *, thread: bool) -> None:
+        if not _UPKEEP.get():
+            self.statements += 1
+            self.thread_hops += thread
 
     @property
     def total(self) -> int:

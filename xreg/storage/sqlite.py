@@ -80,9 +80,10 @@ transaction on it. Reads run on :data:`READERS` reader connections of their own 
 never waits for the writer, nor the writer for readers), each read in one read transaction, so
 all of its statements see one snapshot; a store in memory has no readers and reads on the
 writer's connection under its lock. Statements run in the connection's thread (``aiosqlite``),
-except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index, the revision
-counter, a meta value — which run on the event loop: a hop to the thread and back costs several
-times such a read. Holding the connection keeps its thread idle while they run.
+except quick reads — point reads of fewer than ``QUICK_KEYS`` keys by index (entities, or the
+live counts of as many parents), the revision counter, a meta value — which run on the event
+loop: a hop to the thread and back costs several times such a read. Holding the connection
+keeps its thread idle while they run.
 """
 
 from __future__ import annotations
@@ -462,6 +463,8 @@ class SQLiteStore(Store):
         self._all_readers: list[_Conn] = []
         #: The connection the current task uses (set by :meth:`_reading` and :meth:`_writing`).
         self._conn: ContextVar[_Conn | None] = ContextVar(f"xreg_sqlite_conn_{id(self)}", default=None)
+        #: Set while the current task's read reads a few states (:meth:`_small_read`).
+        self._small: ContextVar[bool] = ContextVar(f"xreg_sqlite_small_{id(self)}", default=False)
         #: FTS5's terms of tokens, for scoring broad searches (made by the first one).
         self._terms: sqlite_rank.Terms | None = None
 
@@ -572,7 +575,11 @@ class SQLiteStore(Store):
         return self._db, self._raw
 
     async def _all(self, sql: str, params: Any = ()) -> list[Any]:
-        """The rows of a statement run by the connection's thread (the event loop stays free)."""
+        """The rows of a statement run by the connection's thread (the event loop stays free); in
+        a read of a few states (:meth:`_small_read`), at once on the event loop."""
+        if self._small.get():
+            return self._quick(sql, params)
+        self.stats.statement(thread=True)
         return list(await self._active()[0].execute_fetchall(sql, params))
 
     def _quick(self, sql: str, params: Any = ()) -> list[Any]:
@@ -582,11 +589,35 @@ class SQLiteStore(Store):
         connection it runs under the store's lock, so the connection's thread is idle meanwhile:
         the connection is never used by two threads at once (``check_same_thread=False`` lets
         either thread use it)."""
+        self.stats.statement(thread=False)
         return self._active()[1].execute(sql, params).fetchall()
 
     async def _one(self, sql: str, params: Any = ()) -> Any:
         rows = await self._all(sql, params)
         return rows[0][0] if rows else None
+
+    def _few(self, query: Query) -> bool:
+        """Whether ``query`` reads fewer than :data:`QUICK_KEYS` states: a current-state query of
+        the direct children of one parent (the registry for groups) that has fewer live ones
+        (its ``counts`` entry, one primary-key lookup). Its statements then read at most those
+        states by index, as a quick point read does."""
+        if query.as_of is not None or query.search is not None or query.keys is not None or query.parents is not None:
+            return False
+        parent = _parent_key(query) or ""
+        if query.ctype.count("/") != parent.count("/") // 2:  # not the parent's own children
+            return False
+        rows = self._quick("SELECT n FROM counts WHERE ctype = ? AND parent = ?", (query.ctype, parent))
+        return not rows or rows[0][0] < QUICK_KEYS
+
+    @contextlib.asynccontextmanager
+    async def _small_read(self, query: Query) -> AsyncIterator[None]:
+        """Within a read: its statements run on the event loop when ``query`` reads a few states
+        (:meth:`_few`): handing each to the connection's thread and back would cost more."""
+        token = self._small.set(self._few(query))
+        try:
+            yield
+        finally:
+            self._small.reset(token)
 
     # -- revisions ----------------------------------------------------------------------------
     async def _current(self) -> int:
@@ -961,7 +992,7 @@ class SQLiteStore(Store):
         self.stats.hit("list")
         query = _normal(query)
         limit = query.limit
-        async with self._reading():
+        async with self._reading(), self._small_read(query):
             await self._check(query.as_of)
             drive = await self._drive(query)
             tiered = query.sort == Sort(RANK) and query.before is None and limit is not None
@@ -982,7 +1013,7 @@ class SQLiteStore(Store):
         else with the rest checked on each of their states. Otherwise every live state of the
         collection (in range) is checked."""
         self.stats.hit("count")
-        async with self._reading():
+        async with self._reading(), self._small_read(query):
             await self._check(query.as_of)
             sql = _SQL()
             if (query.as_of is None and not query.any_of and query.search is None and query.keys is None
@@ -1005,7 +1036,8 @@ class SQLiteStore(Store):
 
     async def count_children(self, parents: Sequence[str], ctype: str, as_of: int | None = None) -> dict[str, int]:
         """Direct children counted at the current revision (``as_of`` none or the current one)
-        are read from ``counts``, one lookup per parent; others by a range of states per parent."""
+        are read from ``counts``, one lookup per parent (on the event loop for fewer than
+        :data:`QUICK_KEYS` parents, as point reads); others by a range of states per parent."""
         self.stats.hit("count_children")
         keys = list(dict.fromkeys(p.lower() for p in parents))
         out = {k: 0 for k in keys}
@@ -1016,7 +1048,9 @@ class SQLiteStore(Store):
                 text = ("SELECT parent, n FROM counts WHERE ctype = ? "
                         "AND parent IN (SELECT value FROM json_each(?))")
                 parents_of = {("" if k == "/" else k): k for k in keys}
-                for parent, n in await self._all(text, (ctype, json.dumps(list(parents_of)))):
+                params = (ctype, json.dumps(list(parents_of)))  # a primary-key lookup per parent: quick when few
+                rows = self._quick(text, params) if len(keys) < QUICK_KEYS else await self._all(text, params)
+                for parent, n in rows:
                     out[parents_of[parent]] = n
                 return out
             for i in range(0, len(keys), _CHUNK):
