@@ -128,9 +128,10 @@ class Loaders:
         if not completing:
             return entities
         done: list[Entity] = []
+        live = [True]  # not once the settling failed or was cancelled: nothing is read for it then
 
         def ahead() -> None:
-            if done:
+            if done and live[0]:
                 completed = done[:]
                 done.clear()
                 read_ahead(completed)
@@ -143,8 +144,18 @@ class Loaders:
             done.append(future.result())
 
         for future in completing:
-            future.add_done_callback(completed)
-        settled = await self.materialiser.settle(entities)
+            if future.done():  # completed for an earlier read
+                completed(future)
+            else:
+                future.add_done_callback(completed)
+        try:
+            settled = await self.materialiser.settle(entities)
+        except BaseException:
+            live[0] = False
+            raise
+        finally:
+            for future in completing:
+                future.remove_done_callback(completed)
         ahead()  # those completed in the last turn
         return settled
 

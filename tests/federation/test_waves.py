@@ -161,6 +161,41 @@ async def test_a_pages_first_bases_go_out_while_the_requests_batches_are_held(tm
         await lifespan.__aexit__(None, None, None)
 
 
+async def test_nothing_is_read_ahead_for_a_page_whose_settling_was_cancelled(tmp_path, remotes):
+    """A page whose settling is cancelled (its request ended) reads nothing ahead for the
+    messages completed afterwards: their inherited references are nobody's to read."""
+    from resolvers.loaders import Loaders
+    from resolvers.pacing import Hold
+
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    federation = gw.app.state.federation
+    loaders = Loaders(federation.sources, federation.references, Hold())
+    page = list((await federation.sources["test"].get_many(["/messagegroups/fan/messages/inherits"])).values())
+    asked: list[list[str]] = []
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+            server.wrapper.hold()
+        settling = asyncio.ensure_future(loaders.settle(page, lambda entities: asked.append([e.xid for e in entities])))
+        try:
+            await held(remotes, {"transit": {TRANSIT_BASE}})
+            settling.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await settling
+        finally:
+            for server in remotes.values():
+                server.wrapper.release()
+        (inherits,) = await loaders.materialiser.settle(page)  # the chain completes all the same
+        assert inherits.materialised.chain == (("transit", TRANSIT_BASE),)
+        for _ in range(3):  # the loop turns a completion's read-ahead would take
+            await asyncio.sleep(0)
+        assert asked == [["/messagegroups/fan/messages/inherits"]]  # the page's own, none after
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
 @pytest.mark.parametrize("way", list(QUERIES))
 async def test_a_remotes_dependent_loads_go_out_once_its_own_answers_are_in(tmp_path, remotes, way):
     """A dependent load goes out as soon as what it depends on is in, not once the whole wave
