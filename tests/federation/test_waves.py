@@ -9,7 +9,10 @@ the base messages and one message's own schema version (whose resource its XID n
 messages name the data schemas the others inherit. Two waves, whether the endpoint and the
 messages are read from the registry's pages or across registries (their references read ahead,
 ``resolvers/types/ahead.py``) or the endpoint is looked up (its references read with the level's
-other loads, nothing held for a remote's answer, ``adapters/batching.py``).
+other loads, nothing held for a remote's answer, ``adapters/batching.py``). Within a wave, a
+load goes out when its own dependencies are in: the first bases of a page's chains with the page
+(whatever the request's loaders hold), a remote's dependent loads once that remote has answered
+(the other remotes still holding theirs).
 """
 
 from __future__ import annotations
