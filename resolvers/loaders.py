@@ -127,21 +127,25 @@ class Loaders:
         completing = [f for f in map(self.materialiser.completing, entities) if f is not None]
         if not completing:
             return entities
-        done: list[Entity] = []
-        live = [True]  # not once the settling failed or was cancelled: nothing is read for it then
+        pending = dict.fromkeys(completing)  # (ordered) not read for yet
+        done: list[asyncio.Future[Entity]] = []  # completed, to be read for with this turn's others
+        live = [True]  # not once the settling is over: nothing is read for it then
 
         def ahead() -> None:
             if done and live[0]:
-                completed = done[:]
+                completed = [f.result() for f in done]
                 done.clear()
                 read_ahead(completed)
 
         def completed(future: asyncio.Future[Entity]) -> None:
+            if not live[0] or future not in pending:
+                return
+            del pending[future]
             if future.cancelled() or future.exception() is not None:
                 return
             if not done:
                 asyncio.get_running_loop().call_soon(ahead)  # after the others of this loop turn
-            done.append(future.result())
+            done.append(future)
 
         for future in completing:
             if future.done():  # completed for an earlier read
@@ -150,14 +154,15 @@ class Loaders:
                 future.add_done_callback(completed)
         try:
             settled = await self.materialiser.settle(entities)
-        except BaseException:
-            live[0] = False
-            raise
+            for future in list(pending):  # done, their callbacks not run yet: read for now, before
+                if future.done():         # the page's next level asks for what they reference
+                    completed(future)
+            ahead()
+            return settled
         finally:
+            live[0] = False
             for future in completing:
                 future.remove_done_callback(completed)
-        ahead()  # those completed in the last turn
-        return settled
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read by a page, so that later look-ups of them are free."""
