@@ -5,8 +5,10 @@ joins it: the batch goes out in the next turn of the event loop — or, while th
 is taken, once it is given back — and is served by one call of ``load_fn`` with its keys in
 order. ``load_fn`` answers one value per key (an exception for a key that failed); when it
 raises, every load of the batch fails with that. Each key is loaded once per request (cached by
-``cache_key_fn``), unless its load was cancelled. :meth:`BatchLoader.load_now` sends keys that
-nothing else will join as a batch of their own, in the next turn whatever the ``hold``.
+``cache_key_fn``), unless its load was cancelled. :meth:`BatchLoader.load_now` sends keys read
+ahead as a batch of their own per *group* (the keys one call of ``load_fn`` serves apart from the
+others: a registry's), in the next turn whatever the ``hold``, each group's loads set as soon as
+its own call answers.
 
 The GraphQL layer makes the futures (``future``, a subclass of ``asyncio.Future``) and is told
 when a batch's futures are all set (``batch_done``): its gathers are woken once per batch
@@ -64,6 +66,8 @@ class BatchLoader(Generic[K, V]):
         self._futures: dict[Hashable, asyncio.Future[V]] = {}
         #: the batch that takes the next load (``None``, or dispatched: a new one is started)
         self.batch: _Batch | None = None
+        #: per group, the batch of loads read ahead that takes the next ones (:meth:`load_now`)
+        self._now: dict[Hashable, _Batch] = {}
 
     def _cache_key(self, key: K) -> Hashable:
         return key if self._key_of is None else self._key_of(key)
@@ -86,12 +90,17 @@ class BatchLoader(Generic[K, V]):
         batch.futures.append(future)
         return future
 
-    def load_now(self, keys: Sequence[K]) -> None:
-        """Load those of ``keys`` not loaded yet as a batch of their own, sent in the next loop
-        turn even while the ``hold`` is taken (loads read ahead, all known at once: what the hold
-        waits for would not join them); their futures are cached as :meth:`load`'s."""
+    def load_now(self, keys: Sequence[K], group: Hashable = None) -> None:
+        """Load those of ``keys`` not loaded yet apart from :meth:`load`'s batches, sent in the
+        next loop turn even while the ``hold`` is taken (loads read ahead, all known at once: what
+        the hold waits for would not join them); their futures are cached as :meth:`load`'s. The
+        keys of one ``group`` given in the same loop turn go out together, each group in a batch
+        of its own (answered as soon as its own ``load_fn`` call is: a registry's loads do not wait
+        for another's)."""
         loop = asyncio.get_running_loop()
-        batch = _Batch()
+        running = self._now.get(group)
+        batch = running if running is not None and not running.dispatched else _Batch()
+        fresh = batch is not running
         for key in keys:
             cache_key = self._cache_key(key)
             cached = self._futures.get(cache_key)
@@ -101,7 +110,8 @@ class BatchLoader(Generic[K, V]):
             self._futures[cache_key] = future
             batch.keys.append(key)
             batch.futures.append(future)
-        if batch.keys:
+        if fresh and batch.keys:
+            self._now[group] = batch
             batch.task = loop.create_task(self._dispatch(batch, held=False))
 
     def cached(self, key: K) -> asyncio.Future[V] | None:
@@ -115,6 +125,7 @@ class BatchLoader(Generic[K, V]):
     def clear(self) -> None:
         """Forget every load (the request is over)."""
         self._futures.clear()
+        self._now.clear()
         self.batch = None
 
     async def _dispatch(self, batch: _Batch, held: bool = True) -> None:

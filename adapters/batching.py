@@ -64,11 +64,18 @@ class EntityBatcher:
 
     def read_ahead(self, keys: list[Key]) -> None:
         """Start loading ``(registry, as_of, XID)`` keys a later step will ask for (references
-        read ahead): those the request does not know yet go out at once, as a batch of their own
-        (:meth:`~adapters.batch_loader.BatchLoader.load_now`), and the later loads find them
-        under way. A failure is left to the load that asks for it."""
+        read ahead): those the request does not know yet go out in the next loop turn, with the
+        others read ahead in this one, one batch per registry and revision
+        (:meth:`~adapters.batch_loader.BatchLoader.load_now`: a registry's loads are set as soon
+        as it answers, not when the slowest registry does), and the later loads find them under
+        way. A failure is left to the load that asks for it."""
         primed = self.primed
-        self.loader.load_now([k for k in keys if (k[0], k[1], k[2].lower()) not in primed])
+        groups: dict[tuple[str, int | None], list[Key]] = {}
+        for key in keys:
+            if (key[0], key[1], key[2].lower()) not in primed:
+                groups.setdefault((key[0], key[1]), []).append(key)
+        for group, members in groups.items():
+            self.loader.load_now(members, group)
         for key in keys:
             future = self.loader.cached(key)
             if future is not None and not future.done():

@@ -49,6 +49,14 @@ def contribution(entity: Entity) -> dict[str, Any]:
             if k not in IDENTITY and not (k.endswith("id") and v == own_id)}
 
 
+def first_step(entity: Entity) -> tuple[Any, tuple[str, str]]:
+    """Where :func:`complete` starts following ``entity``'s chain: the reference, and the
+    registry and XID that make it."""
+    m = entity.materialised
+    reference = m.unresolved[0] if m is not None and m.unresolved else entity.view.get(BASE)
+    return reference, (entity.registry, m.chain[-1][1] if m is not None and m.chain else entity.xid)
+
+
 async def complete(entity: Entity, resolve: Resolve) -> Entity:
     """``entity`` with its materialisation completed through the other registries (unchanged
     when there is nothing to complete)."""
@@ -58,8 +66,7 @@ async def complete(entity: Entity, resolve: Resolve) -> Entity:
     over = contribution(entity)
     inherited = dict(m.inherited) if m is not None else {}
     chain = list(m.chain) if m is not None else []
-    reference: Any = m.unresolved[0] if m is not None and m.unresolved else entity.view.get(BASE)
-    referrer = (entity.registry, chain[-1][1] if chain else entity.xid)
+    reference, referrer = first_step(entity)
     seen = {(entity.registry, entity.xid.lower()), *((r, x.lower()) for r, x in chain)}
     layers: list[tuple[tuple[str, str], dict[str, Any], dict[str, tuple[str, str]]]] = []
     problems: list[XRegistryError] = []

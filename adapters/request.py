@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from adapters.base import Entity, RegistrySource
 from adapters.batching import EntityBatcher
 from adapters.caller import ANONYMOUS, Caller
-from adapters.effective import MESSAGE_TYPES, complete, needs_completion
+from adapters.effective import MESSAGE_TYPES, complete, first_step, needs_completion
 from adapters.references import References, rules_over
+from xreg.errors import XRegistryError
 
 #: How a request waits for several awaitables at once (``asyncio.gather``, or GraphQL's own).
 Gather = Callable[..., Awaitable[list[Any]]]
@@ -89,13 +90,41 @@ class Materialiser:
 
     async def settled(self, entity: Entity) -> Entity:
         """``entity`` with its materialisation completed (itself when there is nothing to do)."""
+        future = self.completing(entity)
+        return entity if future is None else await future
+
+    def completing(self, entity: Entity) -> asyncio.Future[Entity] | None:
+        """The completion of ``entity``'s materialisation, started now unless it is under way or
+        done; ``None`` when there is nothing to complete."""
         if not needs_completion(entity):
-            return entity
+            return None
         key = (entity.registry, entity.as_of, entity.xid.lower())
         future = self._completed.get(key)
         if future is None:
             future = self._completed[key] = asyncio.ensure_future(complete(entity, self._base_of(entity)))
-        return await future
+        return future
+
+    def ahead(self, entities: Sequence[Entity]) -> list[tuple[str, int | None, str]]:
+        """The ``(registry, as_of, XID)`` each chain of ``entities`` still to be followed loads
+        first (its reference's best target, as :meth:`settled` will ask the batcher for it):
+        what can be read ahead as soon as the entities are known."""
+        references = None
+        out: list[tuple[str, int | None, str]] = []
+        for entity in entities:
+            if not needs_completion(entity) or (entity.registry, entity.as_of, entity.xid.lower()) in self._completed:
+                continue
+            reference, (registry, subject) = first_step(entity)
+            if not reference:
+                continue
+            references = references or self.references()
+            try:
+                targets = references.targets(reference, registry, subject)
+            except XRegistryError:  # the completion reports it
+                continue
+            if targets:
+                target = targets[0]
+                out.append((target.registry, entity.as_of if target.registry == entity.registry else None, target.xid))
+        return out
 
     def _base_of(self, owner: Entity) -> Any:
         async def load(registry: str, xid: str) -> Entity | None:

@@ -24,6 +24,7 @@ batch per registry per step (``adapters.effective``).
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -109,16 +110,59 @@ class Loaders:
     async def settle(self, entities: list[Entity],
                      read_ahead: Callable[[Sequence[Entity]], None] | None = None) -> list[Entity]:
         """``entities`` with the materialisation of their messages completed across registries.
-        ``read_ahead`` (``resolvers/types/ahead.py``) is given them at once, and the messages
-        whose chains were followed again once they all are (what they inherit is known then)."""
+
+        With ``read_ahead`` (a page's, ``resolvers/types/ahead.py``) the remote loads known from
+        the entities alone go out at once, before their chains are followed: the first base of
+        each chain and what ``read_ahead`` names for them. A message whose chain was followed
+        is given to ``read_ahead`` again as soon as its completion is (what it inherits is known
+        then), with the others completed in the same loop turn: a remote's answer brings on the
+        loads that depend on it without waiting for the other remotes'."""
         if read_ahead is None:
             return await self.materialiser.settle(entities)
+        sources = self.sources
+        bases = [k for k in self.materialiser.ahead(entities) if (s := sources.get(k[0])) is not None and s.round_trip]
+        if bases:
+            self.batcher.read_ahead(bases)
         read_ahead(entities)
-        settled = await self.materialiser.settle(entities)
-        completed = [after for before, after in zip(entities, settled, strict=True) if after is not before]
-        if completed:
-            read_ahead(completed)
-        return settled
+        completing = [f for f in map(self.materialiser.completing, entities) if f is not None]
+        if not completing:
+            return entities
+        pending = dict.fromkeys(completing)  # (ordered) not read for yet
+        done: list[asyncio.Future[Entity]] = []  # completed, to be read for with this turn's others
+        live = [True]  # not once the settling is over: nothing is read for it then
+
+        def ahead() -> None:
+            if done and live[0]:
+                completed = [f.result() for f in done]
+                done.clear()
+                read_ahead(completed)
+
+        def completed(future: asyncio.Future[Entity]) -> None:
+            if not live[0] or future not in pending:
+                return
+            del pending[future]
+            if future.cancelled() or future.exception() is not None:
+                return
+            if not done:
+                asyncio.get_running_loop().call_soon(ahead)  # after the others of this loop turn
+            done.append(future)
+
+        for future in completing:
+            if future.done():  # completed for an earlier read
+                completed(future)
+            else:
+                future.add_done_callback(completed)
+        try:
+            settled = await self.materialiser.settle(entities)
+            for future in list(pending):  # done, their callbacks not run yet: read for now, before
+                if future.done():         # the page's next level asks for what they reference
+                    completed(future)
+            ahead()
+            return settled
+        finally:
+            live[0] = False
+            for future in completing:
+                future.remove_done_callback(completed)
 
     def prime(self, entities: list[Entity]) -> None:
         """Remember entities read by a page, so that later look-ups of them are free."""

@@ -15,7 +15,10 @@ remote registries started at once, as a batch of their own, not awaited
 batches for — the executor's paced work — delays them): they go out beside the page's other
 loads (its messages' bases), and the resolver, a level later, finds them loaded or under way.
 A message whose chain is still to be followed is asked twice: for what it declares itself as
-soon as the page is read, and for what it inherits once its chain is in.
+soon as the page is read (when its chain's first base is read ahead too,
+:meth:`~resolvers.loaders.Loaders.settle`), and for what it inherits as soon as its own chain is
+in (with the others completed in the same loop turn: one remote's answer does not wait for
+another's).
 
 Only loads from remote registries (:attr:`~adapters.base.RegistrySource.round_trip`) are read
 ahead: a round trip saved is worth it; a read of the gateway's own store is not, and keeps its
@@ -105,19 +108,20 @@ def _node_fields(connection: Sequence[FieldNode], fragments: dict[str, Any]) -> 
 
 def page_ahead(info: Info) -> Callable[[Sequence[SourceEntity]], None] | None:
     """For a connection field: what reads ahead for the entities of a page read for it (the
-    loads of the look-aheads of the fields its nodes select, from remote registries); ``None``
-    when there is nothing to read ahead."""
+    loads of the look-aheads of the fields its nodes select, from remote registries; given it,
+    :meth:`~resolvers.loaders.Loaders.settle` reads the first bases of the page's chains ahead
+    too); ``None`` when no registry is remote."""
     ctx = info.context
     sources = ctx.sources
     if not any(s.round_trip for s in sources.values()):
         return None
     raw = info._raw_info
     selected = _node_fields(raw.field_nodes, raw.fragments)
-    if not selected:
-        return None
     fragments = raw.fragments
 
     def read(entities: Sequence[SourceEntity]) -> None:
+        if not selected:
+            return
         by_class: dict[type, list[SourceEntity]] = {}
         for entity in entities:
             by_class.setdefault(node_class(entity), []).append(entity)

@@ -132,3 +132,32 @@ async def test_status_of_a_healthy_remote(remotes, open_remote):
     status = source.status()
     assert status.healthy and status.breaker == "closed" and status.last_error is None
     assert status.last_success is not None and status.requests >= 4 and status.cache["misses"] >= 1
+
+
+async def test_a_remote_request_imports_nothing(remotes, open_remote):
+    """Requests to a remote look no module up: httpcore (httpx's transport) imports ``sniffio``
+    for each connection-pool lock and request, and a missing module is a failed import each time
+    (a scan of ``sys.path``, a few tenths of a millisecond per request, paid before it is sent):
+    ``sniffio`` is a pinned dependency."""
+    import sys
+
+    looked_up: list[str] = []
+
+    class Recorder:
+        @staticmethod
+        def find_spec(name, path=None, target=None):
+            looked_up.append(name)
+            return None
+
+    source = await open_remote(remote_config("erp", remotes["erp"].base_url))
+    await source.get_many([GROUP])  # the first request's own one-time imports
+    erp = remotes["erp"].wrapper
+    erp.clear()
+    sys.meta_path.insert(0, Recorder)
+    try:
+        found = await source.get_many([*MESSAGES, "/messagegroups/Contoso.ERP.InventoryEvents",
+                                       "/schemagroups/Contoso.ERP"])
+    finally:
+        sys.meta_path.remove(Recorder)
+    assert len(found) == 5 and len(erp.log) >= 2  # requests in parallel, over more than one connection
+    assert looked_up == []

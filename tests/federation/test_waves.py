@@ -9,7 +9,10 @@ the base messages and one message's own schema version (whose resource its XID n
 messages name the data schemas the others inherit. Two waves, whether the endpoint and the
 messages are read from the registry's pages or across registries (their references read ahead,
 ``resolvers/types/ahead.py``) or the endpoint is looked up (its references read with the level's
-other loads, nothing held for a remote's answer, ``adapters/batching.py``).
+other loads, nothing held for a remote's answer, ``adapters/batching.py``). Within a wave, a
+load goes out when its own dependencies are in: the first bases of a page's chains with the page
+(whatever the request's loaders hold), a remote's dependent loads once that remote has answered
+(the other remotes still holding theirs).
 """
 
 from __future__ import annotations
@@ -114,6 +117,117 @@ async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, rem
             server.wrapper.clear()
         assert await gw.data(query) == data
         assert all(not s.wrapper.log for s in remotes.values())
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+async def test_a_pages_first_bases_go_out_while_the_requests_batches_are_held(tmp_path, remotes):
+    """The bases a page's chains load first are read ahead as soon as the page is read: they go
+    out while the request's loaders hold their batches (the executor's paced work), not once
+    the hold is given back, together with what the page's look-aheads name (one request per
+    remote collection)."""
+    from resolvers.loaders import Loaders
+    from resolvers.pacing import Hold
+
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    federation = gw.app.state.federation
+    hold = Hold()
+    loaders = Loaders(federation.sources, federation.references, hold)
+    page = await federation.sources["test"].get_many(["/messagegroups/fan/messages/own",
+                                                      "/messagegroups/fan/messages/inherits"])
+    schema = ("erp", None, f"{EMPLOYEE_SCHEMA}/versions/1")
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+            server.wrapper.hold()
+        hold.take()  # as a paced list completion does
+        settling = asyncio.ensure_future(loaders.settle(list(page.values()),
+                                                        lambda entities: loaders.batcher.read_ahead([schema])))
+        try:
+            wave = {"erp": {ERP_BASE, f"{EMPLOYEE_SCHEMA}/versions/1$details", f"{EMPLOYEE_SCHEMA}$details"},
+                    "transit": {TRANSIT_BASE}}
+            await held(remotes, wave)
+            assert hold.taken
+            assert {rid: {e.split("?")[0].removeprefix("/registry") for e in s.wrapper.log}
+                    for rid, s in remotes.items() if s.wrapper.log} == wave
+        finally:
+            hold.give()
+            for server in remotes.values():
+                server.wrapper.release()
+        settled = {e.xid.rsplit("/", 1)[1]: e for e in await settling}
+        assert settled["own"].materialised.chain == (("erp", ERP_BASE),)
+        assert settled["inherits"].materialised.chain == (("transit", TRANSIT_BASE),)
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+async def test_nothing_is_read_ahead_for_a_page_whose_settling_was_cancelled(tmp_path, remotes):
+    """A page whose settling is cancelled (its request ended) reads nothing ahead for the
+    messages completed afterwards: their inherited references are nobody's to read."""
+    from resolvers.loaders import Loaders
+    from resolvers.pacing import Hold
+
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    federation = gw.app.state.federation
+    loaders = Loaders(federation.sources, federation.references, Hold())
+    page = list((await federation.sources["test"].get_many(["/messagegroups/fan/messages/inherits"])).values())
+    asked: list[list[str]] = []
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+            server.wrapper.hold()
+        settling = asyncio.ensure_future(loaders.settle(page, lambda entities: asked.append([e.xid for e in entities])))
+        try:
+            await held(remotes, {"transit": {TRANSIT_BASE}})
+            settling.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await settling
+        finally:
+            for server in remotes.values():
+                server.wrapper.release()
+        (inherits,) = await loaders.materialiser.settle(page)  # the chain completes all the same
+        assert inherits.materialised.chain == (("transit", TRANSIT_BASE),)
+        for _ in range(3):  # the loop turns a completion's read-ahead would take
+            await asyncio.sleep(0)
+        assert asked == [["/messagegroups/fan/messages/inherits"]]  # the page's own, none after
+    finally:
+        await gw.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+@pytest.mark.parametrize("way", list(QUERIES))
+async def test_a_remotes_dependent_loads_go_out_once_its_own_answers_are_in(tmp_path, remotes, way):
+    """A dependent load goes out as soon as what it depends on is in, not once the whole wave
+    is: transit's data schema, named by transit's base message, is asked for while the other
+    remotes still hold their first-wave requests."""
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    try:
+        for server in remotes.values():
+            server.wrapper.clear()
+            server.wrapper.hold()
+        running = asyncio.ensure_future(gw.data(QUERIES[way]))
+        transit = remotes["transit"].wrapper
+        try:
+            await held(remotes, WAVES[0])
+            transit.release_held()  # transit answers; erp and iot do not
+            await held(remotes, {"transit": WAVES[1]["transit"]})
+            assert {rid: s.wrapper.held for rid, s in remotes.items()} == \
+                {"erp": len(WAVES[0]["erp"]), "iot": len(WAVES[0]["iot"]), "transit": 1}
+            assert transit.log[-1].split("?")[0].removeprefix("/registry") in WAVES[1]["transit"]
+        finally:
+            for server in remotes.values():
+                server.wrapper.release()
+        data = await running
+        nodes = data["messages"]["nodes"] if way == "across" else \
+            data["registry"]["messagegroups"]["nodes"][0]["messages"]["nodes"]
+        messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
+        assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
+        assert sum(len(s.wrapper.log) for s in remotes.values()) == sum(len(p) for w in WAVES for p in w.values())
     finally:
         await gw.client.aclose()
         await lifespan.__aexit__(None, None, None)

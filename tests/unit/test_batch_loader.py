@@ -65,6 +65,33 @@ async def test_a_batch_nobody_waits_for_is_not_loaded_and_a_cancelled_key_loads_
     assert await loader.load("a") == "A" and batches == [["a"]]
 
 
+async def test_keys_loaded_now_go_out_one_batch_per_group_each_answered_on_its_own():
+    """Keys loaded now in one loop turn go out as one batch per group (later calls of the turn
+    join it); a group's loads are set as soon as its own call answers, whatever the others do."""
+    gates = {"x": asyncio.Event(), "y": asyncio.Event()}
+    batches: list[list[str]] = []
+
+    async def load(keys: list[str]) -> list[str]:
+        batches.append(list(keys))
+        await gates[keys[0][0]].wait()
+        return [k.upper() for k in keys]
+
+    loader = BatchLoader(load)
+    loader.load_now(["x1", "x2"], "x")
+    loader.load_now(["y1"], "y")
+    loader.load_now(["x3", "x1"], "x")  # joins x's batch (x1 is in it already)
+    x3, y1 = loader.cached("x3"), loader.cached("y1")
+    assert x3 is not None and y1 is not None
+    gates["y"].set()
+    assert await y1 == "Y1"
+    assert not x3.done()  # x has not answered
+    gates["x"].set()
+    assert await x3 == "X3"
+    assert sorted(batches) == [["x1", "x2", "x3"], ["y1"]]
+    loader.load_now(["x4"], "x")  # x's batch went out: a new one
+    assert await loader.cached("x4") == "X4" and batches[-1] == ["x4"]
+
+
 async def test_keys_loaded_now_go_out_while_the_hold_keeps_the_batches_of_load():
     """While the hold is taken, :meth:`BatchLoader.load` batches wait for it; keys loaded with
     :meth:`BatchLoader.load_now` go out as a batch of their own at once, and later loads of them

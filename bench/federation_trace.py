@@ -1,0 +1,146 @@
+"""The remote requests of cold federated queries, one by one: ``bench_federation.py``'s setup (three
+remotes adding ``--delay`` per request, the same local document and query), each request's start
+and end (milliseconds from the query's first request) and URL, and per remote when its
+second-wave requests went out against its own first-wave answers. A tool, not a benchmark:
+``python bench/federation_trace.py [--runs 3] [--messages 50] [--delay 0.05] [--quiet]``
+(``--smoke``: 3 messages, one run).
+
+Waves as ``bench_federation.py`` counts them (a request one wave later than those that had come
+back when it was sent). Per remote, ``own answers → wave 2``: from the last answer of its first
+wave to the first request of its second — what a remote's dependent loads waited for besides
+the gateway's own work (negative: none of its answers was needed). The first cold query of the
+process pays one-time costs (connections, imports): with ``--runs`` above 1 it is traced but left
+out of the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+import bench_federation as bench  # noqa: E402
+import httpx  # noqa: E402
+
+from adapters import http_client  # noqa: E402
+
+Span = tuple[float, float, str]
+
+
+def waves(spans: list[Span]) -> list[int]:
+    """Each request's wave (``spans`` sorted by start)."""
+    out: list[int] = []
+    for start, _, _ in spans:
+        out.append(max((out[i] for i, (_, end, _) in enumerate(spans[:len(out)]) if end <= start), default=0) + 1)
+    return out
+
+
+def waits(spans: list[Span], wave: list[int], roots: dict[str, str]) -> dict[str, float]:
+    """Per remote with two waves: its first second-wave request's start less its last first-wave
+    answer's end (seconds)."""
+    out = {}
+    for rid, root in roots.items():
+        first = [end for (_, end, url), w in zip(spans, wave, strict=True) if w == 1 and url.startswith(root)]
+        second = [start for (start, _, url), w in zip(spans, wave, strict=True) if w == 2 and url.startswith(root)]
+        if first and second:
+            out[rid] = min(second) - max(first)
+    return out
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--delay", type=float, default=0.05, help="seconds each remote adds to every request")
+    parser.add_argument("--runs", type=int, default=3, help="cold queries traced")
+    parser.add_argument("--messages", type=int, default=50, help="referring messages in all (spread over the remotes)")
+    parser.add_argument("--quiet", action="store_true", help="per query its summary only, not every request")
+    parser.add_argument("--smoke", action="store_true", help="the smallest run (tests/bench)")
+    args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.messages = 1, 3
+    tmp = Path(tempfile.mkdtemp(prefix="xreg-fed-trace-"))
+    servers = {rid: bench.GatewayServer(rid, docs, tmp / rid) for rid, docs in bench.REMOTES.items()
+               if (tmp / rid).mkdir() is None}
+    colds: list[float] = []
+    own: list[float] = []
+    trips: list[float] = []
+    try:
+        for server in servers.values():
+            server.start()
+        bases, groups = {}, {}
+        share = [args.messages // 3 + (1 if i < args.messages % 3 else 0) for i in range(3)]
+        async with httpx.AsyncClient(trust_env=False) as c:
+            for (rid, server), count in zip(servers.items(), share, strict=False):
+                found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
+                groups[rid] = [g["xid"] for g in found.values()]
+                bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
+            for server in servers.values():
+                server.wrapper.reset()
+                server.wrapper.add_delay(args.delay)
+            for _ in range(3):
+                started = time.perf_counter()
+                await c.get(servers["erp"].base_url + bench.SCHEMA.rsplit("/versions", 1)[0] + "$details")
+                trips.append(time.perf_counter() - started)
+        roots = {rid: s.base_url for rid, s in servers.items()}
+        registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
+        app, client, lifespan = await bench.gateway(tmp / "federated", registries,
+                                                    [bench.referring_document(bases, groups, roots)])
+        get = http_client.RemoteClient.get
+        try:
+            for run in range(args.runs):
+                await app.state.federation.backend.clear()
+                spans: list[Span] = []
+
+                async def traced(remote: Any, url: str, *rest: Any, _spans: list[Span] = spans, **options: Any) -> Any:
+                    started = time.perf_counter()
+                    try:
+                        return await get(remote, url, *rest, **options)
+                    finally:
+                        params = options.get("params") or (rest[0] if rest else None) or []
+                        query = "&".join(f"{k}={v}" for k, v in params)
+                        _spans.append((started, time.perf_counter(), f"{url}?{query}"))
+
+                http_client.RemoteClient.get = traced  # type: ignore[method-assign]
+                try:
+                    elapsed, _, _ = await bench.run_query(client)
+                finally:
+                    http_client.RemoteClient.get = get  # type: ignore[method-assign]
+                spans.sort()
+                wave = waves(spans)
+                waited = waits(spans, wave, roots)
+                if run or args.runs == 1:
+                    colds.append(elapsed)
+                    own += waited.values()
+                zero = spans[0][0] if spans else 0.0
+                print(f"cold query {run + 1}: {elapsed * 1000:.1f} ms, {len(spans)} requests, {max(wave, default=0)} "
+                      "waves; own answers → wave 2: "
+                      + (", ".join(f"{rid} {w * 1000:+.1f} ms" for rid, w in waited.items()) or "none"))
+                if not args.quiet:
+                    for (start, end, url), w in zip(spans, wave, strict=True):
+                        rid = next((r for r, root in roots.items() if url.startswith(root)), "?")
+                        path = url[len(roots.get(rid, "")):]
+                        print(f"  {(start - zero) * 1000:7.1f} {(end - zero) * 1000:7.1f}  wave {w}  "
+                              f"{rid:8} {path[:110]}")
+        finally:
+            await client.aclose()
+            await lifespan.__aexit__(None, None, None)
+    finally:
+        for server in servers.values():
+            server.stop()
+    trip = statistics.median(trips)
+    wait = statistics.median(own) if own else 0.0
+    print(f"summary: cold query {statistics.median(colds) * 1000:.1f} ms = {statistics.median(colds) / trip:.1f}× a "
+          f"round trip ({trip * 1000:.1f} ms); a remote's wave 2 went out {wait * 1000:+.1f} ms after its own "
+          f"first-wave answers (median), {wait / trip:.2f}× a round trip")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
