@@ -7,7 +7,8 @@ moves it whenever the store's revision moves: at once when this process commits 
 calls :meth:`EventFeed.notify`), and every ``poll_interval`` seconds otherwise
 (``XREG_EVENTS_POLL_SECONDS``), which finds the commits of other processes or replicas on the
 same store. Each read of the store serves every follower; an event is handed to the followers
-:data:`PUSH_SLICE` at a time, the loop running between two slices (a commit never waits for the
+whose filters pass it (found by :class:`~adapters.event_index.StreamIndex`, without a look at the
+others) :data:`PUSH_SLICE` at a time, the loop running between two slices (a commit never waits for the
 fan-out of the events before it: :meth:`EventFeed.notify` only wakes the reader).
 
 :meth:`EventFeed.follow` gives one consumer its stream: the retained events after its position,
@@ -27,6 +28,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from adapters.event_index import StreamIndex
 from xreg.events.record import EventPosition, RegistryEvent, subject_filter
 from xreg.storage.base import Store
 from xreg.storage.errors import EventsGone
@@ -58,8 +60,9 @@ class EventStream:
         self._feed = feed
         self.types = tuple(types or ())
         self.subject = subject
-        self._types = frozenset(self.types)
-        self._subject = subject_filter(subject)
+        #: The filters as the feed's index groups streams (:class:`adapters.event_index.StreamIndex`).
+        self.type_set = frozenset(self.types)
+        self.subject_key = subject_filter(subject)
         self.max_buffer = max_buffer
         #: The position of the last event yielded (where a consumer resumes).
         self.last = after
@@ -107,10 +110,10 @@ class EventStream:
 
     # -- fed by the feed ------------------------------------------------------------------------
     def _push(self, event: RegistryEvent) -> None:
-        if self._slow or (self._types and event.type not in self._types):
+        if self._slow or (self.type_set and event.type not in self.type_set):
             return
-        if self._subject is not None:  # as :func:`xreg.events.record.matches`, the filter parsed once
-            text, prefix = self._subject
+        if self.subject_key is not None:  # as :func:`xreg.events.record.matches`, the filter parsed once
+            text, prefix = self.subject_key
             key = event.subject.lower()
             if not (key.startswith(text) if prefix else key == text):
                 return
@@ -197,7 +200,7 @@ class EventFeed:
         self.poll_interval = poll_interval
         self.page_size = page_size
         self._tick = tick
-        self._streams: set[EventStream] = set()
+        self._streams = StreamIndex()
         self._wake = asyncio.Event()
         self._head: EventPosition | None = None
         self._seen = 0  # the store revision the head has reached
@@ -301,8 +304,8 @@ class EventFeed:
         while True:
             self.reads += 1
             page = await self.store.events_after(self._head, limit=self.page_size)
-            streams = list(self._streams)
             for event in page:
+                streams = self._streams.matching(event)
                 for start in range(0, len(streams), PUSH_SLICE):
                     if start:  # the consumers woken so far, and whatever else waits (writes), run first
                         await asyncio.sleep(0)

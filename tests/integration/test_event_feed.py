@@ -255,3 +255,24 @@ async def test_take_leaves_a_slow_consumer_and_the_end_to_anext(stores) -> None:
             assert stream.take() is None
             with pytest.raises(StopAsyncIteration):
                 await take(stream, 1)
+
+
+async def test_an_event_is_handed_only_to_the_streams_that_ask_for_it(stores, monkeypatch) -> None:
+    """Streams watching other entities are not looked at: a write's cost does not grow with the
+    subscribers attached, only with those it is delivered to."""
+    handed: list[str | None] = []
+    push = EventStream._push
+
+    def counting(stream: EventStream, event: RegistryEvent) -> None:
+        handed.append(stream.subject)
+        push(stream, event)
+
+    monkeypatch.setattr(EventStream, "_push", counting)
+    async with process(stores) as (registry, feed), contextlib.AsyncExitStack() as others:
+        for n in range(50):
+            await others.enter_async_context(feed.follow(None, subject=f"/schemagroups/s{n}"))
+            await others.enter_async_context(feed.follow(None, subject="/schemagroups/*"))
+        async with feed.follow(None, types=["io.xregistry.group.created"], subject="/messagegroups/*") as watching:
+            await group(registry, "g1")
+            assert [e.subject for e in await take(watching, 1)] == ["/messagegroups/g1"]
+        assert handed == ["/messagegroups/*"]  # the registry's own "updated" event matched no stream either
