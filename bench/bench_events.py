@@ -8,13 +8,17 @@ its memory and CPU are its own; the subscribers run in another process (one asyn
 
 - **commit-to-delivery latency** p50 / p99: from the event's ``time`` (stamped by the commit)
   to its arrival at a subscriber, over every delivery, for ``--subscribers`` subscribers while
-  ``--rate`` writes per second land for ``--seconds`` (each write creates one group: one
-  ``io.xregistry.group.created`` event, which every subscriber asks for);
+  ``--rate`` writes per second land for ``--seconds`` (each write creates one schema group: one
+  ``io.xregistry.group.created`` event under ``/schemagroups``, which every subscriber asks for);
 - **server RSS per 1,000 subscribers**: the gateway process's resident memory with the
   subscribers connected, less before, scaled;
-- **write throughput with vs without subscribers**: ``--writes`` writes as fast as
-  ``--writers`` concurrent clients send them, with no subscriber, then with all of them
-  receiving (the ratio: what fanning the events out costs the writers);
+- **write throughput with vs without subscribers attached**: ``--writes`` writes as fast as
+  ``--writers`` concurrent clients send them, with no subscriber, then with every subscriber
+  connected, twice: creating message groups, which no subscriber watches (what attached
+  subscribers cost the writers: the feed reading and matching each event), and creating schema
+  groups, which every subscriber receives (each write is then ``--subscribers`` deliveries, whose
+  CPU the writers share: the run waits for them all and prints how long after the burst's last
+  write the last one arrived);
 - **server CPU per delivery**: the gateway processes' CPU time (user + system) from the first
   paced write until every delivery arrived, less what as many writes cost without subscribers
   (the throughput run alone), over the deliveries: a figure a shared machine's load moves less
@@ -57,7 +61,8 @@ import httpx
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-events-writer-key"
-SUBSCRIPTION = ('subscription { registryEvents(types: ["io.xregistry.group.created"]) '
+#: Every subscriber watches the schema groups created (the paced writes', and the receiving burst's).
+SUBSCRIPTION = ('subscription { registryEvents(types: ["io.xregistry.group.created"], subject: "/schemagroups/*") '
                 "{ position subject time } }")
 #: One gateway process on the socket passed in, with the uvicorn options ``serve`` gives it.
 SERVER = """
@@ -386,10 +391,11 @@ class Subscribers:
 RETRIED = [0]
 
 
-async def write(client: httpx.AsyncClient, name: str) -> None:
+async def write(client: httpx.AsyncClient, name: str, groups: str = "schemagroups") -> None:
+    """Create the group ``name`` of ``groups`` (one ``io.xregistry.group.created`` event)."""
     for _ in range(10):
         try:
-            response = await client.put(f"/registry/schemagroups/{name}", json={})
+            response = await client.put(f"/registry/{groups}/{name}", json={})
         except (httpx.ReadError, httpx.RemoteProtocolError):  # a kept-alive connection the server closed
             RETRIED[0] += 1
             continue
@@ -400,17 +406,29 @@ async def write(client: httpx.AsyncClient, name: str) -> None:
     response.raise_for_status()
 
 
-async def throughput(client: httpx.AsyncClient, prefix: str, writes: int, writers: int) -> float:
-    """Writes per second of ``writes`` writes sent by ``writers`` concurrent clients."""
+async def throughput(client: httpx.AsyncClient, prefix: str, writes: int, writers: int,
+                     groups: str = "schemagroups") -> float:
+    """Writes per second of ``writes`` group creations in ``groups`` sent by ``writers``
+    concurrent clients."""
     names = iter(range(writes))
 
     async def writer() -> None:
         for n in names:
-            await write(client, f"{prefix}{n}")
+            await write(client, f"{prefix}{n}", groups)
 
     started = time.perf_counter()
     await asyncio.gather(*(writer() for _ in range(writers)))
     return writes / (time.perf_counter() - started)
+
+
+async def unwatched(client: httpx.AsyncClient, gateway: Gateway, tag: str,
+                    args: argparse.Namespace) -> tuple[float, float]:
+    """The best writes per second of ``--repeats`` throughput runs creating message groups (which
+    no subscriber watches), and the gateway's CPU seconds per write over them all."""
+    rates, cpu = [], gateway.cpu()
+    for run in range(args.repeats):
+        rates.append(await throughput(client, f"{tag}{run}-", args.writes, args.writers, "messagegroups"))
+    return max(rates), (gateway.cpu() - cpu) / (args.writes * args.repeats)
 
 
 async def paced(client: httpx.AsyncClient, rate: float, seconds: float) -> int:
@@ -445,6 +463,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
         cpu_start = gateway.cpu()
         alone = await throughput(client, "alone", args.writes, args.writers)
         cpu_per_write = (gateway.cpu() - cpu_start) / args.writes
+        alone_unwatched, alone_cpu = await unwatched(client, gateway, "alone", args)
         rss_before = gateway.rss()
 
         connecting = time.perf_counter()
@@ -469,7 +488,16 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
             cpu_used = gateway.cpu() - cpu_before  # the paced writes and their deliveries
             client_used = subscribers.cpu() - client_before
             taken = await subscribers.ask("take")
+            attached_rate, attached_cpu = await unwatched(client, gateway, "loaded", args)
             loaded = await throughput(client, "loaded", args.writes, args.writers)
+            ended = time.perf_counter()
+            burst = args.writes * args.subscribers
+            while time.perf_counter() - ended < 120:  # the receiving burst's deliveries, however late
+                state = await subscribers.ask("count")
+                if state["received"] + state["closed_count"] * args.writes >= burst:
+                    break
+                await asyncio.sleep(0.1)
+            burst_lag = time.perf_counter() - ended
             final = await subscribers.ask("count")
         finally:
             subscribers.stop()
@@ -479,6 +507,7 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     per_thousand = (rss_after - rss_before) / args.subscribers * 1000 / 2**20
     p50, p99 = percentile(latencies, 0.5) * 1000, percentile(latencies, 0.99) * 1000
     ratio = loaded / alone if alone else float("nan")
+    attached = attached_rate / alone_unwatched if alone_unwatched else float("nan")
     mean = statistics.fmean(latencies) * 1000 if latencies else float("nan")
     print(f"gateway processes               {args.workers} (event log polled every {args.poll:g} s)")
     print(f"subscribers                     {args.subscribers} (connected in {connected_s:.1f} s)")
@@ -495,7 +524,12 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
           f"{client_per:.0f} µs per delivery")
     print(f"server RSS                      {rss_before / 2**20:.0f} MB -> {rss_after / 2**20:.0f} MB "
           f"({per_thousand:.1f} MB per 1,000 subscribers)")
-    print(f"write throughput                {alone:.0f}/s without subscribers, {loaded:.0f}/s with them")
+    print(f"write throughput, unwatched     {alone_unwatched:.0f}/s without subscribers, {attached_rate:.0f}/s with "
+          f"them attached ({attached:.2f}×; best of {args.repeats}): writes no subscriber asked for; server CPU "
+          f"{alone_cpu * 1000:.2f} / {attached_cpu * 1000:.2f} ms per write")
+    print(f"write throughput, all receive   {alone:.0f}/s without subscribers, {loaded:.0f}/s with them "
+          f"({ratio:.2f}×): each write {args.subscribers} deliveries; {final['received']} of {burst} arrived, the "
+          f"last {burst_lag:.1f} s after the burst's last write")
     if closed:
         print(f"first close                     {closed[0]}")
     if RETRIED[0]:
@@ -505,7 +539,8 @@ async def measure(args: argparse.Namespace, gateway: Gateway) -> None:
     print(f"summary: {args.subscribers} subscribers, {args.workers} process(es), at {args.rate:g} writes/s: "
           f"delivery p50 {p50:.1f} ms, "
           f"p99 {p99:.1f} ms; {per_thousand:.1f} MB RSS per 1,000 subscribers; write throughput with/without "
-          f"subscribers {ratio:.2f}×; {per_delivery:.0f} µs server CPU per delivery; {delivered}/{expected} delivered; "
+          f"subscribers attached {attached:.2f}× (writes they do not watch), {ratio:.2f}× (every write delivered to "
+          f"all of them); {per_delivery:.0f} µs server CPU per delivery; {delivered}/{expected} delivered; "
           f"{hooks}")
 
 
@@ -525,6 +560,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=50.0, help="writes per second while measuring latency")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--writes", type=int, default=500, help="writes of each throughput run")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="throughput runs of the writes no subscriber watches, each way (the best counts)")
     parser.add_argument("--writers", type=int, default=8, help="concurrent writers of the throughput runs")
     parser.add_argument("--workers", type=int, default=1, help="gateway processes on the one store")
     parser.add_argument("--client-processes", type=int, default=1,
@@ -537,6 +574,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke:
         args.subscribers, args.rate, args.seconds, args.writes, args.writers = 20, 10.0, 2.0, 40, 4
+        args.repeats = 1
     return args
 
 
