@@ -126,6 +126,33 @@ class Waves:
         return max(wave, default=0), gaps, cpu
 
 
+async def referenced(c: httpx.AsyncClient, servers: dict[str, GatewayServer], messages: int,
+                     delay: float) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per remote, the XIDs of the first of its messages (``messages`` spread over the remotes) for
+    local ones to be based on, and of its message groups; then every remote adds ``delay``
+    seconds to each request."""
+    bases, groups = {}, {}
+    share = [messages // 3 + (1 if i < messages % 3 else 0) for i in range(3)]
+    for (rid, server), count in zip(servers.items(), share, strict=False):
+        found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
+        groups[rid] = [g["xid"] for g in found.values()]
+        bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
+    for server in servers.values():
+        server.wrapper.reset()
+        server.wrapper.add_delay(delay)
+    return bases, groups
+
+
+async def round_trips(c: httpx.AsyncClient, servers: dict[str, GatewayServer], runs: int) -> list[float]:
+    """Seconds of each of ``runs`` plain GETs of one entity from the ERP remote."""
+    trips = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        await c.get(servers["erp"].base_url + SCHEMA.rsplit("/versions", 1)[0] + "$details")
+        trips.append(time.perf_counter() - started)
+    return trips
+
+
 async def gateway(tmp: Path, registries: list[dict], documents: list[dict]):
     settings = Settings(data_dir=tmp, registry_id="bench", base_url="http://gw.bench/registry",
                         config_watch_seconds=0, registries=registries)
@@ -175,21 +202,9 @@ async def main() -> None:
     try:
         for server in servers.values():
             server.start()
-        bases, groups = {}, {}
-        share = [args.messages // 3 + (1 if i < args.messages % 3 else 0) for i in range(3)]
         async with httpx.AsyncClient(trust_env=False) as c:
-            for (rid, server), count in zip(servers.items(), share, strict=False):
-                found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
-                groups[rid] = [g["xid"] for g in found.values()]
-                bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
-            for server in servers.values():
-                server.wrapper.reset()
-                server.wrapper.add_delay(args.delay)
-            trips = []
-            for _ in range(args.runs):
-                started = time.perf_counter()
-                await c.get(servers["erp"].base_url + SCHEMA.rsplit("/versions", 1)[0] + "$details")
-                trips.append(time.perf_counter() - started)
+            bases, groups = await referenced(c, servers, args.messages, args.delay)
+            trips = await round_trips(c, servers, args.runs)
 
         roots = {rid: s.base_url for rid, s in servers.items()}
         registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]

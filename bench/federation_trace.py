@@ -75,20 +75,9 @@ async def main() -> None:
     try:
         for server in servers.values():
             server.start()
-        bases, groups = {}, {}
-        share = [args.messages // 3 + (1 if i < args.messages % 3 else 0) for i in range(3)]
         async with httpx.AsyncClient(trust_env=False) as c:
-            for (rid, server), count in zip(servers.items(), share, strict=False):
-                found = (await c.get(server.base_url + "/messagegroups", params={"inline": "messages"})).json()
-                groups[rid] = [g["xid"] for g in found.values()]
-                bases[rid] = [m["xid"] for g in found.values() for m in (g.get("messages") or {}).values()][:count]
-            for server in servers.values():
-                server.wrapper.reset()
-                server.wrapper.add_delay(args.delay)
-            for _ in range(3):
-                started = time.perf_counter()
-                await c.get(servers["erp"].base_url + bench.SCHEMA.rsplit("/versions", 1)[0] + "$details")
-                trips.append(time.perf_counter() - started)
+            bases, groups = await bench.referenced(c, servers, args.messages, args.delay)
+            trips.extend(await bench.round_trips(c, servers, 3))
         roots = {rid: s.base_url for rid, s in servers.items()}
         registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
         app, client, lifespan = await bench.gateway(tmp / "federated", registries,

@@ -121,6 +121,22 @@ def count_reads(monkeypatch, registry: LocalRegistry) -> Counter[str]:
     return reads
 
 
+def write_after_the_first_page(monkeypatch, registry, doc) -> list[str]:
+    """Have ``doc`` written to ``registry`` once the worker's first page is recorded; the keys
+    that write deferred (filled then)."""
+    recorded = registry.store.rematerialised
+    landed: list[str] = []
+
+    async def recording(*args, **kwargs):
+        ok = await recorded(*args, **kwargs)
+        if not landed:
+            landed.extend((await registry.apply_document(doc)).deferred)
+        return ok
+
+    monkeypatch.setattr(registry.store, "rematerialised", recording)
+    return landed
+
+
 async def test_a_round_that_drains_everything_known_reads_the_items_once(pair, monkeypatch):
     """No read of the store to learn that nothing is left: the round that worked off every item
     known ends the run; an item committed during it is worked off in the same run (one read more)."""
@@ -134,19 +150,10 @@ async def test_a_round_that_drains_everything_known_reads_the_items_once(pair, m
     assert await materialisations(deferring) == await materialisations(inline)
 
     # a write of the base lands after the first page of the next round: its items are not missed
-    recorded = deferring.store.rematerialised
-    landed: list[str] = []
-
-    async def write_after_the_first_page(*args, **kwargs):
-        ok = await recorded(*args, **kwargs)
-        if not landed:
-            landed.extend((await deferring.apply_document(edit("v4"))).deferred)
-        return ok
-
     for reg in pair:
         await reg.apply_document(edit("v3"))
     await inline.apply_document(edit("v4"))
-    monkeypatch.setattr(deferring.store, "rematerialised", write_after_the_first_page)
+    landed = write_after_the_first_page(monkeypatch, deferring, edit("v4"))
     reads.clear()
     assert await Rematerialiser(deferring, batch=3).run_until_idle() > 0
     assert landed and reads["items"] == 2  # the round's own, and one for the item that came meanwhile
@@ -180,16 +187,7 @@ async def test_the_running_worker_sleeps_right_after_the_round_that_drained_its_
 
         # a deferring write lands after the first page of the next round: the round takes it up
         # (one read more), and its wake is spent once that is done
-        recorded = deferring.store.rematerialised
-        landed: list[str] = []
-
-        async def write_after_the_first_page(*args, **kwargs):
-            ok = await recorded(*args, **kwargs)
-            if not landed:
-                landed.extend((await deferring.apply_document(edit("v4"))).deferred)
-            return ok
-
-        monkeypatch.setattr(deferring.store, "rematerialised", write_after_the_first_page)
+        landed = write_after_the_first_page(monkeypatch, deferring, edit("v4"))
         await inline.apply_document(edit("v4"))
         reads.clear()
         await deferring.apply_document(edit("v3"))
