@@ -51,3 +51,26 @@ async def test_reads_of_a_few_children_stay_on_the_event_loop(tmp_path):
         hops = store.stats.thread_hops
         assert await store.count(Query(MESSAGES, any_of=((Condition(("n",), "lt", "2"),),))) == 4
         assert store.stats.thread_hops > hops
+
+
+async def test_a_wildcard_or_presence_filter_of_a_few_children_reads_through_the_thread(tmp_path):
+    """Such a condition seeks no value of ``attrs``: driven by it, a read walks the attribute's
+    entries of every group, however few children the parent has — never on the event loop."""
+    async with SQLiteStore(tmp_path / "wild.db") as store:
+        await store.commit([Write(f"{parent}/messages/m{n:03d}", "resource", MESSAGES,
+                                  {"messageid": f"m{n:03d}", "meta": {"epoch": 1}, "n": n})
+                            for parent, size in (("/messagegroups/big", 200), ("/messagegroups/tiny", 3))
+                            for n in range(size)])
+        parent = "/messagegroups/tiny"
+        for cond in (Condition(("messageid",), "eq", "*0*", wildcard=True), Condition(("messageid",), "exists")):
+            hops = store.stats.thread_hops
+            query = Query(MESSAGES, parent=parent, limit=5, any_of=((cond,),))
+            page = await store.list(query)
+            assert [r.doc["n"] for r in page.items] == [0, 1, 2]
+            assert await store.count(query) == 3
+            assert store.stats.thread_hops - hops >= 2, cond
+        # an exact value is a seek within the parent's range: on the loop
+        hops = store.stats.thread_hops
+        exact = Query(MESSAGES, parent=parent, any_of=((Condition(("messageid",), "eq", "m001"),),))
+        assert [r.doc["n"] for r in (await store.list(exact)).items] == [1]
+        assert store.stats.thread_hops == hops

@@ -599,10 +599,14 @@ class SQLiteStore(Store):
     def _few(self, query: Query) -> bool:
         """Whether ``query`` reads fewer than :data:`QUICK_KEYS` states: a current-state query of
         the direct children of one parent (the registry for groups) that has fewer live ones
-        (its ``counts`` entry, one primary-key lookup). Its statements then read at most those
-        states by index, as a quick point read does."""
+        (its ``counts`` entry, one primary-key lookup), none of whose indexed conditions is a
+        wildcard or a presence test (those seek no value of ``attrs``: driven by one, a read
+        would walk the attribute's entries across the collection type). Its statements then read
+        at most those states by index, as a quick point read does."""
         if query.as_of is not None or query.search is not None or query.keys is not None or query.parents is not None:
             return False
+        if len(query.any_of) == 1 and any(lk is not None and not _seekable(lk) for lk in map(lookup, query.any_of[0])):
+            return False  # a wildcard or presence test may drive the read from ``attrs`` across the collection type
         parent = _parent_key(query) or ""
         if query.ctype.count("/") != parent.count("/") // 2:  # not the parent's own children
             return False
