@@ -258,3 +258,40 @@ async def test_a_commit_records_its_work_items_in_a_few_round_trips_whatever_the
     assert all(items[k].revision == (first if k < keys[100] else second) and items[k].after is None for k in keys)
     assert all(items[k].at == before[k].at for k in keys[:200])  # replaced: stale since the first write
     assert all(items[k].at >= before[keys[0]].at for k in keys[200:])
+
+
+class Racing(Counted):
+    """A collection on which, once a commit has read which work items there are, the worker
+    finishes ``finished`` (deletes them) and another process records ``recorded`` (inserts
+    them) — what a standalone server, without transactions, lets happen in between."""
+
+    def __init__(self, inner, finished: list[str], recorded: list[str]) -> None:
+        super().__init__(inner)
+        self.finished, self.recorded = finished, recorded
+
+    def find(self, *args, **kwargs):
+        cursor = self.inner.find(*args, **kwargs)
+        inner, finished, recorded = self.inner, self.finished, self.recorded
+
+        class Then:
+            async def to_list(self, length=None):
+                docs = await cursor.to_list(length=length)
+                if finished:
+                    await inner.delete_many({"_id": {"$in": finished}})
+                if recorded:
+                    await inner.insert_many([{"_id": k, "rev": 0, "at": 0.0, "after": "x"} for k in recorded])
+                return docs
+        return Then()
+
+
+async def test_no_work_item_is_lost_when_the_worker_or_another_process_races_a_commit(store):
+    keys = [f"/messagegroups/g/messages/b{i:03d}" for i in range(6)]
+    await store.commit([msg("g", "b000")], rematerialise=keys[:3])
+    inner = store.rework
+    # the worker finishes b001 between the commit's read and its update; another process records b004
+    store.rework = Racing(inner, finished=[keys[1]], recorded=[keys[4]])
+    rev = await store.commit([msg("g", "b001")], rematerialise=keys)
+    store.rework = inner
+    items = {i.key: i for i in await store.rematerialisations()}
+    assert sorted(items) == keys
+    assert all(items[k].revision == rev and items[k].after is None for k in keys)

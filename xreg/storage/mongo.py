@@ -85,7 +85,7 @@ from dataclasses import replace
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, AsyncMongoClient, ReturnDocument
-from pymongo.errors import OperationFailure
+from pymongo.errors import BulkWriteError, OperationFailure
 from pymongo.read_concern import ReadConcern
 
 from xreg.events.record import EventDraft, EventPosition, RegistryEvent, subject_filter
@@ -973,21 +973,44 @@ class MongoStore(Store):
 
     # -- deferred re-materialisation ---------------------------------------------------------
     async def _enqueue(self, keys: Sequence[str], rev: int, session: Any) -> None:
-        """Record a commit's work items in at most three round trips whatever their number (in
-        the commit's session): one read of which keys have an item, the others inserted
-        together, the rest replaced by one ``update_many`` (``$min`` keeps the earliest ``at``)."""
+        """Record a commit's work items in a few round trips whatever their number (in the
+        commit's session): one read of which keys have an item, those replaced by one
+        ``update_many`` (``$min`` keeps the earliest ``at``), the others inserted together.
+
+        Without a transaction (a standalone server) the worker may finish an item between the
+        read and the update: an update that matched fewer items than were read inserts them all
+        again, and an insert that finds an item there already (one of those, or another
+        process's) replaces it instead — no item a commit recorded is lost. In a transaction the
+        read is the commit's snapshot and a conflicting write aborts it (retried as a whole)."""
         wanted = list(dict.fromkeys(k.lower() for k in keys))
         if not wanted:
             return
         now = time.time()
+        update = {"$set": {"rev": rev, "after": None}, "$min": {"at": now}}
         cursor = self.rework.find({"_id": {"$in": wanted}}, {"_id": 1}, session=session)
         found = {d["_id"] for d in await cursor.to_list(length=None)}
+        insert = [k for k in wanted if k not in found]
         if found:
-            await self.rework.update_many({"_id": {"$in": [k for k in wanted if k in found]}},
-                                          {"$set": {"rev": rev, "after": None}, "$min": {"at": now}}, session=session)
-        missing = [{"_id": k, "rev": rev, "at": now, "after": None} for k in wanted if k not in found]
-        if missing:
-            await self.rework.insert_many(missing, ordered=True, session=session)
+            result = await self.rework.update_many({"_id": {"$in": [k for k in wanted if k in found]}}, update,
+                                                   session=session)
+            if result.matched_count < len(found):  # finished meanwhile (no transaction): recorded again
+                insert = wanted
+        if insert:
+            await self._insert_items(insert, rev, now, update, session)
+
+    async def _insert_items(self, keys: Sequence[str], rev: int, now: float, update: dict[str, Any],
+                            session: Any) -> None:
+        """Insert work items for ``keys``; outside a transaction, those already there get ``update``."""
+        docs = [{"_id": k, "rev": rev, "at": now, "after": None} for k in keys]
+        in_transaction = session is not None and getattr(session, "in_transaction", False)
+        try:
+            await self.rework.insert_many(docs, ordered=in_transaction, session=session)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors") or []
+            if in_transaction or not errors or any(e.get("code") != 11000 for e in errors):
+                raise
+            there = [keys[e["index"]] for e in errors]
+            await self.rework.update_many({"_id": {"$in": there}}, update, session=session)
 
     async def rematerialisations(self) -> builtins.list[Rematerialisation]:
         self.stats.hit("rematerialisations")
