@@ -12,23 +12,33 @@ length is one a stream uses and whose text starts its subject.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Hashable, Iterator
+from typing import Generic, Protocol, TypeVar
 
 from xreg.events.record import RegistryEvent
-
-if TYPE_CHECKING:
-    from adapters.events import EventStream
 
 #: A subject filter as :func:`~xreg.events.record.subject_filter` parses it (``None``: any subject).
 SubjectKey = tuple[str, bool] | None
 
 
-class StreamIndex:
+class Filtered(Hashable, Protocol):
+    """What the index reads of a stream (:class:`adapters.events.EventStream`): its filters."""
+
+    @property
+    def subject_key(self) -> SubjectKey: ...
+
+    @property
+    def type_set(self) -> frozenset[str]: ...
+
+
+S = TypeVar("S", bound=Filtered)
+
+
+class StreamIndex(Generic[S]):
     """A feed's streams by filter (see the module); iterating yields every stream."""
 
     def __init__(self) -> None:
-        self._groups: dict[SubjectKey, dict[frozenset[str], set[EventStream]]] = {}
+        self._groups: dict[SubjectKey, dict[frozenset[str], set[S]]] = {}
         #: How many prefix filters have each prefix length (the lengths an event's subject is cut at).
         self._prefix_lengths: collections.Counter[int] = collections.Counter()
         self._size = 0
@@ -36,12 +46,12 @@ class StreamIndex:
     def __len__(self) -> int:
         return self._size
 
-    def __iter__(self) -> Iterator[EventStream]:
+    def __iter__(self) -> Iterator[S]:
         for by_types in list(self._groups.values()):
             for streams in list(by_types.values()):
                 yield from list(streams)
 
-    def add(self, stream: EventStream) -> None:
+    def add(self, stream: S) -> None:
         key, types = stream.subject_key, stream.type_set
         streams = self._groups.setdefault(key, {}).setdefault(types, set())
         if stream in streams:
@@ -51,7 +61,7 @@ class StreamIndex:
         if key is not None and key[1]:
             self._prefix_lengths[len(key[0])] += 1
 
-    def discard(self, stream: EventStream) -> None:
+    def discard(self, stream: S) -> None:
         key, types = stream.subject_key, stream.type_set
         by_types = self._groups.get(key)
         streams = by_types.get(types) if by_types is not None else None
@@ -73,10 +83,10 @@ class StreamIndex:
         self._prefix_lengths.clear()
         self._size = 0
 
-    def matching(self, event: RegistryEvent) -> list[EventStream]:
+    def matching(self, event: RegistryEvent) -> list[S]:
         """The streams whose filters pass ``event`` (as :func:`xreg.events.record.matches`)."""
         groups = self._groups
-        found: list[EventStream] = []
+        found: list[S] = []
         subject = event.subject.lower()
         keys: list[SubjectKey] = [None, (subject, False)]
         keys.extend((subject[:n], True) for n in self._prefix_lengths if n <= len(subject))

@@ -200,7 +200,7 @@ class EventFeed:
         self.poll_interval = poll_interval
         self.page_size = page_size
         self._tick = tick
-        self._streams = StreamIndex()
+        self._streams: StreamIndex[EventStream] = StreamIndex()
         self._wake = asyncio.Event()
         self._head: EventPosition | None = None
         self._seen = 0  # the store revision the head has reached
