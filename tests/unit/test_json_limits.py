@@ -89,7 +89,7 @@ def test_a_lone_surrogate_and_a_value_too_deep_give_the_full_walks_error():
     b'{"a": "\xed\xa0\x80"}',  # a surrogate encoded as UTF-8 (decoded with surrogatepass)
     '{"a": "\ud800"}'.encode("utf-16-le", "surrogatepass"),
     '{"a": "\udfff"}'.encode("utf-32", "surrogatepass"),
-])
+], ids=["text", "utf-8", "utf-16", "utf-32"])
 def test_a_surrogate_that_is_not_escaped_is_refused(text):
     error = refused(text)
     assert (error.detail, error.path) == (LONE.format(0), "/a")
