@@ -90,17 +90,18 @@ class BatchLoader(Generic[K, V]):
         batch.futures.append(future)
         return future
 
-    def load_now(self, keys: Sequence[K], group: Hashable = None) -> None:
+    def load_now(self, keys: Sequence[K], group: Hashable = None) -> list[asyncio.Future[V]]:
         """Load those of ``keys`` not loaded yet apart from :meth:`load`'s batches, sent in the
         next loop turn even while the ``hold`` is taken (loads read ahead, all known at once: what
         the hold waits for would not join them); their futures are cached as :meth:`load`'s. The
         keys of one ``group`` given in the same loop turn go out together, each group in a batch
         of its own (answered as soon as its own ``load_fn`` call is: a registry's loads do not wait
-        for another's)."""
+        for another's). Returns the futures of the loads it started."""
         loop = asyncio.get_running_loop()
         running = self._now.get(group)
         batch = running if running is not None and not running.dispatched else _Batch()
         fresh = batch is not running
+        started: list[asyncio.Future[V]] = []
         for key in keys:
             cache_key = self._cache_key(key)
             cached = self._futures.get(cache_key)
@@ -110,9 +111,11 @@ class BatchLoader(Generic[K, V]):
             self._futures[cache_key] = future
             batch.keys.append(key)
             batch.futures.append(future)
+            started.append(future)
         if fresh and batch.keys:
             self._now[group] = batch
             batch.task = loop.create_task(self._dispatch(batch, held=False))
+        return started
 
     def cached(self, key: K) -> asyncio.Future[V] | None:
         """The future of ``key``'s load when it was loaded (or is being loaded) or remembered."""

@@ -68,17 +68,17 @@ class EntityBatcher:
         others read ahead in this one, one batch per registry and revision
         (:meth:`~adapters.batch_loader.BatchLoader.load_now`: a registry's loads are set as soon
         as it answers, not when the slowest registry does), and the later loads find them under
-        way. A failure is left to the load that asks for it."""
-        primed = self.primed
+        way. Only the keys of remote registries (:attr:`~adapters.base.RegistrySource.round_trip`)
+        are read ahead: a registry of this process answers when asked. A failure is left to the
+        load that asks for it."""
+        primed, sources = self.primed, self.sources
         groups: dict[tuple[str, int | None], list[Key]] = {}
         for key in keys:
-            if (key[0], key[1], key[2].lower()) not in primed:
+            source = sources.get(key[0])
+            if source is not None and source.round_trip and (key[0], key[1], key[2].lower()) not in primed:
                 groups.setdefault((key[0], key[1]), []).append(key)
         for group, members in groups.items():
-            self.loader.load_now(members, group)
-        for key in keys:
-            future = self.loader.cached(key)
-            if future is not None and not future.done():
+            for future in self.loader.load_now(members, group):
                 future.add_done_callback(_retrieved)
 
     async def fetch(self, keys: list[Key]) -> list[Entity | BaseException | None]:

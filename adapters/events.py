@@ -110,13 +110,9 @@ class EventStream:
 
     # -- fed by the feed ------------------------------------------------------------------------
     def _push(self, event: RegistryEvent) -> None:
-        if self._slow or (self.type_set and event.type not in self.type_set):
+        """Buffer ``event``, which passes the stream's filters (the feed's index found it)."""
+        if self._slow:
             return
-        if self.subject_key is not None:  # as :func:`xreg.events.record.matches`, the filter parsed once
-            text, prefix = self.subject_key
-            key = event.subject.lower()
-            if not (key.startswith(text) if prefix else key == text):
-                return
         if len(self._live) >= self.max_buffer:
             self._slow = True
         else:
@@ -168,17 +164,13 @@ class EventStream:
 
     async def __anext__(self) -> RegistryEvent:
         while True:
+            event = self.take()
+            if event is not None:
+                return event
             if self._slow:
                 raise SlowConsumer(self.max_buffer, self.last)
-            if not self._retained and self._reading_retained:
+            if self._reading_retained:  # the retained events read so far are yielded: the next page
                 await self._read_retained()
-            queue = self._retained or self._live
-            while queue:
-                event = queue.popleft()
-                if self.last is None or event.position > self.last:
-                    self.last = event.position
-                    return event
-            if self._retained or self._reading_retained:
                 continue
             if self._closed:
                 raise StopAsyncIteration

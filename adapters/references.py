@@ -47,6 +47,11 @@ class Target:
     registry: str
     xid: str
 
+    def load_key(self, owner: Entity) -> tuple[str, int | None, str]:
+        """The request's load of this target for a reference of ``owner``: in ``owner``'s own
+        registry, as of its revision; in another, its current state."""
+        return self.registry, owner.as_of if self.registry == owner.registry else None, self.xid
+
 
 @dataclass(frozen=True)
 class _Root:

@@ -122,8 +122,7 @@ class Materialiser:
             except XRegistryError:  # the completion reports it
                 continue
             if targets:
-                target = targets[0]
-                out.append((target.registry, entity.as_of if target.registry == entity.registry else None, target.xid))
+                out.append(targets[0].load_key(entity))
         return out
 
     def _base_of(self, owner: Entity) -> Any:

@@ -119,8 +119,7 @@ class Loaders:
         loads that depend on it without waiting for the other remotes'."""
         if read_ahead is None:
             return await self.materialiser.settle(entities)
-        sources = self.sources
-        bases = [k for k in self.materialiser.ahead(entities) if (s := sources.get(k[0])) is not None and s.round_trip]
+        bases = self.materialiser.ahead(entities)
         if bases:
             self.batcher.read_ahead(bases)
         read_ahead(entities)

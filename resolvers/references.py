@@ -59,8 +59,7 @@ def ahead_keys(ctx: Any, owner: Entity, references: Sequence[Any]) -> list[tuple
         except XRegistryError:
             continue
         if len(targets) == 1:
-            target = targets[0]
-            keys.append((target.registry, owner.as_of if target.registry == owner.registry else None, target.xid))
+            keys.append(targets[0].load_key(owner))
     return keys
 
 
@@ -99,7 +98,7 @@ async def resolve_each(infos: Sequence[Info], owners: Sequence[Entity], referenc
                 single.append((k, index, targets[0]))
             else:
                 one_by_one.append((k, index))
-    keys = [(t.registry, owners[k].as_of if t.registry == owners[k].registry else None, t.xid) for k, _, t in single]
+    keys = [t.load_key(owners[k]) for k, _, t in single]
     if at_once:
         loads = await ctx.loaders.batcher.fetch(keys)
     else:

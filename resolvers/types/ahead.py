@@ -116,8 +116,8 @@ def page_ahead(info: Info) -> Callable[[Sequence[SourceEntity]], None] | None:
     if not any(s.round_trip for s in sources.values()):
         return None
     raw = info._raw_info
-    selected = _node_fields(raw.field_nodes, raw.fragments)
     fragments = raw.fragments
+    selected = _node_fields(raw.field_nodes, fragments)
 
     def read(entities: Sequence[SourceEntity]) -> None:
         if not selected:
@@ -132,8 +132,7 @@ def page_ahead(info: Info) -> Callable[[Sequence[SourceEntity]], None] | None:
                 form = forms.get(name)
                 if form is not None:
                     keys += form(ctx, members, nodes, fragments)
-        remote = [k for k in keys if (s := sources.get(k[0])) is not None and s.round_trip]
-        if remote:
-            ctx.loaders.batcher.read_ahead(remote)
+        if keys:
+            ctx.loaders.batcher.read_ahead(keys)
 
     return read

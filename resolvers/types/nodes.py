@@ -81,8 +81,7 @@ def node_class(entity: SourceEntity) -> type:
 
 def to_node(entity: SourceEntity) -> Any:
     """The GraphQL object for a source entity."""
-    cls = _NODE_CLASSES.get((entity.kind, entity.ctype))
-    return node_of(cls if cls is not None else node_class(entity), entity)
+    return node_of(node_class(entity), entity)
 
 
 def bare_registry(rid: str, as_of: int | None = None) -> Any:
