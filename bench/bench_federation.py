@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -86,43 +89,52 @@ def referring_document(
 
 
 class Waves:
-    """Times of the remote requests sent while recording (``adapters.http_client.RemoteClient.get``
-    wrapped for the benchmark)."""
+    """Times and URLs of the remote requests sent while recording
+    (``adapters.http_client.RemoteClient.get`` wrapped for the benchmark)."""
 
     def __init__(self) -> None:
-        self.spans: list[tuple[float, float]] = []
+        #: per request: its start, its end and its URL (with its query string, when it had one)
+        self.spans: list[tuple[float, float, str]] = []
         #: the process's CPU time at each span's start and end (by span)
         self.cpu: dict[tuple[float, float], tuple[float, float]] = {}
         self._get = http_client.RemoteClient.get
         waves = self
 
-        async def get(client: Any, *args: Any, **kwargs: Any) -> Any:
+        async def get(client: Any, url: str, *rest: Any, **options: Any) -> Any:
             started, cpu = time.perf_counter(), time.process_time()
             try:
-                return await waves._get(client, *args, **kwargs)
+                return await waves._get(client, url, *rest, **options)
             finally:
-                span = (started, time.perf_counter())
-                waves.spans.append(span)
-                waves.cpu[span] = (cpu, time.process_time())
+                ended = time.perf_counter()
+                params = options.get("params") or (rest[0] if rest else None) or []
+                query = "&".join(f"{k}={v}" for k, v in params)
+                waves.spans.append((started, ended, f"{url}?{query}"))
+                waves.cpu[(started, ended)] = (cpu, time.process_time())
 
         http_client.RemoteClient.get = get  # type: ignore[method-assign,assignment]
 
     def close(self) -> None:
         http_client.RemoteClient.get = self._get  # type: ignore[method-assign]
 
-    def count(self) -> tuple[int, list[float], list[float]]:
-        """The waves, the waits between them and the CPU time spent in those waits (seconds)."""
+    def numbered(self) -> tuple[list[tuple[float, float, str]], list[int]]:
+        """The spans sorted by start, and each one's wave: one after the latest wave among the
+        requests that had ended when it started."""
         spans = sorted(self.spans)
         wave: list[int] = []
-        for start, _ in spans:
-            before = [wave[i] for i, (_, end) in enumerate(spans[:len(wave)]) if end <= start]
+        for start, _, _ in spans:
+            before = [wave[i] for i, (_, end, _) in enumerate(spans[:len(wave)]) if end <= start]
             wave.append(max(before, default=0) + 1)
+        return spans, wave
+
+    def count(self) -> tuple[int, list[float], list[float]]:
+        """The waves, the waits between them and the CPU time spent in those waits (seconds)."""
+        spans, wave = self.numbered()
         gaps, cpu = [], []
         for k in range(1, max(wave, default=0)):
             ended = max((s for s, w in zip(spans, wave, strict=True) if w == k), key=lambda s: s[1])
             nxt = min((s for s, w in zip(spans, wave, strict=True) if w == k + 1), key=lambda s: s[0])
             gaps.append(max(nxt[0] - ended[1], 0.0))
-            cpu.append(max(self.cpu[nxt][0] - self.cpu[ended][1], 0.0))
+            cpu.append(max(self.cpu[nxt[:2]][0] - self.cpu[ended[:2]][1], 0.0))
         return max(wave, default=0), gaps, cpu
 
 
@@ -165,6 +177,46 @@ async def gateway(tmp: Path, registries: list[dict], documents: list[dict]):
     return app, client, lifespan
 
 
+@dataclass
+class Federated:
+    """The running set-up: the remotes, what the local document references in them (their root
+    URLs by id), the round trips measured, and the gateway under test with its client."""
+
+    servers: dict[str, GatewayServer]
+    bases: dict[str, list[str]]
+    groups: dict[str, list[str]]
+    roots: dict[str, str]
+    trips: list[float]
+    app: Any
+    client: httpx.AsyncClient
+
+
+@contextlib.asynccontextmanager
+async def federated(tmp: Path, messages: int, delay: float, trips: int) -> AsyncIterator[Federated]:
+    """The three remotes started (adding ``delay`` per request once ``referenced`` has read
+    them), ``trips`` round trips measured, and a gateway federating them whose local registry
+    holds the referring document; all stopped on the way out."""
+    servers = {rid: GatewayServer(rid, docs, tmp / rid) for rid, docs in REMOTES.items()
+               if (tmp / rid).mkdir() is None}
+    try:
+        for server in servers.values():
+            server.start()
+        async with httpx.AsyncClient(trust_env=False) as c:
+            bases, groups = await referenced(c, servers, messages, delay)
+            measured = await round_trips(c, servers, trips)
+        roots = {rid: s.base_url for rid, s in servers.items()}
+        registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
+        app, client, lifespan = await gateway(tmp / "federated", registries, [referring_document(bases, groups, roots)])
+        try:
+            yield Federated(servers, bases, groups, roots, measured, app, client)
+        finally:
+            await client.aclose()
+            await lifespan.__aexit__(None, None, None)
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
 async def run_query(client: httpx.AsyncClient) -> tuple[float, dict, list[str]]:
     """Seconds, the answer's data and the paths of its unresolved references (any other error
     stops the run)."""
@@ -197,22 +249,11 @@ async def main() -> None:
         args.runs, args.messages = 1, 3
     load_before = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="xreg-bench-fed-"))
-    servers = {rid: GatewayServer(rid, docs, tmp / rid) for rid, docs in REMOTES.items()
-               if (tmp / rid).mkdir() is None}
-    try:
-        for server in servers.values():
-            server.start()
-        async with httpx.AsyncClient(trust_env=False) as c:
-            bases, groups = await referenced(c, servers, args.messages, args.delay)
-            trips = await round_trips(c, servers, args.runs)
-
-        roots = {rid: s.base_url for rid, s in servers.items()}
-        registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
-        app, client, lifespan = await gateway(tmp / "federated", registries, [referring_document(bases, groups, roots)])
-        federation = app.state.federation
+    async with federated(tmp, args.messages, args.delay, args.runs) as fed:
+        servers, client = fed.servers, fed.client
         cold, warm, asked_cold, asked_warm = [], [], [], []
         for _ in range(args.runs):
-            await federation.backend.clear()
+            await fed.app.state.federation.backend.clear()
             for server in servers.values():
                 server.wrapper.clear()
             waves = Waves()
@@ -229,22 +270,20 @@ async def main() -> None:
             warm.append(elapsed)
             asked_warm.append(sum(s.wrapper.requests for s in servers.values()))
         refs = resolved(data)
-        await client.aclose()
-        await lifespan.__aexit__(None, None, None)
+    trips = fed.trips
 
-        local_docs = [normalise(read_document(XREG_DATA / name), strict=False)[0]
-                      for names in REMOTES.values() for name in names]
-        local_docs.append(referring_document(bases, groups, {rid: "" for rid in roots}))
-        _, client, lifespan = await gateway(tmp / "local", [], local_docs)
-        local, local_dangling = [], []
+    local_docs = [normalise(read_document(XREG_DATA / name), strict=False)[0]
+                  for names in REMOTES.values() for name in names]
+    local_docs.append(referring_document(fed.bases, fed.groups, {rid: "" for rid in fed.roots}))
+    _, client, lifespan = await gateway(tmp / "local", [], local_docs)
+    local, local_dangling = [], []
+    try:
         for _ in range(args.runs):
             elapsed, _, local_dangling = await run_query(client)
             local.append(elapsed)
+    finally:
         await client.aclose()
         await lifespan.__aexit__(None, None, None)
-    finally:
-        for server in servers.values():
-            server.stop()
 
     if local_dangling != dangling:
         raise SystemExit(f"unresolved references differ: federated {dangling}, local {local_dangling}")

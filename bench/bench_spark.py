@@ -239,6 +239,15 @@ def report(r: dict, baseline: dict) -> None:
           f"baseline  gateway CPU {r['gateway_cpu']:6.2f}s", flush=True)
 
 
+def kinds_of(text: str) -> tuple[str, ...]:
+    """``--kinds``: comma-separated names among :data:`KINDS` (an unknown one is refused)."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown kind(s) {', '.join(unknown)}: choose among {', '.join(KINDS)}")
+    return kinds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000, help="messages of the generated data set")
@@ -248,7 +257,8 @@ def main() -> None:
     parser.add_argument("--skip-corpus", action="store_true", help="only the generated data set")
     parser.add_argument("--partitions", default=",".join(map(str, PARTITIONS)),
                         help="partition counts of the data source, comma-separated (default: 1,2,4)")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="the kinds of read, comma-separated (default: all)")
+    parser.add_argument("--kinds", type=kinds_of, default=",".join(KINDS),
+                        help="the kinds of read, comma-separated (default: all)")
     parser.add_argument("--workers", "--gateway-workers", dest="gateway_workers", type=int, default=1,
                         help="uvicorn worker processes of the gateway")
     parser.add_argument("--smoke", action="store_true", help="the smallest run of every step (tests/bench)")
@@ -272,7 +282,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         partitions = tuple(int(n) for n in args.partitions.split(","))
-        kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip() in KINDS)
+        kinds = args.kinds
         corpus = corpus_sample(Path(tmp) / "sample.json") if args.smoke else CORPUS
         if not args.skip_corpus:
             results += bench_dataset(session, "corpus-sample" if args.smoke else "117-feed-corpus", Path(tmp),

@@ -20,28 +20,15 @@ import asyncio
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 import bench_federation as bench  # noqa: E402
-import httpx  # noqa: E402
-
-from adapters import http_client  # noqa: E402
 
 Span = tuple[float, float, str]
-
-
-def waves(spans: list[Span]) -> list[int]:
-    """Each request's wave (``spans`` sorted by start)."""
-    out: list[int] = []
-    for start, _, _ in spans:
-        out.append(max((out[i] for i, (_, end, _) in enumerate(spans[:len(out)]) if end <= start), default=0) + 1)
-    return out
 
 
 def waits(spans: list[Span], wave: list[int], roots: dict[str, str]) -> dict[str, float]:
@@ -67,63 +54,33 @@ async def main() -> None:
     if args.smoke:
         args.runs, args.messages = 1, 3
     tmp = Path(tempfile.mkdtemp(prefix="xreg-fed-trace-"))
-    servers = {rid: bench.GatewayServer(rid, docs, tmp / rid) for rid, docs in bench.REMOTES.items()
-               if (tmp / rid).mkdir() is None}
     colds: list[float] = []
     own: list[float] = []
-    trips: list[float] = []
-    try:
-        for server in servers.values():
-            server.start()
-        async with httpx.AsyncClient(trust_env=False) as c:
-            bases, groups = await bench.referenced(c, servers, args.messages, args.delay)
-            trips.extend(await bench.round_trips(c, servers, 3))
-        roots = {rid: s.base_url for rid, s in servers.items()}
-        registries = [{"id": rid, "kind": "xregistry", "url": url, "cache_ttl": 300} for rid, url in roots.items()]
-        app, client, lifespan = await bench.gateway(tmp / "federated", registries,
-                                                    [bench.referring_document(bases, groups, roots)])
-        get = http_client.RemoteClient.get
-        try:
-            for run in range(args.runs):
-                await app.state.federation.backend.clear()
-                spans: list[Span] = []
-
-                async def traced(remote: Any, url: str, *rest: Any, _spans: list[Span] = spans, **options: Any) -> Any:
-                    started = time.perf_counter()
-                    try:
-                        return await get(remote, url, *rest, **options)
-                    finally:
-                        params = options.get("params") or (rest[0] if rest else None) or []
-                        query = "&".join(f"{k}={v}" for k, v in params)
-                        _spans.append((started, time.perf_counter(), f"{url}?{query}"))
-
-                http_client.RemoteClient.get = traced  # type: ignore[method-assign]
-                try:
-                    elapsed, _, _ = await bench.run_query(client)
-                finally:
-                    http_client.RemoteClient.get = get  # type: ignore[method-assign]
-                spans.sort()
-                wave = waves(spans)
-                waited = waits(spans, wave, roots)
-                if run or args.runs == 1:
-                    colds.append(elapsed)
-                    own += waited.values()
-                zero = spans[0][0] if spans else 0.0
-                print(f"cold query {run + 1}: {elapsed * 1000:.1f} ms, {len(spans)} requests, {max(wave, default=0)} "
-                      "waves; own answers → wave 2: "
-                      + (", ".join(f"{rid} {w * 1000:+.1f} ms" for rid, w in waited.items()) or "none"))
-                if not args.quiet:
-                    for (start, end, url), w in zip(spans, wave, strict=True):
-                        rid = next((r for r, root in roots.items() if url.startswith(root)), "?")
-                        path = url[len(roots.get(rid, "")):]
-                        print(f"  {(start - zero) * 1000:7.1f} {(end - zero) * 1000:7.1f}  wave {w}  "
-                              f"{rid:8} {path[:110]}")
-        finally:
-            await client.aclose()
-            await lifespan.__aexit__(None, None, None)
-    finally:
-        for server in servers.values():
-            server.stop()
+    async with bench.federated(tmp, args.messages, args.delay, 3) as fed:
+        roots = fed.roots
+        for run in range(args.runs):
+            await fed.app.state.federation.backend.clear()
+            recording = bench.Waves()
+            try:
+                elapsed, _, _ = await bench.run_query(fed.client)
+            finally:
+                recording.close()
+            spans, wave = recording.numbered()
+            waited = waits(spans, wave, roots)
+            if run or args.runs == 1:
+                colds.append(elapsed)
+                own += waited.values()
+            zero = spans[0][0] if spans else 0.0
+            print(f"cold query {run + 1}: {elapsed * 1000:.1f} ms, {len(spans)} requests, {max(wave, default=0)} "
+                  "waves; own answers → wave 2: "
+                  + (", ".join(f"{rid} {w * 1000:+.1f} ms" for rid, w in waited.items()) or "none"))
+            if not args.quiet:
+                for (start, end, url), w in zip(spans, wave, strict=True):
+                    rid = next((r for r, root in roots.items() if url.startswith(root)), "?")
+                    path = url[len(roots.get(rid, "")):]
+                    print(f"  {(start - zero) * 1000:7.1f} {(end - zero) * 1000:7.1f}  wave {w}  "
+                          f"{rid:8} {path[:110]}")
+    trips = fed.trips
     trip = statistics.median(trips)
     wait = statistics.median(own) if own else 0.0
     print(f"summary: cold query {statistics.median(colds) * 1000:.1f} ms = {statistics.median(colds) / trip:.1f}× a "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mongomock_motor import AsyncMongoMockClient
 
+from tests.support.recording import Recorded
 from xreg.storage import indexed, mongo, sqlite_index
 from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor
@@ -274,25 +275,10 @@ async def test_mongo_queries_drive_by_the_attribute_index():
     assert await store.count(Query(MESSAGES, any_of=((protocol("nats"),),))) == 2
 
 
-class _Recorded:
-    """A collection whose method calls are recorded (name and arguments) before they run."""
-
-    def __init__(self, inner, calls: list) -> None:
-        self._inner, self._calls = inner, calls
-
-    def __getattr__(self, name):
-        method = getattr(self._inner, name)
-
-        def call(*args, **kwargs):
-            self._calls.append((name, args))
-            return method(*args, **kwargs)
-        return call
-
-
 async def test_mongo_commit_moves_the_counters_in_a_few_round_trips():
     store = await _mongo()
-    calls: list = []
-    store.counts = _Recorded(store.counts, calls)
+    recorded = Recorded(store.counts)
+    store.counts, calls = recorded, recorded.log
     await store.commit(messages(300))  # 10 new parents: one read, one insert
     assert [name for name, _ in calls] == ["find", "insert_many"]
     assert len(calls[1][1][0]) == 10

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections import Counter
 from dataclasses import replace
 
 import pytest
 from pymongo.errors import OperationFailure
 
 from tests.contract.conftest import live_mongo_store
+from tests.support.recording import Recorded
 from xreg.storage.errors import Conflict
 from xreg.storage.records import Query, Write
 from xreg.storage.semantics import Condition, Cursor, Sort, cursor_for
@@ -223,29 +223,11 @@ async def test_a_backward_page_ordered_in_python_keeps_every_row_before_the_curs
     assert [r.id for r in page.items] == ["m0", "m1", "m2"] and page.has_next and not page.has_prev
 
 
-class Counted:
-    """A collection whose method calls are counted by name (each a round trip to the server)."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.calls: Counter[str] = Counter()
-
-    def __getattr__(self, name: str):
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args, **kwargs):
-            self.calls[name] += 1
-            return attr(*args, **kwargs)
-        return call
-
-
 async def test_a_commit_records_its_work_items_in_a_few_round_trips_whatever_their_number(store):
     """The work items of a commit cost a bounded number of operations on ``rematerialise`` (a
     read of those there are, one insert of the new ones, one update of the others), not one or
     two per key; a replaced item keeps when it went stale."""
-    store.rework = Counted(store.rework)
+    store.rework = Recorded(store.rework)
     keys = [f"/messagegroups/g/messages/b{i:03d}" for i in range(300)]
     first = await store.commit([msg("g", "b000")], rematerialise=keys[:200])
     assert store.rework.calls == {"find": 1, "insert_many": 1}  # nothing there yet: a read, an insert
@@ -260,7 +242,7 @@ async def test_a_commit_records_its_work_items_in_a_few_round_trips_whatever_the
     assert all(items[k].at >= before[keys[0]].at for k in keys[200:])
 
 
-class Racing(Counted):
+class Racing(Recorded):
     """A collection on which, once a commit has read which work items there are, the worker
     finishes ``finished`` (deletes them) and another process records ``recorded`` (inserts
     them) — what a standalone server, without transactions, lets happen in between."""

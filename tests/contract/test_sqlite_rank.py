@@ -183,7 +183,8 @@ async def test_a_narrow_search_keeps_fts5s_bm25(store, tmp_path):
 
 
 async def test_a_narrow_search_with_a_word_in_many_rows_is_scored_without_bm25(store):
-    # 3 hits (fewer than RANKED_HITS), but "sensor" is in more rows than DF_SAMPLE: bm25 would
+    # 3 hits (fewer than RANKED_HITS), but the rows holding the words (each word's counted up to
+    # DF_SAMPLE, else estimated) total more than BM25_ROWS ("sensor" alone is in more): bm25 would
     # read every one of them; the hits are scored here instead, all of them ranked.
     await store.commit([message("f", "probe", "sensor other"), message("g", "probe", "sensor other other")])
     seen = statements(store)

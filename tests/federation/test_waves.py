@@ -60,6 +60,23 @@ def document(remotes) -> dict:
     }
 
 
+@pytest.fixture
+async def gw(tmp_path, remotes):
+    """A gateway over the three remotes (each probed at once) and the local ``document``."""
+    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
+    gateway, lifespan = await start(tmp_path, registries, document(remotes))
+    try:
+        yield gateway
+    finally:
+        await gateway.client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+def path_of(entry: str) -> str:
+    """A remote's logged request as the path asked for (no query string, no ``/registry``)."""
+    return entry.split("?")[0].removeprefix("/registry")
+
+
 async def held(remotes, wave: dict[str, set[str]]) -> None:
     """Return once each remote holds the requests it is asked for in ``wave`` (the bound only
     ends a wait that would otherwise never end: a wave that never comes)."""
@@ -71,58 +88,52 @@ async def held(remotes, wave: dict[str, set[str]]) -> None:
 
 
 @pytest.mark.parametrize("way", list(QUERIES))
-async def test_a_cold_query_waits_for_one_wave_per_dependency_step(tmp_path, remotes, way):
-    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
-    gw, lifespan = await start(tmp_path, registries, document(remotes))
+async def test_a_cold_query_waits_for_one_wave_per_dependency_step(gw, remotes, way):
     query = QUERIES[way]
+    for server in remotes.values():
+        server.wrapper.clear()
+        server.wrapper.hold()
+    running = asyncio.ensure_future(gw.data(query))
+    waves: list[dict[str, set[str]]] = []
+    seen = {rid: 0 for rid in remotes}
     try:
-        for server in remotes.values():
-            server.wrapper.clear()
-            server.wrapper.hold()
-        running = asyncio.ensure_future(gw.data(query))
-        waves: list[dict[str, set[str]]] = []
-        seen = {rid: 0 for rid in remotes}
-        try:
-            for wave in WAVES:
-                await held(remotes, wave)
-                asked = {}
-                for rid, server in remotes.items():
-                    log = server.wrapper.log
-                    if log[seen[rid]:]:
-                        asked[rid] = {entry.split("?")[0].removeprefix("/registry") for entry in log[seen[rid]:]}
-                    seen[rid] = len(log)
-                    server.wrapper.release_held()
-                waves.append(asked)
-            data = await running
-        finally:
-            for server in remotes.values():
-                server.wrapper.release()
-            if not running.done():
-                running.cancel()
-        assert waves == WAVES
-        assert {rid: len(s.wrapper.log) for rid, s in remotes.items()} == seen  # nothing after the last wave
-        if way == "across":
-            endpoint, nodes = data["endpoints"]["nodes"][0], data["messages"]["nodes"]
-        else:
-            registry = data["registry"]
-            endpoint = registry["endpoints"]["nodes"][0] if way == "page" else registry["lookup"]
-            nodes = registry["messagegroups"]["nodes"][0]["messages"]["nodes"]
-        assert [g["xid"] for g in endpoint["messagegroups"]] == [ERP_GROUP, EDGE_NODE]
-        messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
-        assert messages["own"]["basemessage"]["xid"] == ERP_BASE
-        assert messages["own"]["dataschema"]["schema"]["xid"] == EMPLOYEE_SCHEMA
-        assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
-
-        for server in remotes.values():  # warm: the same query asks nothing
-            server.wrapper.clear()
-        assert await gw.data(query) == data
-        assert all(not s.wrapper.log for s in remotes.values())
+        for wave in WAVES:
+            await held(remotes, wave)
+            asked = {}
+            for rid, server in remotes.items():
+                log = server.wrapper.log
+                if log[seen[rid]:]:
+                    asked[rid] = {path_of(entry) for entry in log[seen[rid]:]}
+                seen[rid] = len(log)
+                server.wrapper.release_held()
+            waves.append(asked)
+        data = await running
     finally:
-        await gw.client.aclose()
-        await lifespan.__aexit__(None, None, None)
+        for server in remotes.values():
+            server.wrapper.release()
+        if not running.done():
+            running.cancel()
+    assert waves == WAVES
+    assert {rid: len(s.wrapper.log) for rid, s in remotes.items()} == seen  # nothing after the last wave
+    if way == "across":
+        endpoint, nodes = data["endpoints"]["nodes"][0], data["messages"]["nodes"]
+    else:
+        registry = data["registry"]
+        endpoint = registry["endpoints"]["nodes"][0] if way == "page" else registry["lookup"]
+        nodes = registry["messagegroups"]["nodes"][0]["messages"]["nodes"]
+    assert [g["xid"] for g in endpoint["messagegroups"]] == [ERP_GROUP, EDGE_NODE]
+    messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
+    assert messages["own"]["basemessage"]["xid"] == ERP_BASE
+    assert messages["own"]["dataschema"]["schema"]["xid"] == EMPLOYEE_SCHEMA
+    assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
+
+    for server in remotes.values():  # warm: the same query asks nothing
+        server.wrapper.clear()
+    assert await gw.data(query) == data
+    assert all(not s.wrapper.log for s in remotes.values())
 
 
-async def test_a_pages_first_bases_go_out_while_the_requests_batches_are_held(tmp_path, remotes):
+async def test_a_pages_first_bases_go_out_while_the_requests_batches_are_held(gw, remotes):
     """The bases a page's chains load first are read ahead as soon as the page is read: they go
     out while the request's loaders hold their batches (the executor's paced work), not once
     the hold is given back, together with what the page's look-aheads name (one request per
@@ -130,121 +141,97 @@ async def test_a_pages_first_bases_go_out_while_the_requests_batches_are_held(tm
     from resolvers.loaders import Loaders
     from resolvers.pacing import Hold
 
-    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
-    gw, lifespan = await start(tmp_path, registries, document(remotes))
     federation = gw.app.state.federation
     hold = Hold()
     loaders = Loaders(federation.sources, federation.references, hold)
     page = await federation.sources["test"].get_many(["/messagegroups/fan/messages/own",
                                                       "/messagegroups/fan/messages/inherits"])
     schema = ("erp", None, f"{EMPLOYEE_SCHEMA}/versions/1")
+    for server in remotes.values():
+        server.wrapper.clear()
+        server.wrapper.hold()
+    hold.take()  # as a paced list completion does
+    settling = asyncio.ensure_future(loaders.settle(list(page.values()),
+                                                    lambda entities: loaders.batcher.read_ahead([schema])))
     try:
-        for server in remotes.values():
-            server.wrapper.clear()
-            server.wrapper.hold()
-        hold.take()  # as a paced list completion does
-        settling = asyncio.ensure_future(loaders.settle(list(page.values()),
-                                                        lambda entities: loaders.batcher.read_ahead([schema])))
-        try:
-            wave = {"erp": {ERP_BASE, f"{EMPLOYEE_SCHEMA}/versions/1$details", f"{EMPLOYEE_SCHEMA}$details"},
-                    "transit": {TRANSIT_BASE}}
-            await held(remotes, wave)
-            assert hold.taken
-            assert {rid: {e.split("?")[0].removeprefix("/registry") for e in s.wrapper.log}
-                    for rid, s in remotes.items() if s.wrapper.log} == wave
-        finally:
-            hold.give()
-            for server in remotes.values():
-                server.wrapper.release()
-        settled = {e.xid.rsplit("/", 1)[1]: e for e in await settling}
-        assert settled["own"].materialised.chain == (("erp", ERP_BASE),)
-        assert settled["inherits"].materialised.chain == (("transit", TRANSIT_BASE),)
+        wave = {"erp": {ERP_BASE, f"{EMPLOYEE_SCHEMA}/versions/1$details", f"{EMPLOYEE_SCHEMA}$details"},
+                "transit": {TRANSIT_BASE}}
+        await held(remotes, wave)
+        assert hold.taken
+        assert {rid: {path_of(e) for e in s.wrapper.log}
+                for rid, s in remotes.items() if s.wrapper.log} == wave
     finally:
-        await gw.client.aclose()
-        await lifespan.__aexit__(None, None, None)
+        hold.give()
+        for server in remotes.values():
+            server.wrapper.release()
+    settled = {e.xid.rsplit("/", 1)[1]: e for e in await settling}
+    assert settled["own"].materialised.chain == (("erp", ERP_BASE),)
+    assert settled["inherits"].materialised.chain == (("transit", TRANSIT_BASE),)
 
 
-async def test_nothing_is_read_ahead_for_a_page_whose_settling_was_cancelled(tmp_path, remotes):
+async def test_nothing_is_read_ahead_for_a_page_whose_settling_was_cancelled(gw, remotes):
     """A page whose settling is cancelled (its request ended) reads nothing ahead for the
     messages completed afterwards: their inherited references are nobody's to read."""
     from resolvers.loaders import Loaders
     from resolvers.pacing import Hold
 
-    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
-    gw, lifespan = await start(tmp_path, registries, document(remotes))
     federation = gw.app.state.federation
     loaders = Loaders(federation.sources, federation.references, Hold())
     page = list((await federation.sources["test"].get_many(["/messagegroups/fan/messages/inherits"])).values())
     asked: list[list[str]] = []
+    for server in remotes.values():
+        server.wrapper.clear()
+        server.wrapper.hold()
+    settling = asyncio.ensure_future(loaders.settle(page, lambda entities: asked.append([e.xid for e in entities])))
     try:
-        for server in remotes.values():
-            server.wrapper.clear()
-            server.wrapper.hold()
-        settling = asyncio.ensure_future(loaders.settle(page, lambda entities: asked.append([e.xid for e in entities])))
-        try:
-            await held(remotes, {"transit": {TRANSIT_BASE}})
-            settling.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await settling
-        finally:
-            for server in remotes.values():
-                server.wrapper.release()
-        (inherits,) = await loaders.materialiser.settle(page)  # the chain completes all the same
-        assert inherits.materialised.chain == (("transit", TRANSIT_BASE),)
-        for _ in range(3):  # the loop turns a completion's read-ahead would take
-            await asyncio.sleep(0)
-        assert asked == [["/messagegroups/fan/messages/inherits"]]  # the page's own, none after
+        await held(remotes, {"transit": {TRANSIT_BASE}})
+        settling.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await settling
     finally:
-        await gw.client.aclose()
-        await lifespan.__aexit__(None, None, None)
+        for server in remotes.values():
+            server.wrapper.release()
+    (inherits,) = await loaders.materialiser.settle(page)  # the chain completes all the same
+    assert inherits.materialised.chain == (("transit", TRANSIT_BASE),)
+    for _ in range(3):  # the loop turns a completion's read-ahead would take
+        await asyncio.sleep(0)
+    assert asked == [["/messagegroups/fan/messages/inherits"]]  # the page's own, none after
 
 
 @pytest.mark.parametrize("way", list(QUERIES))
-async def test_a_remotes_dependent_loads_go_out_once_its_own_answers_are_in(tmp_path, remotes, way):
+async def test_a_remotes_dependent_loads_go_out_once_its_own_answers_are_in(gw, remotes, way):
     """A dependent load goes out as soon as what it depends on is in, not once the whole wave
     is: transit's data schema, named by transit's base message, is asked for while the other
     remotes still hold their first-wave requests."""
-    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
-    gw, lifespan = await start(tmp_path, registries, document(remotes))
+    for server in remotes.values():
+        server.wrapper.clear()
+        server.wrapper.hold()
+    running = asyncio.ensure_future(gw.data(QUERIES[way]))
+    transit = remotes["transit"].wrapper
     try:
-        for server in remotes.values():
-            server.wrapper.clear()
-            server.wrapper.hold()
-        running = asyncio.ensure_future(gw.data(QUERIES[way]))
-        transit = remotes["transit"].wrapper
-        try:
-            await held(remotes, WAVES[0])
-            transit.release_held()  # transit answers; erp and iot do not
-            await held(remotes, {"transit": WAVES[1]["transit"]})
-            assert {rid: s.wrapper.held for rid, s in remotes.items()} == \
-                {"erp": len(WAVES[0]["erp"]), "iot": len(WAVES[0]["iot"]), "transit": 1}
-            assert transit.log[-1].split("?")[0].removeprefix("/registry") in WAVES[1]["transit"]
-        finally:
-            for server in remotes.values():
-                server.wrapper.release()
-        data = await running
-        nodes = data["messages"]["nodes"] if way == "across" else \
-            data["registry"]["messagegroups"]["nodes"][0]["messages"]["nodes"]
-        messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
-        assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
-        assert sum(len(s.wrapper.log) for s in remotes.values()) == sum(len(p) for w in WAVES for p in w.values())
+        await held(remotes, WAVES[0])
+        transit.release_held()  # transit answers; erp and iot do not
+        await held(remotes, {"transit": WAVES[1]["transit"]})
+        assert {rid: s.wrapper.held for rid, s in remotes.items()} == \
+            {"erp": len(WAVES[0]["erp"]), "iot": len(WAVES[0]["iot"]), "transit": 1}
+        assert path_of(transit.log[-1]) in WAVES[1]["transit"]
     finally:
-        await gw.client.aclose()
-        await lifespan.__aexit__(None, None, None)
+        for server in remotes.values():
+            server.wrapper.release()
+    data = await running
+    nodes = data["messages"]["nodes"] if way == "across" else \
+        data["registry"]["messagegroups"]["nodes"][0]["messages"]["nodes"]
+    messages = {m["xid"].rsplit("/", 1)[1]: m for m in nodes}
+    assert messages["inherits"]["dataschema"]["xid"] == TRANSIT_SCHEMA
+    assert sum(len(s.wrapper.log) for s in remotes.values()) == sum(len(p) for w in WAVES for p in w.values())
 
 
 @pytest.mark.parametrize("selection", ["dataschema { uri format }", "dataschema @skip(if: true) { xid }"])
-async def test_nothing_is_read_ahead_that_the_query_does_not_read(tmp_path, remotes, selection):
+async def test_nothing_is_read_ahead_that_the_query_does_not_read(gw, remotes, selection):
     """Only what the selected fields will load is read ahead: a schema reference whose target
     the query does not read (its ``uri``, a skipped field) asks the remotes for no schema."""
-    registries = [remote_entry(rid, s.base_url, probe_seconds=0) for rid, s in remotes.items()]
-    gw, lifespan = await start(tmp_path, registries, document(remotes))
-    try:
-        for server in remotes.values():
-            server.wrapper.clear()
-        await gw.data("{ registry { messagegroups { nodes { messages { nodes { xid " + selection + " } } } } } }")
-        asked = [entry for s in remotes.values() for entry in s.wrapper.log]
-        assert not [entry for entry in asked if entry.startswith("/registry/schemagroups")], asked
-    finally:
-        await gw.client.aclose()
-        await lifespan.__aexit__(None, None, None)
+    for server in remotes.values():
+        server.wrapper.clear()
+    await gw.data("{ registry { messagegroups { nodes { messages { nodes { xid " + selection + " } } } } } }")
+    asked = [entry for s in remotes.values() for entry in s.wrapper.log]
+    assert not [entry for entry in asked if entry.startswith("/registry/schemagroups")], asked

@@ -11,6 +11,7 @@ import httpx
 
 from gateway.app import create_app
 from tests.graphql.conftest import REGISTRY_ID, WRITE_KEY, make_settings, open_registry, serve_asgi
+from tests.support.rematerialising import drained
 from xreg.registry.rematerialise import Rematerialiser
 
 G = "/messagegroups/g/messages/"
@@ -63,12 +64,7 @@ async def test_the_apps_worker_catches_up_after_a_write_over_http(tmp_path):
                                       headers={"Authorization": f"Bearer {WRITE_KEY}"})
         assert response.status_code == 200, response.text
         async with asyncio.timeout(60):  # a guard against a hang, not a measure
-            # a round that ended before the write's commit set ``idle`` already: wait for one that
-            # leaves nothing known (no await between the check and the clear: the worker cannot
-            # finish in between)
-            while registry.rematerialising:
-                worker.idle.clear()
-                await worker.idle.wait()
+            await drained(worker, registry)
         for i in range(3):
             rec = await registry.store.get(f"{G}d{i}")
             assert rec is not None and rec.doc["default"]["@materialised"]["attributes"]["description"] == "v2"

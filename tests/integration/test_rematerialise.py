@@ -7,13 +7,13 @@ is written again, and leaves the items alone while another process holds the lea
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections import Counter
 
 import pytest
 from mongomock_motor import AsyncMongoMockClient
 
+from tests.support.rematerialising import drained, running
 from xreg.events import derive
 from xreg.registry import changeset
 from xreg.registry.materialise import SLICE, derived_of
@@ -170,16 +170,13 @@ async def test_the_running_worker_sleeps_right_after_the_round_that_drained_its_
         await reg.apply_document(document())
     reads = count_reads(monkeypatch, deferring)
     worker = Rematerialiser(deferring, batch=3)
-    task = asyncio.ensure_future(worker.run(3600.0))
-    try:
+    async with running(worker):
         await worker.idle.wait()  # the first round: nothing pending
         assert reads["items"] == 1
         for reg in pair:
             await reg.apply_document(edit("v2"))
         assert deferring.rematerialising
-        while deferring.rematerialising:  # no await between the check and the clear
-            worker.idle.clear()
-            await worker.idle.wait()
+        await drained(worker, deferring)
         for _ in range(20):  # counted loop turns: a woken worker would have read the items by now
             await asyncio.sleep(0)
         assert reads["items"] == 2  # one read for the write's round, none after it
@@ -191,17 +188,11 @@ async def test_the_running_worker_sleeps_right_after_the_round_that_drained_its_
         await inline.apply_document(edit("v4"))
         reads.clear()
         await deferring.apply_document(edit("v3"))
-        while deferring.rematerialising:
-            worker.idle.clear()
-            await worker.idle.wait()
+        await drained(worker, deferring)
         for _ in range(20):
             await asyncio.sleep(0)
         assert landed and reads["items"] == 2
         assert await materialisations(deferring) == await materialisations(inline)
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_a_wake_asked_for_during_a_round_brings_one_more(pair, monkeypatch):
@@ -218,20 +209,13 @@ async def test_a_wake_asked_for_during_a_round_brings_one_more(pair, monkeypatch
         return await recorded(*args, **kwargs)
 
     monkeypatch.setattr(deferring.store, "rematerialised", wake_meanwhile)
-    task = asyncio.ensure_future(worker.run(3600.0))
-    try:
+    async with running(worker):
         await worker.idle.wait()
         await deferring.apply_document(edit("v2"))
-        while deferring.rematerialising:
-            worker.idle.clear()
-            await worker.idle.wait()
+        await drained(worker, deferring)
         for _ in range(20):  # counted loop turns: the round asked for reads the items at once
             await asyncio.sleep(0)
         assert reads["items"] == 3  # the first round, the write's, the one asked for
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_only_a_commit_that_defers_work_wakes_the_worker(pair, monkeypatch):
@@ -255,8 +239,7 @@ async def test_only_a_commit_that_defers_work_wakes_the_worker(pair, monkeypatch
 
     monkeypatch.setattr(deferring.store, "rematerialise_lease", spied)
     worker = Rematerialiser(deferring, clock=clock, holder="here")
-    task = asyncio.ensure_future(worker.run(3600.0))
-    try:
+    async with running(worker):
         await released.wait()
         released.clear()
         assert reads["items"] == 1
@@ -267,10 +250,6 @@ async def test_only_a_commit_that_defers_work_wakes_the_worker(pair, monkeypatch
         assert (await deferring.apply_document(edit("v3"))).deferred
         await released.wait()
         assert reads["items"] == 2
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 async def test_the_worker_reports_each_dependent_updated_in_its_own_interactions(pair):

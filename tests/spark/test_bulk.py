@@ -110,11 +110,13 @@ def test_change_feed_rows_equal_the_graphql_paths(gateway):
     gateway.graphql('mutation($x: String!) { deleteEntity(xid: $x) { revision } }',
                     x="/messagegroups/bulk.changes.old/messages/old")
     after = gateway.revision()
+    feeds = {}
     for entity in ("messages", "messagegroups", "schemaversions"):
         bulk = _rows(XRegistryReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
         graphql = _rows(GraphQLReader, gateway.url, entity, sinceRevision=before, asOfRevision=after)
         assert bulk == graphql and bulk, entity
-    changes = {r["xid"]: r["change"] for r in bulk_messages(gateway, before, after)}
+        feeds[entity] = bulk
+    changes = {r["xid"]: r["change"] for r in feeds["messages"]}
     assert changes["/messagegroups/bulk.changes/messages/b"] == "deleted"
     assert changes["/messagegroups/bulk.changes/messages/a"] == "upserted"
     assert changes["/messagegroups/bulk.changes.old/messages/old"] == "deleted"
@@ -122,10 +124,6 @@ def test_change_feed_rows_equal_the_graphql_paths(gateway):
     with BulkClient(ClientConfig(url=gateway.url, token=TOKEN), "messages", page_rows=2) as paged:
         pages = list(paged.changes(REGISTRY_ID, after, before, None))
     assert len(pages) > 1 and sorted(x for b in pages for x in b.column("xid").to_pylist()) == sorted(changes)
-
-
-def bulk_messages(gateway, before: int, after: int) -> list[dict[str, Any]]:
-    return _rows(XRegistryReader, gateway.url, "messages", sinceRevision=before, asOfRevision=after)
 
 
 @pytest.mark.parametrize("entity", list(ENTITIES))
