@@ -201,7 +201,7 @@ class Changeset(Unit):
             unresolved = (state.derived or {}).get("unresolved") if state.doc is not None else None
             if unresolved and unresolved["reason"] == "dangling" and state.kind == "resource":
                 outcome.dangling.append((state.xid, unresolved["reference"]))
-        written = len(self.dirty) + sum(1 for k in self.rederived if k not in self.dirty)
+        written = len(self.dirty.keys() | self.rederived)  # as many as _written() lists
         if dry_run or not written:  # building the writes checks nothing: a dry run leaves them out
             return outcome
         correlation_id = correlation_id or new_correlation_id()

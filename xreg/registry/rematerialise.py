@@ -85,9 +85,9 @@ class Rematerialiser:
         registry.commit_listeners.append(self._committed)
 
     def _committed(self, revision: int) -> None:
-        """Wake for a commit of this process that deferred work (its items are the ones noted at
-        its revision): other commits, the worker's own pages among them, leave it asleep."""
-        if any(item.revision == revision for item in self.registry.rematerialising.values()):
+        """Wake for a commit of this process that deferred work (the registry notes its revision):
+        other commits, the worker's own pages among them, leave it asleep."""
+        if self.registry.last_deferred_revision == revision:
             self._wake.set()
 
     def wake(self) -> None:

@@ -97,6 +97,8 @@ class LocalRegistry:
         #: The re-materialisation work items pending, by key, as this process last knew them
         #: (its own writes at once; other processes' when reads re-check the model).
         self.rematerialising: dict[str, Rematerialisation] = {}
+        #: The revision of this process's last commit that deferred re-materialisation work.
+        self.last_deferred_revision: int | None = None
         #: Bounds of the models clients may install (``modelsource``).
         self.model_limits = model_limits or ModelLimits()
         #: The model when none was ever set through ``modelsource`` (the built-in one).
@@ -255,6 +257,8 @@ class LocalRegistry:
 
     def _deferred(self, keys: list[str], revision: int) -> None:
         """Note the work items a commit of this process recorded (see :attr:`rematerialising`)."""
+        if keys:
+            self.last_deferred_revision = revision
         now = time.time()
         for key in keys:
             old = self.rematerialising.get(key)
